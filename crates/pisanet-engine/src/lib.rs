@@ -1,0 +1,17 @@
+//! The discrete-event core of pisanet.
+//!
+//! Owns: simulated time ([`SimTime`], integer picoseconds), link rates
+//! ([`BitRate`]), the event queue ([`EventQueue`], ordered by time and then by
+//! insertion sequence, so no tie is ever broken by chance) and independent,
+//! seeded random streams ([`RngStreams`]).
+//!
+//! Leaves to others: what an event means. The queue is generic over its
+//! payload; the network crate decides what happens when an event fires.
+
+mod queue;
+mod rng;
+mod time;
+
+pub use queue::EventQueue;
+pub use rng::{RngStreams, SimRng, StreamKind};
+pub use time::{BitRate, SimTime};

@@ -1,0 +1,132 @@
+//! Simulated time and link rates, with the unit in the type.
+
+use std::fmt;
+use std::ops::{Add, AddAssign, Sub};
+
+/// A point in (or span of) simulated time, in integer picoseconds.
+///
+/// u64 picoseconds cover about 213 days of simulated time, far beyond any run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SimTime(pub u64);
+
+impl SimTime {
+    pub const ZERO: SimTime = SimTime(0);
+    pub const MAX: SimTime = SimTime(u64::MAX);
+
+    pub const fn from_ps(ps: u64) -> Self {
+        SimTime(ps)
+    }
+    pub const fn from_ns(ns: u64) -> Self {
+        SimTime(ns * 1_000)
+    }
+    pub const fn from_us(us: u64) -> Self {
+        SimTime(us * 1_000_000)
+    }
+    pub const fn from_ms(ms: u64) -> Self {
+        SimTime(ms * 1_000_000_000)
+    }
+    /// From fractional microseconds (config values), rounded to the nearest picosecond.
+    pub fn from_us_f64(us: f64) -> Self {
+        SimTime((us * 1e6).round().max(0.0) as u64)
+    }
+    pub const fn ps(self) -> u64 {
+        self.0
+    }
+    pub fn as_ns_f64(self) -> f64 {
+        self.0 as f64 / 1e3
+    }
+    pub fn as_us_f64(self) -> f64 {
+        self.0 as f64 / 1e6
+    }
+    pub fn as_ms_f64(self) -> f64 {
+        self.0 as f64 / 1e9
+    }
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / 1e12
+    }
+    pub fn saturating_sub(self, other: SimTime) -> SimTime {
+        SimTime(self.0.saturating_sub(other.0))
+    }
+    pub fn saturating_add(self, other: SimTime) -> SimTime {
+        SimTime(self.0.saturating_add(other.0))
+    }
+}
+
+impl Add for SimTime {
+    type Output = SimTime;
+    fn add(self, rhs: SimTime) -> SimTime {
+        SimTime(self.0 + rhs.0)
+    }
+}
+impl AddAssign for SimTime {
+    fn add_assign(&mut self, rhs: SimTime) {
+        self.0 += rhs.0;
+    }
+}
+impl Sub for SimTime {
+    type Output = SimTime;
+    fn sub(self, rhs: SimTime) -> SimTime {
+        SimTime(self.0 - rhs.0)
+    }
+}
+impl fmt::Display for SimTime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:.3}us", self.as_us_f64())
+    }
+}
+
+/// A link or meter rate in bits per second.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BitRate(pub u64);
+
+impl BitRate {
+    pub const fn from_bps(bps: u64) -> Self {
+        BitRate(bps)
+    }
+    pub fn from_gbps(gbps: f64) -> Self {
+        BitRate((gbps * 1e9).round() as u64)
+    }
+    pub const fn bps(self) -> u64 {
+        self.0
+    }
+    pub fn gbps(self) -> f64 {
+        self.0 as f64 / 1e9
+    }
+    /// Serialization time of `bytes` at this rate, rounded up to a whole picosecond.
+    pub fn tx_time(self, bytes: u64) -> SimTime {
+        debug_assert!(self.0 > 0);
+        let num = bytes as u128 * 8 * 1_000_000_000_000u128;
+        let den = self.0 as u128;
+        SimTime(num.div_ceil(den) as u64)
+    }
+    /// Bytes this rate carries in `t` (rounded down).
+    pub fn bytes_in(self, t: SimTime) -> u64 {
+        (self.0 as u128 * t.0 as u128 / 8 / 1_000_000_000_000u128) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tx_time_of_a_full_frame_at_10g() {
+        // 1500 bytes at 10 Gb/s: 1.2 us exactly.
+        assert_eq!(BitRate::from_gbps(10.0).tx_time(1500), SimTime::from_ns(1200));
+        // 1 byte at 3 b/s rounds up.
+        assert_eq!(BitRate(3).tx_time(1), SimTime(2_666_666_666_667));
+    }
+
+    #[test]
+    fn bytes_in_inverts_tx_time() {
+        let r = BitRate::from_gbps(40.0);
+        assert_eq!(r.bytes_in(r.tx_time(9000)), 9000);
+    }
+
+    #[test]
+    fn unit_conversions() {
+        assert_eq!(SimTime::from_ms(1), SimTime::from_us(1000));
+        assert_eq!(SimTime::from_us_f64(1.5), SimTime::from_ns(1500));
+        assert!((SimTime::from_ms(3).as_secs_f64() - 0.003).abs() < 1e-15);
+    }
+}

@@ -1,0 +1,16 @@
+//! Packets, egress queues, links, topologies and the address plan.
+//!
+//! Owns: the typed headers every packet carries ([`packet`]), an egress port's
+//! queues with drop-tail, ECN marking, strict priority and a shared buffer
+//! ([`queue`]), topology builders with a hierarchical address plan
+//! ([`topology`]).
+//!
+//! Leaves to others: what hosts send (transport), where switches forward
+//! (schemes on the PISA model), and when things happen (the facade's event
+//! loop drives ports and links through the methods here).
+
+pub mod packet;
+pub mod queue;
+pub mod topology;
+
+pub use packet::*;

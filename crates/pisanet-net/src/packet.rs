@@ -1,0 +1,209 @@
+//! Typed packet headers: Ethernet / IPv4 / TCP or UDP, plus room for the
+//! custom headers later schemes add (probes, QoS deadlines, feedback).
+//!
+//! A packet's wire size counts every header byte: Ethernet header and FCS
+//! (18 B), IPv4 (20 B), TCP (20 B) or UDP (8 B), any custom header, and the
+//! payload. Preamble and inter-frame gap are not modelled (see docs/model.md).
+
+use pisanet_engine::SimTime;
+
+/// Ethernet header (14 B) plus frame check sequence (4 B).
+pub const ETH_BYTES: u32 = 18;
+pub const IPV4_BYTES: u32 = 20;
+pub const TCP_BYTES: u32 = 20;
+pub const UDP_BYTES: u32 = 8;
+/// Smallest Ethernet frame on the wire (64 B including FCS).
+pub const MIN_FRAME_BYTES: u32 = 64;
+
+/// IP protocol numbers.
+pub const PROTO_TCP: u8 = 6;
+pub const PROTO_UDP: u8 = 17;
+
+/// Traffic classes written into the IPv4 DSCP field by the workload
+/// (P4TE section 4.1.3: short and large flows).
+pub const TC_SHORT: u8 = 0;
+pub const TC_LARGE: u8 = 1;
+
+/// Index of a host (0..n_hosts).
+pub type HostId = u32;
+/// Index of a node (hosts first, then switches) in the topology.
+pub type NodeId = u32;
+/// Index of a port within its node.
+pub type PortNo = u16;
+/// Simulator bookkeeping id of a flow (not a header field).
+pub type FlowId = u32;
+
+/// The two-bit ECN field of IPv4 (RFC 3168).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[repr(u8)]
+pub enum Ecn {
+    #[default]
+    NotEct = 0,
+    Ect1 = 1,
+    Ect0 = 2,
+    Ce = 3,
+}
+
+impl Ecn {
+    pub fn is_ect(self) -> bool {
+        matches!(self, Ecn::Ect0 | Ecn::Ect1)
+    }
+}
+
+/// IPv4 header fields the model uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Ipv4 {
+    pub src: u32,
+    pub dst: u32,
+    pub proto: u8,
+    /// Six-bit DSCP; pisanet writes the flow's traffic class here.
+    pub dscp: u8,
+    pub ecn: Ecn,
+    pub ttl: u8,
+}
+
+/// TCP flag bits.
+pub mod tcp_flags {
+    pub const FIN: u8 = 0x01;
+    pub const SYN: u8 = 0x02;
+    pub const ACK: u8 = 0x10;
+    pub const ECE: u8 = 0x40;
+    pub const CWR: u8 = 0x80;
+}
+
+/// TCP header. Sequence numbers are 64-bit byte offsets from the start of
+/// the flow (no wrap-around); the window is in bytes (no scaling option).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Tcp {
+    pub sport: u16,
+    pub dport: u16,
+    pub seq: u64,
+    pub ack: u64,
+    pub flags: u8,
+    /// Receiver's advertised window in bytes (P4TE's FACKs rewrite it).
+    pub window: u32,
+    /// Payload bytes carried.
+    pub payload: u32,
+}
+
+impl Tcp {
+    pub fn has(&self, flag: u8) -> bool {
+        self.flags & flag != 0
+    }
+}
+
+/// UDP header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Udp {
+    pub sport: u16,
+    pub dport: u16,
+    /// Payload bytes carried.
+    pub payload: u32,
+}
+
+/// The transport header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum L4 {
+    #[default]
+    None,
+    Tcp(Tcp),
+    Udp(Udp),
+}
+
+/// A custom header a scheme adds (HULA probe, QoS deadline, QCN feedback,
+/// P4TE flags). Its meaning belongs to the scheme, as a P4 header's does:
+/// `kind` names the layout and `fields` hold its bit fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct ExtHeader {
+    pub kind: u16,
+    /// Bytes this header adds on the wire.
+    pub bytes: u16,
+    pub fields: [u64; 4],
+}
+
+/// One packet. Moved by value through queues and links.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Packet {
+    /// Unique id, for conservation checks and tracing.
+    pub uid: u64,
+    /// Flow the packet belongs to (bookkeeping; u32::MAX for none).
+    pub flow: FlowId,
+    /// Bytes on the wire, every header included.
+    pub size: u32,
+    pub ip: Ipv4,
+    pub l4: L4,
+    pub ext: Option<Box<ExtHeader>>,
+    /// When the packet was injected by its source.
+    pub sent_at: SimTime,
+    /// Strict-priority queue index at egress (0 = highest), set by the
+    /// sender from the traffic class or by a switch program.
+    pub prio: u8,
+    /// Simulator-internal mark: the packet is a copy made by a switch
+    /// (clone, multicast, generated), counted as injected by that switch.
+    pub switch_made: bool,
+}
+
+impl Packet {
+    pub const NO_FLOW: FlowId = u32::MAX;
+
+    /// The 5-tuple (src, dst, proto, sport, dport), for hashing.
+    pub fn five_tuple(&self) -> (u32, u32, u8, u16, u16) {
+        let (sport, dport) = match self.l4 {
+            L4::Tcp(t) => (t.sport, t.dport),
+            L4::Udp(u) => (u.sport, u.dport),
+            L4::None => (0, 0),
+        };
+        (self.ip.src, self.ip.dst, self.ip.proto, sport, dport)
+    }
+
+    pub fn tcp(&self) -> Option<&Tcp> {
+        match &self.l4 {
+            L4::Tcp(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    pub fn tcp_mut(&mut self) -> Option<&mut Tcp> {
+        match &mut self.l4 {
+            L4::Tcp(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// Payload bytes (TCP or UDP), zero for others.
+    pub fn payload(&self) -> u32 {
+        match self.l4 {
+            L4::Tcp(t) => t.payload,
+            L4::Udp(u) => u.payload,
+            L4::None => 0,
+        }
+    }
+
+    /// Wire size of a TCP segment with `payload` bytes.
+    pub fn tcp_wire_size(payload: u32) -> u32 {
+        (ETH_BYTES + IPV4_BYTES + TCP_BYTES + payload).max(MIN_FRAME_BYTES)
+    }
+
+    /// Wire size of a UDP datagram with `payload` bytes.
+    pub fn udp_wire_size(payload: u32) -> u32 {
+        (ETH_BYTES + IPV4_BYTES + UDP_BYTES + payload).max(MIN_FRAME_BYTES)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_sizes_count_every_header() {
+        assert_eq!(Packet::tcp_wire_size(1460), 1518);
+        assert_eq!(Packet::tcp_wire_size(0), 64);
+        assert_eq!(Packet::udp_wire_size(1472), 1518);
+    }
+
+    #[test]
+    fn packet_stays_small() {
+        // Packets are moved by value through every queue: keep them compact.
+        assert!(std::mem::size_of::<Packet>() <= 112, "{}", std::mem::size_of::<Packet>());
+    }
+}

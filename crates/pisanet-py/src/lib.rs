@@ -1,0 +1,206 @@
+//! `pisanet._core`: the native module behind the `pisanet` Python package.
+//!
+//! Owns: converting between Python values and the `pisanet` facade, and
+//! nothing else. Every function is a wrapper of a few lines around
+//! `pisanet::*`; the Python package (`python/pisanet`) re-exports them.
+//!
+//! Guarantees:
+//! - `run` releases the GIL while the simulation runs and honours Ctrl-C: the
+//!   progress hook re-attaches briefly (at most every `PROGRESS_INTERVAL`),
+//!   runs pending signal handlers and the user's callback, and stops the run
+//!   when either raises or the callback returns `False`.
+//! - Columns cross as little-endian byte buffers tagged with a numpy dtype
+//!   string (`numpy.frombuffer`), never as one Python object per flow or
+//!   per sample. Queue sample ports are dictionary-encoded: `port` holds
+//!   `<u4` codes into the `port_names` list.
+//! - Errors map to `ConfigError` (input), `InvariantError` (a run broke an
+//!   invariant) and `KeyboardInterrupt` (interrupted).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+create_exception!(
+    pisanet,
+    ConfigError,
+    PyValueError,
+    "The config or another input (CDF, flow list, topology file) is invalid."
+);
+create_exception!(
+    pisanet,
+    InvariantError,
+    PyRuntimeError,
+    "A run violated an invariant (packet conservation, exactly-once delivery)."
+);
+
+/// How often, at most, `run` re-attaches to Python to check signals and report progress.
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(50);
+
+/// `(summary_json, flows, queues, ports_json)`; see `run`.
+type RunTuple<'py> = (String, Bound<'py, PyDict>, Bound<'py, PyDict>, String);
+
+fn to_py_err(error: pisanet::Error) -> PyErr {
+    match error.kind {
+        pisanet::ErrorKind::Input => ConfigError::new_err(error.message),
+        pisanet::ErrorKind::Invariant => InvariantError::new_err(error.message),
+        pisanet::ErrorKind::Interrupted => PyKeyboardInterrupt::new_err(error.message),
+    }
+}
+
+/// A fixed-width value that crosses as a little-endian buffer.
+trait Column: Sized {
+    /// The numpy dtype string of the buffer.
+    const DTYPE: &'static str;
+    fn le_bytes(values: &[Self]) -> Vec<u8>;
+}
+
+macro_rules! column {
+    ($t:ty, $dtype:literal) => {
+        impl Column for $t {
+            const DTYPE: &'static str = $dtype;
+            fn le_bytes(values: &[Self]) -> Vec<u8> {
+                values.iter().flat_map(|v| v.to_le_bytes()).collect()
+            }
+        }
+    };
+}
+column!(u8, "|u1");
+column!(u32, "<u4");
+column!(u64, "<u8");
+column!(f64, "<f8");
+
+/// Sets `columns[name] = (dtype, bytes)`.
+fn put<T: Column>(columns: &Bound<'_, PyDict>, name: &str, values: &[T]) -> PyResult<()> {
+    let buffer = PyBytes::new(columns.py(), &T::le_bytes(values));
+    columns.set_item(name, (T::DTYPE, buffer))
+}
+
+fn flow_columns<'py>(py: Python<'py>, f: &pisanet::FlowTable) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    put(&d, "id", &f.id)?;
+    put(&d, "src", &f.src)?;
+    put(&d, "dst", &f.dst)?;
+    put(&d, "bytes", &f.bytes)?;
+    put(&d, "class", &f.class)?;
+    put(&d, "start_us", &f.start_us)?;
+    put(&d, "finish_us", &f.finish_us)?;
+    put(&d, "fct_us", &f.fct_us)?;
+    put(&d, "slowdown", &f.slowdown)?;
+    put(&d, "retransmissions", &f.retransmissions)?;
+    put(&d, "reordered", &f.reordered)?;
+    Ok(d)
+}
+
+fn queue_columns<'py>(py: Python<'py>, q: &pisanet::QueueSamples) -> PyResult<Bound<'py, PyDict>> {
+    // NOTE: ports are dictionary-encoded so that a long sampling run does not
+    // create one Python string per sample.
+    let mut names: Vec<&str> = Vec::new();
+    let mut index: HashMap<&str, u32> = HashMap::new();
+    let codes: Vec<u32> = q
+        .port
+        .iter()
+        .map(|p| {
+            *index.entry(p.as_str()).or_insert_with(|| {
+                names.push(p.as_str());
+                (names.len() - 1) as u32
+            })
+        })
+        .collect();
+    let d = PyDict::new(py);
+    put(&d, "time_us", &q.time_us)?;
+    put(&d, "port", &codes)?;
+    put(&d, "depth_bytes", &q.depth_bytes)?;
+    d.set_item("port_names", ("str", names))?;
+    Ok(d)
+}
+
+/// Runs pending signal handlers (Ctrl-C raises here), then the user's callback.
+/// `Ok(false)` asks the run to stop.
+fn report(py: Python<'_>, callback: Option<&Py<PyAny>>, p: pisanet::Progress) -> PyResult<bool> {
+    py.check_signals()?;
+    let Some(callback) = callback else { return Ok(true) };
+    let answer = callback.call1(py, (p.sim_time_s, p.flows_completed, p.flows_total))?;
+    Ok(answer.is_none(py) || answer.bind(py).is_truthy()?)
+}
+
+/// Runs a config (TOML text) and returns `(summary_json, flows, queues, ports_json)`.
+#[pyfunction]
+#[pyo3(signature = (text, base_dir=None, overrides=Vec::new(), progress=None))]
+fn run<'py>(
+    py: Python<'py>,
+    text: &str,
+    base_dir: Option<PathBuf>,
+    overrides: Vec<String>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<RunTuple<'py>> {
+    let mut raised: Option<PyErr> = None;
+    let mut last_report: Option<Instant> = None;
+    let result = py.detach(|| {
+        let mut on_progress = |p: pisanet::Progress| {
+            if last_report.is_some_and(|t| t.elapsed() < PROGRESS_INTERVAL) {
+                return true;
+            }
+            last_report = Some(Instant::now());
+            Python::attach(|py| report(py, progress.as_ref(), p)).unwrap_or_else(|e| {
+                raised = Some(e);
+                false
+            })
+        };
+        pisanet::run_toml(text, base_dir.as_deref(), &overrides, &mut on_progress)
+    });
+    // NOTE: an exception raised by a signal handler or the callback wins over
+    // the run's own result: the user asked to stop.
+    if let Some(e) = raised {
+        return Err(e);
+    }
+    let out = result.map_err(to_py_err)?;
+    Ok((
+        out.summary.to_string(),
+        flow_columns(py, &out.flows)?,
+        queue_columns(py, &out.queues)?,
+        out.ports.to_string(),
+    ))
+}
+
+/// Validates a config and returns it resolved, every default filled in, as TOML.
+#[pyfunction]
+#[pyo3(signature = (text, base_dir=None, overrides=Vec::new()))]
+fn resolve(text: &str, base_dir: Option<PathBuf>, overrides: Vec<String>) -> PyResult<String> {
+    pisanet::resolve_toml(text, base_dir.as_deref(), &overrides).map_err(to_py_err)
+}
+
+/// The JSON Schema of the config.
+#[pyfunction]
+fn schema() -> String {
+    pisanet::config_schema_json()
+}
+
+/// A standard benchmark scenario's config (TOML), or None for an unknown name.
+#[pyfunction]
+fn bench_config(name: &str) -> Option<&'static str> {
+    pisanet::bench_config_toml(name)
+}
+
+/// The resource report of a scheme's switch programs, as text.
+#[pyfunction]
+fn resources(scheme: &str) -> PyResult<String> {
+    pisanet::resources_report(scheme).map_err(to_py_err)
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("ConfigError", m.py().get_type::<ConfigError>())?;
+    m.add("InvariantError", m.py().get_type::<InvariantError>())?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(resolve, m)?)?;
+    m.add_function(wrap_pyfunction!(schema, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_config, m)?)?;
+    m.add_function(wrap_pyfunction!(resources, m)?)?;
+    Ok(())
+}

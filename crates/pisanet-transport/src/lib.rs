@@ -1,0 +1,62 @@
+//! Host transports of pisanet, as state machines with no event loop.
+//!
+//! Owns: what an end host puts on the wire for one flow and how it reacts to
+//! what comes back.
+//!
+//! * [`tcp`]: a TCP sender and receiver over 64-bit byte sequence numbers,
+//!   with NewReno (RFC 5681, RFC 6582) or DCTCP (RFC 8257) congestion
+//!   control and an RFC 6298 retransmission timer.
+//! * [`udp`]: a constant-bit-rate UDP source and a counting sink.
+//!
+//! The contract with the caller (the simulator's host model) is the same for
+//! every endpoint:
+//!
+//! ```text
+//!   caller                                endpoint
+//!   ------                                --------
+//!   on_start(now, &mut out)   ───────▶    first window into `out`
+//!   on_packet(now, &pkt, &mut out) ──▶    reacts, pushes packets into `out`
+//!   timer_deadline()          ◀───────    Option<SimTime>
+//!   on_timer(now, &mut out)   ───────▶    (ignored if now < deadline)
+//! ```
+//!
+//! Guarantees: every packet pushed into `out` is fully built (headers, wire
+//! size, `flow`, `sent_at = now`) except its `uid`, which is 0: the host
+//! assigns uids. An endpoint never schedules anything itself; after each
+//! call the caller reads `timer_deadline()` and arranges a wake-up. Stale or
+//! early `on_timer` calls are harmless, so the caller may keep a single
+//! pending timer event per endpoint and ignore cancellations.
+//!
+//! Leaves to others: when packets leave the host (the NIC queue), routing,
+//! and which flows exist (the workload).
+//!
+//! ```
+//! use pisanet_engine::SimTime;
+//! use pisanet_transport::tcp::{FlowEnds, TcpConfig, TcpReceiver, TcpSender};
+//!
+//! let cfg = TcpConfig::default();
+//! let ends = FlowEnds { flow: 7, src_addr: 1, dst_addr: 2, sport: 1000, dport: 80, dscp: 0, prio: 0 };
+//! let mut tx = TcpSender::new(&cfg, ends, 3000);
+//! let mut rx = TcpReceiver::new(&cfg, ends.reversed(), 3000);
+//! let (mut data, mut acks) = (Vec::new(), Vec::new());
+//! tx.on_start(SimTime::ZERO, &mut data);
+//! assert_eq!(data.len(), 3); // 1460 + 1460 + 80 bytes
+//! for p in &data {
+//!     rx.on_packet(SimTime::from_us(5), p, &mut acks);
+//! }
+//! assert!(rx.is_complete());
+//! let mut more = Vec::new();
+//! for a in &acks {
+//!     tx.on_packet(SimTime::from_us(10), a, &mut more);
+//! }
+//! assert!(tx.is_complete());
+//! assert_eq!(tx.completed_at(), Some(SimTime::from_us(10)));
+//! ```
+
+pub mod tcp;
+pub mod udp;
+
+pub use tcp::{
+    CcKind, FlowEnds, ReceiverStats, SenderStats, TcpConfig, TcpReceiver, TcpSender,
+};
+pub use udp::{UdpCbrSource, UdpSink};

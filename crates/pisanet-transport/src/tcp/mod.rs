@@ -1,0 +1,240 @@
+//! TCP as two one-way state machines: a [`TcpSender`] that pushes `size`
+//! bytes and a [`TcpReceiver`] that delivers them in order and acknowledges.
+//!
+//! Owns: segmentation, acknowledgement, loss recovery (fast retransmit and
+//! NewReno fast recovery, RFC 6582), the retransmission timer (RFC 6298,
+//! [`rto`]), congestion control ([`cc`]: NewReno per RFC 5681, DCTCP per
+//! RFC 8257) and ECN echo.
+//!
+//! Simplifications, each deliberate (see docs/model.md):
+//! * Sequence numbers are 64-bit byte offsets starting at 0. There is no SYN
+//!   handshake and no FIN: data flows at once, and a flow is complete when
+//!   every byte is cumulatively acknowledged.
+//! * Data goes one way. The receiver sends pure ACKs (seq 0, no payload).
+//! * No SACK, no timestamps, no window scaling (the window is a u32 of bytes).
+//!
+//! Guarantees: the sender never has more than `min(cwnd, rwnd)` bytes in
+//! flight (`snd_nxt - snd_una`), where `rwnd` is the window of the latest
+//! acceptable ACK; the one exception is the RFC 9293 section 3.8.6.1
+//! zero-window probe, which carries one byte when nothing is in flight and
+//! the window is zero. The receiver hands bytes to the application exactly
+//! once and in order, and checks this independently of its own sequence
+//! bookkeeping ([`TcpReceiver::delivery_error`]).
+
+pub mod cc;
+mod receiver;
+pub mod rto;
+mod sender;
+
+#[cfg(test)]
+mod receiver_tests;
+#[cfg(test)]
+mod sender_tests;
+#[cfg(test)]
+mod test_util;
+
+pub use receiver::{ReceiverStats, TcpReceiver};
+pub use sender::{SenderStats, TcpSender};
+
+use pisanet_engine::SimTime;
+use pisanet_net::packet::{Ecn, FlowId, Ipv4, Packet, Tcp, L4, PROTO_TCP};
+use serde::{Deserialize, Serialize};
+
+/// The congestion control a sender runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum CcKind {
+    /// RFC 5681 slow start and congestion avoidance with RFC 6582 recovery.
+    NewReno,
+    /// RFC 8257 DCTCP. The EWMA gain is `g = 1 / 2^g_shift` (RFC 8257
+    /// section 4.2 recommends 1/16, i.e. `g_shift = 4`). Range 0..=16.
+    Dctcp { g_shift: u8 },
+}
+
+impl CcKind {
+    /// DCTCP with the recommended gain g = 1/16.
+    pub const DCTCP: CcKind = CcKind::Dctcp { g_shift: 4 };
+
+    /// Whether data packets of this kind are sent ECN-capable (Ect0).
+    pub fn ecn_capable(self) -> bool {
+        matches!(self, CcKind::Dctcp { .. })
+    }
+}
+
+/// Parameters of one TCP flow, shared by its sender and receiver.
+///
+/// Every field has a data-center default ([`TcpConfig::default`]); call
+/// [`TcpConfig::validate`] on user input before building endpoints.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TcpConfig {
+    /// Payload bytes per segment (SMSS). Default 1460 (a 1518 B frame).
+    /// Range >= 1.
+    pub mss: u32,
+    /// Initial congestion window in segments (RFC 6928 allows 10).
+    /// Default 10. Range >= 1.
+    pub init_cwnd_segments: u32,
+    /// Lower clamp of the retransmission timeout, in place of RFC 6298
+    /// (2.4)'s one second. Default 1 ms (data-center practice).
+    #[serde(with = "sim_time_ps")]
+    pub min_rto: SimTime,
+    /// Upper clamp of the retransmission timeout, backoff included
+    /// (RFC 6298 (2.5)). Default 1 s. Range >= `min_rto`.
+    #[serde(with = "sim_time_ps")]
+    pub max_rto: SimTime,
+    /// RTO before the first RTT sample (RFC 6298 (2.1) says 1 s for the
+    /// Internet). Default 3 ms. Range > 0; clamped into [min_rto, max_rto].
+    #[serde(with = "sim_time_ps")]
+    pub initial_rto: SimTime,
+    /// Acknowledge every second segment instead of every one (RFC 5681
+    /// section 4.2). Default false.
+    pub delayed_ack: bool,
+    /// How long a delayed ACK may wait. Default 40 us. Range > 0 when
+    /// `delayed_ack` is on.
+    #[serde(with = "sim_time_ps")]
+    pub delayed_ack_timeout: SimTime,
+    /// The window the receiver advertises, in bytes. Default 4 MiB, above
+    /// the bandwidth-delay product of any data-center path we model, so it
+    /// limits nothing unless a scheme rewrites it. Range >= 1.
+    pub rwnd_bytes: u32,
+    /// Duplicate ACKs that trigger fast retransmit (RFC 5681 section 3.2).
+    /// Default 3. Range >= 1.
+    pub dupack_threshold: u32,
+    /// Congestion control. Default NewReno (DCTCP needs ECN-marking
+    /// switches to differ from it).
+    pub cc: CcKind,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            mss: 1460,
+            init_cwnd_segments: 10,
+            min_rto: SimTime::from_ms(1),
+            max_rto: SimTime::from_ms(1000),
+            initial_rto: SimTime::from_ms(3),
+            delayed_ack: false,
+            delayed_ack_timeout: SimTime::from_us(40),
+            rwnd_bytes: 4 << 20,
+            dupack_threshold: 3,
+            cc: CcKind::NewReno,
+        }
+    }
+}
+
+impl TcpConfig {
+    /// Checks every field against its documented range.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.mss == 0 {
+            return Err("tcp.mss must be at least 1 byte".into());
+        }
+        if self.init_cwnd_segments == 0 {
+            return Err("tcp.init_cwnd_segments must be at least 1".into());
+        }
+        if self.min_rto > self.max_rto {
+            return Err(format!(
+                "tcp.min_rto ({}) must not exceed tcp.max_rto ({})",
+                self.min_rto, self.max_rto
+            ));
+        }
+        if self.max_rto == SimTime::ZERO || self.initial_rto == SimTime::ZERO {
+            return Err("tcp.max_rto and tcp.initial_rto must be positive".into());
+        }
+        if self.delayed_ack && self.delayed_ack_timeout == SimTime::ZERO {
+            return Err("tcp.delayed_ack_timeout must be positive when delayed_ack is on".into());
+        }
+        if self.rwnd_bytes == 0 {
+            return Err("tcp.rwnd_bytes must be at least 1".into());
+        }
+        if self.dupack_threshold == 0 {
+            return Err("tcp.dupack_threshold must be at least 1".into());
+        }
+        if let CcKind::Dctcp { g_shift } = self.cc {
+            if g_shift > 16 {
+                return Err(format!("tcp.cc.g_shift must be in 0..=16, got {g_shift}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Serde of a [`SimTime`] as integer picoseconds.
+mod sim_time_ps {
+    use pisanet_engine::SimTime;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(t: &SimTime, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(t.ps())
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<SimTime, D::Error> {
+        u64::deserialize(d).map(SimTime::from_ps)
+    }
+}
+
+/// Addresses, ports and ids a flow's packets carry, seen from the endpoint
+/// that emits them (`src` is the emitter).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FlowEnds {
+    pub flow: FlowId,
+    pub src_addr: u32,
+    pub dst_addr: u32,
+    pub sport: u16,
+    pub dport: u16,
+    /// Written into the IPv4 DSCP field (six bits).
+    pub dscp: u8,
+    /// Strict-priority queue index at egress.
+    pub prio: u8,
+}
+
+impl FlowEnds {
+    /// The same flow seen from the other end (addresses and ports swapped).
+    pub fn reversed(self) -> FlowEnds {
+        FlowEnds {
+            src_addr: self.dst_addr,
+            dst_addr: self.src_addr,
+            sport: self.dport,
+            dport: self.sport,
+            ..self
+        }
+    }
+}
+
+/// Header fields of one emitted TCP packet.
+pub(crate) struct SegmentSpec {
+    pub seq: u64,
+    pub ack: u64,
+    pub flags: u8,
+    pub window: u32,
+    pub payload: u32,
+    pub ecn: Ecn,
+}
+
+/// Builds a complete TCP packet (uid 0: the host assigns uids).
+pub(crate) fn build_packet(ends: &FlowEnds, now: SimTime, s: SegmentSpec) -> Packet {
+    Packet {
+        uid: 0,
+        flow: ends.flow,
+        size: Packet::tcp_wire_size(s.payload),
+        ip: Ipv4 {
+            src: ends.src_addr,
+            dst: ends.dst_addr,
+            proto: PROTO_TCP,
+            dscp: ends.dscp,
+            ecn: s.ecn,
+            ttl: 64,
+        },
+        l4: L4::Tcp(Tcp {
+            sport: ends.sport,
+            dport: ends.dport,
+            seq: s.seq,
+            ack: s.ack,
+            flags: s.flags,
+            window: s.window,
+            payload: s.payload,
+        }),
+        ext: None,
+        sent_at: now,
+        prio: ends.prio,
+        switch_made: false,
+    }
+}

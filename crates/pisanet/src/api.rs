@@ -1,0 +1,84 @@
+//! The public API the CLI and the Python binding use. Stable: scripts depend on it.
+
+/// What went wrong, and whose fault it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The user's input (config, CDF file, flow list, topology file) is invalid.
+    /// The CLI exits with code 2.
+    Input,
+    /// A run violated an invariant (conservation, exactly-once delivery).
+    /// The CLI exits with code 1.
+    Invariant,
+    /// The run was interrupted (Ctrl-C / progress callback asked to stop).
+    Interrupted,
+}
+
+/// An error with a one-line message naming the key and what is allowed,
+/// e.g. `topology.k: must be even, got 5`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+impl Error {
+    pub fn input(message: impl Into<String>) -> Self {
+        Error { kind: ErrorKind::Input, message: message.into() }
+    }
+    pub fn invariant(message: impl Into<String>) -> Self {
+        Error { kind: ErrorKind::Invariant, message: message.into() }
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+impl std::error::Error for Error {}
+
+/// Per-flow records, as columns (one entry per flow, in flow id order).
+/// Times are in microseconds; unfinished flows have NaN finish, fct and slowdown.
+#[derive(Clone, Debug, Default)]
+pub struct FlowTable {
+    pub id: Vec<u32>,
+    pub src: Vec<u32>,
+    pub dst: Vec<u32>,
+    pub bytes: Vec<u64>,
+    /// 0 = short, 1 = large (the IPv4 traffic class written by the workload).
+    pub class: Vec<u8>,
+    pub start_us: Vec<f64>,
+    pub finish_us: Vec<f64>,
+    pub fct_us: Vec<f64>,
+    pub slowdown: Vec<f64>,
+    pub retransmissions: Vec<u32>,
+    pub reordered: Vec<u32>,
+}
+
+/// Queue-depth samples, as columns (present when `metrics.queue_sample_interval_us` > 0).
+#[derive(Clone, Debug, Default)]
+pub struct QueueSamples {
+    pub time_us: Vec<f64>,
+    /// Link name, e.g. "leaf0->spine1".
+    pub port: Vec<String>,
+    pub depth_bytes: Vec<u64>,
+}
+
+/// Progress reported during a run.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    pub sim_time_s: f64,
+    pub flows_completed: u64,
+    pub flows_total: u64,
+}
+
+/// Everything a run produces.
+#[derive(Clone, Debug)]
+pub struct RunOutput {
+    /// `summary.json` contents (see docs/results-format.md).
+    pub summary: serde_json::Value,
+    pub flows: FlowTable,
+    pub queues: QueueSamples,
+    /// Per-port counters, one JSON object per port (name, tx_packets, tx_bytes, drops, ecn_marks).
+    pub ports: serde_json::Value,
+}

@@ -1,0 +1,48 @@
+//! pisanet facade: config (TOML, serde) -> build -> run -> results.
+//!
+//! Owns: the config schema and its validation, assembling a network from
+//! the model crates, the event loop that drives it, metrics, the invariant
+//! checks every run ends with, and the results (summary + per-flow columns).
+
+mod api;
+
+pub use api::*;
+
+use std::path::Path;
+
+/// Runs the config in `text` (TOML). `base_dir` resolves relative paths in the
+/// config (CDF files, flow lists, topology files); `overrides` are
+/// `key.path=value` strings applied before validation (`--set`).
+/// `progress` is called now and then; returning false stops the run with
+/// `ErrorKind::Interrupted`.
+pub fn run_toml(
+    text: &str,
+    base_dir: Option<&Path>,
+    overrides: &[String],
+    progress: &mut dyn FnMut(Progress) -> bool,
+) -> Result<RunOutput, Error> {
+    let _ = (text, base_dir, overrides, progress);
+    Err(Error::input("run: not yet wired (development)"))
+}
+
+/// Validates the config and returns it resolved, every default filled in, as TOML.
+pub fn resolve_toml(text: &str, base_dir: Option<&Path>, overrides: &[String]) -> Result<String, Error> {
+    let _ = (text, base_dir, overrides);
+    Err(Error::input("resolve: not yet wired (development)"))
+}
+
+/// The JSON Schema of the config.
+pub fn config_schema_json() -> String {
+    String::new()
+}
+
+/// The standard benchmark scenarios, by name ("fat_tree_k8", "fat_tree_k16").
+pub fn bench_config_toml(name: &str) -> Option<&'static str> {
+    let _ = name;
+    None
+}
+
+/// The resource report of a scheme's switch programs, as text.
+pub fn resources_report(scheme: &str) -> Result<String, Error> {
+    Err(Error::input(format!("scheme.kind: unknown scheme {scheme:?}")))
+}
