@@ -1,1 +1,1 @@
-
+//! Criterion benchmarks live in `benches/`; this crate has no library code.

@@ -349,7 +349,7 @@ pub fn leaf_spine(
 /// A k-ary fat tree (Al-Fares et al. 2008): k pods of k/2 edge and k/2
 /// aggregation switches, (k/2)^2 cores, k^3/4 hosts. `k` must be even.
 pub fn fat_tree(k: u32, host_rate: BitRate, fabric_rate: BitRate, delay: SimTime) -> Result<Topology, String> {
-    if k < 2 || k % 2 != 0 || k > 64 {
+    if k < 2 || !k.is_multiple_of(2) || k > 64 {
         return Err(format!("topology.k: must be even and in 2..=64, got {k}"));
     }
     let h = k / 2;

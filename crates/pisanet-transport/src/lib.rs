@@ -56,7 +56,5 @@
 pub mod tcp;
 pub mod udp;
 
-pub use tcp::{
-    CcKind, FlowEnds, ReceiverStats, SenderStats, TcpConfig, TcpReceiver, TcpSender,
-};
+pub use tcp::{CcKind, FlowEnds, ReceiverStats, SenderStats, TcpConfig, TcpReceiver, TcpSender};
 pub use udp::{UdpCbrSource, UdpSink};

@@ -31,9 +31,9 @@ pub struct Cdf {
 /// Names accepted by [`Cdf::builtin`].
 pub const BUILTIN_CDFS: [&str; 2] = ["websearch", "datamining"];
 
-// Web search: DCTCP paper (Alizadeh et al., SIGCOMM 2010), figure 4.
+// Web search: DCTCP paper (Alizadeh et al., SIGCOMM 2010); the file names its provenance.
 const WEBSEARCH: &str = include_str!("../data/websearch.cdf");
-// Data mining: VL2 paper (Greenberg et al., SIGCOMM 2009), figure 2.
+// Data mining: VL2 paper (Greenberg et al., SIGCOMM 2009); the file names its provenance.
 const DATAMINING: &str = include_str!("../data/datamining.cdf");
 
 impl Cdf {
@@ -197,7 +197,9 @@ fn parse_size(field: &str) -> Result<u64, String> {
 fn parse_probability(field: &str) -> Result<f64, String> {
     match field.parse::<f64>() {
         Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),
-        _ => Err(format!("probability must be a number in [0, 1], got '{field}'")),
+        _ => Err(format!(
+            "probability must be a number in [0, 1], got '{field}'"
+        )),
     }
 }
 

@@ -117,7 +117,10 @@ fn parse_rows(text: &str, origin: &str, n_hosts: Option<u32>) -> Result<Vec<Flow
             }
         };
         if flows.len() > FlowId::MAX as usize {
-            return Err(at(format!("too many flows; at most {} fit 32-bit flow ids", FlowId::MAX as u64 + 1)));
+            return Err(at(format!(
+                "too many flows; at most {} fit 32-bit flow ids",
+                FlowId::MAX as u64 + 1
+            )));
         }
         flows.push(FlowSpec {
             id: 0,
@@ -148,11 +151,17 @@ mod tests {
     fn parses_with_and_without_header_and_sorts_stably() {
         let text = "start_us,src,dst,bytes\n# comment\n\n10.5, 1, 2, 1000\n0,3,1,50\n10.5,2,3,7 # same time as row 1\n";
         let flows = parse_flow_file(text, "flow file").unwrap();
-        let got: Vec<(FlowId, HostId, HostId, u64, u64)> =
-            flows.iter().map(|f| (f.id, f.src, f.dst, f.bytes, f.start.ps())).collect();
+        let got: Vec<(FlowId, HostId, HostId, u64, u64)> = flows
+            .iter()
+            .map(|f| (f.id, f.src, f.dst, f.bytes, f.start.ps()))
+            .collect();
         assert_eq!(
             got,
-            vec![(0, 3, 1, 50, 0), (1, 1, 2, 1000, 10_500_000), (2, 2, 3, 7, 10_500_000)]
+            vec![
+                (0, 3, 1, 50, 0),
+                (1, 1, 2, 1000, 10_500_000),
+                (2, 2, 3, 7, 10_500_000)
+            ]
         );
         let no_header = parse_flow_file("1,0,1,5", "flow file").unwrap();
         assert_eq!(no_header.len(), 1);
@@ -173,7 +182,11 @@ mod tests {
             ("# nothing\n", "flow file: no flows; expected rows 'start_us,src,dst,bytes'"),
         ];
         for (text, want) in cases {
-            assert_eq!(parse_flow_file(text, "flow file").unwrap_err(), want, "input {text:?}");
+            assert_eq!(
+                parse_flow_file(text, "flow file").unwrap_err(),
+                want,
+                "input {text:?}"
+            );
         }
     }
 

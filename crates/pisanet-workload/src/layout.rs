@@ -21,7 +21,11 @@ impl HostLayout {
     /// host `r * hosts_per_rack + i` is host `i` of rack `r`.
     pub fn uniform(n_racks: u32, hosts_per_rack: u32) -> Self {
         let racks = (0..n_racks)
-            .map(|r| (0..hosts_per_rack).map(|i| r * hosts_per_rack + i).collect())
+            .map(|r| {
+                (0..hosts_per_rack)
+                    .map(|i| r * hosts_per_rack + i)
+                    .collect()
+            })
             .collect();
         HostLayout { racks }
     }
@@ -102,7 +106,12 @@ impl RackIndex {
             }
         }
         offset.push(flat.len() as u32);
-        Ok(RackIndex { flat, offset, rack, pos })
+        Ok(RackIndex {
+            flat,
+            offset,
+            rack,
+            pos,
+        })
     }
 
     pub(crate) fn n_hosts(&self) -> u32 {
@@ -143,7 +152,10 @@ impl RackIndex {
     /// Heap bytes held (for the laziness test).
     #[cfg(test)]
     pub(crate) fn heap_bytes(&self) -> usize {
-        4 * (self.flat.capacity() + self.offset.capacity() + self.rack.capacity() + self.pos.capacity())
+        4 * (self.flat.capacity()
+            + self.offset.capacity()
+            + self.rack.capacity()
+            + self.pos.capacity())
     }
 }
 
@@ -163,23 +175,42 @@ mod tests {
 
     #[test]
     fn invalid_layouts_are_named() {
-        let dup = HostLayout { racks: vec![vec![0, 1], vec![1, 2]] };
+        let dup = HostLayout {
+            racks: vec![vec![0, 1], vec![1, 2]],
+        };
         assert_eq!(
             dup.validate().unwrap_err(),
             "host layout: host 1 appears in rack 0 and rack 1; each host must be in one rack once"
         );
-        let gap = HostLayout { racks: vec![vec![0, 5]] };
-        assert!(gap.validate().unwrap_err().contains("host 5 in rack 0 out of range 0..2"));
-        let empty = HostLayout { racks: vec![vec![0, 1], vec![]] };
-        assert!(empty.validate().unwrap_err().contains("rack 1 has no hosts"));
-        let tiny = HostLayout { racks: vec![vec![0]] };
-        assert!(tiny.validate().unwrap_err().contains("need at least 2 hosts, got 1"));
+        let gap = HostLayout {
+            racks: vec![vec![0, 5]],
+        };
+        assert!(gap
+            .validate()
+            .unwrap_err()
+            .contains("host 5 in rack 0 out of range 0..2"));
+        let empty = HostLayout {
+            racks: vec![vec![0, 1], vec![]],
+        };
+        assert!(empty
+            .validate()
+            .unwrap_err()
+            .contains("rack 1 has no hosts"));
+        let tiny = HostLayout {
+            racks: vec![vec![0]],
+        };
+        assert!(tiny
+            .validate()
+            .unwrap_err()
+            .contains("need at least 2 hosts, got 1"));
     }
 
     #[test]
     fn kth_outside_skips_the_rack() {
         // Racks of uneven size and non-contiguous ids.
-        let l = HostLayout { racks: vec![vec![4, 0], vec![1], vec![3, 2, 5]] };
+        let l = HostLayout {
+            racks: vec![vec![4, 0], vec![1], vec![3, 2, 5]],
+        };
         let idx = RackIndex::new(&l).unwrap();
         let outside_1: Vec<_> = (0..5).map(|k| idx.kth_outside(1, k)).collect();
         assert_eq!(outside_1, vec![4, 0, 3, 2, 5]);

@@ -88,7 +88,11 @@ fn uniform_dst(idx: &RackIndex, src: HostId, rng: &mut SimRng) -> HostId {
         let k = rng.gen_range(0..idx.n_hosts() - 1);
         let own = idx.hosts(0);
         let p = idx.pos_of(src) as usize;
-        return if (k as usize) < p { own[k as usize] } else { own[k as usize + 1] };
+        return if (k as usize) < p {
+            own[k as usize]
+        } else {
+            own[k as usize + 1]
+        };
     }
     let k = rng.gen_range(0..idx.outside_count(src));
     idx.kth_outside(idx.rack_of(src), k)
@@ -187,7 +191,9 @@ pub(crate) fn incast(
         (0..n).filter(|&h| h != receiver).collect()
     } else {
         let r = idx.rack_of(receiver);
-        (0..idx.outside_count(receiver)).map(|k| idx.kth_outside(r, k)).collect()
+        (0..idx.outside_count(receiver))
+            .map(|k| idx.kth_outside(r, k))
+            .collect()
     };
     for k in 0..senders as usize {
         let j = rng.gen_range(k..pool.len());
@@ -224,7 +230,9 @@ mod tests {
 
     #[test]
     fn stride_uneven_racks_wraps_on_target_size() {
-        let l = HostLayout { racks: vec![vec![0, 1, 2], vec![3]] };
+        let l = HostLayout {
+            racks: vec![vec![0, 1, 2], vec![3]],
+        };
         let idx = RackIndex::new(&l).unwrap();
         let table: Vec<HostId> = (0..4).map(|h| stride_dst(&idx, h)).collect();
         // Rack 0 -> rack 1 (one host); host 0 of rack 1 -> host 1 mod 3 of rack 0.
@@ -268,7 +276,11 @@ mod tests {
                 let perm = permutation(&idx, &mut SimRng::seed_from_u64(seed));
                 assert_bijection(&perm);
                 for (s, &d) in perm.iter().enumerate() {
-                    assert_ne!(idx.rack_of(s as HostId), idx.rack_of(d), "seed {seed} {racks}x{per}: {s}->{d}");
+                    assert_ne!(
+                        idx.rack_of(s as HostId),
+                        idx.rack_of(d),
+                        "seed {seed} {racks}x{per}: {s}->{d}"
+                    );
                 }
             }
         }
@@ -276,7 +288,9 @@ mod tests {
 
     #[test]
     fn permutation_with_an_oversized_rack_still_has_no_fixed_point() {
-        let l = HostLayout { racks: vec![vec![0, 1, 2, 3, 4], vec![5], vec![6]] };
+        let l = HostLayout {
+            racks: vec![vec![0, 1, 2, 3, 4], vec![5], vec![6]],
+        };
         let idx = RackIndex::new(&l).unwrap();
         for seed in 0..50 {
             let perm = permutation(&idx, &mut SimRng::seed_from_u64(seed));
@@ -324,7 +338,9 @@ mod tests {
     #[test]
     fn incast_receiver_is_chosen_where_enough_senders_exist() {
         // Receivers in rack 0 have 2 outside hosts, in rack 1 have 4.
-        let l = HostLayout { racks: vec![vec![0, 1, 2, 3], vec![4, 5]] };
+        let l = HostLayout {
+            racks: vec![vec![0, 1, 2, 3], vec![4, 5]],
+        };
         let idx = RackIndex::new(&l).unwrap();
         for seed in 0..20 {
             let (rx, senders) = incast(&idx, 3, &mut SimRng::seed_from_u64(seed)).unwrap();

@@ -5,6 +5,10 @@
 //! checks every run ends with, and the results (summary + per-flow columns).
 
 mod api;
+pub mod config;
+pub mod forward;
+pub mod run;
+pub mod sim;
 
 pub use api::*;
 
@@ -21,25 +25,31 @@ pub fn run_toml(
     overrides: &[String],
     progress: &mut dyn FnMut(Progress) -> bool,
 ) -> Result<RunOutput, Error> {
-    let _ = (text, base_dir, overrides, progress);
-    Err(Error::input("run: not yet wired (development)"))
+    let cfg = config::Config::parse(text, overrides)?;
+    run::run_config(&cfg, base_dir, progress)
 }
 
 /// Validates the config and returns it resolved, every default filled in, as TOML.
 pub fn resolve_toml(text: &str, base_dir: Option<&Path>, overrides: &[String]) -> Result<String, Error> {
-    let _ = (text, base_dir, overrides);
-    Err(Error::input("resolve: not yet wired (development)"))
+    let cfg = config::Config::parse(text, overrides)?;
+    // Building the topology and the workload checks files and cross-field rules too.
+    run::check_inputs(&cfg, base_dir)?;
+    Ok(cfg.to_toml())
 }
 
 /// The JSON Schema of the config.
 pub fn config_schema_json() -> String {
-    String::new()
+    let schema = schemars::schema_for!(config::Config);
+    serde_json::to_string_pretty(&schema).unwrap_or_default()
 }
 
 /// The standard benchmark scenarios, by name ("fat_tree_k8", "fat_tree_k16").
 pub fn bench_config_toml(name: &str) -> Option<&'static str> {
-    let _ = name;
-    None
+    match name {
+        "fat_tree_k8" => Some(include_str!("../../../experiments/bench/fat_tree_k8.toml")),
+        "fat_tree_k16" => Some(include_str!("../../../experiments/bench/fat_tree_k16.toml")),
+        _ => None,
+    }
 }
 
 /// The resource report of a scheme's switch programs, as text.

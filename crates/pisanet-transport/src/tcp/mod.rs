@@ -27,10 +27,6 @@ pub mod rto;
 mod sender;
 
 #[cfg(test)]
-mod receiver_tests;
-#[cfg(test)]
-mod sender_tests;
-#[cfg(test)]
 mod test_util;
 
 pub use receiver::{ReceiverStats, TcpReceiver};

@@ -1,0 +1,43 @@
+# pisanet developer commands. `make help` lists them.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+SCENARIO ?= fat_tree_k8
+
+.PHONY: help setup test test-rust test-python bench lint fmt demo clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+setup: ## Install toolchains and build the Python package into .venv
+	bash scripts/setup.sh
+
+test: ## Set up, then run the Rust and Python tests (what CI runs)
+	bash scripts/test.sh
+
+test-rust: ## Rust tests only (default members, release profile)
+	source scripts/env.sh && find_rust && cargo test --release
+
+test-python: setup ## Python tests only
+	$(PY) -m pytest -q tests/python
+
+bench: setup ## Simulator speed on a standard scenario (SCENARIO=fat_tree_k8|fat_tree_k16)
+	$(VENV)/bin/pisanet bench --scenario $(SCENARIO)
+
+lint: setup ## clippy -D warnings, rustfmt --check, ruff, mypy stubtest
+	source scripts/env.sh && find_rust && cargo clippy --workspace --all-targets -- -D warnings
+	source scripts/env.sh && find_rust && cargo fmt --all -- --check
+	$(VENV)/bin/ruff check python tests/python
+	$(VENV)/bin/ruff format --check python tests/python
+	$(PY) -m mypy.stubtest pisanet._core
+
+fmt: ## Format Rust and Python sources
+	source scripts/env.sh && find_rust && cargo fmt --all
+	$(VENV)/bin/ruff format python tests/python
+
+demo: ## Run and plot the demo into results/demo
+	bash scripts/demo.sh
+
+clean: ## Remove build outputs and results (keeps .venv)
+	source scripts/env.sh && find_rust && cargo clean
+	rm -rf results python/pisanet/*.so

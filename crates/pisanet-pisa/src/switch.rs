@@ -1,0 +1,735 @@
+//! A PISA switch: a program ([`DataPlane`] and [`ControlAgent`]) on the v1model
+//! pipeline, driven by the simulator's event loop.
+//!
+//! ```text
+//!            ingress(now, port, pkt)                egress(now, port, pkt, deq)
+//!  wire ──► parser ─► ingress ─► PRE ─► Emit::Enqueue ──► [ loop's TM queues ] ──► egress ─► Emit::Transmit ──► wire
+//!                        │        │  clone I2E, multicast copies      ▲             │  clone E2E ──► Emit::Enqueue
+//!                        │        └─ resubmit ──┐                     │             └─ recirculate ─┐
+//!                        ▼                       ▼                    │                             ▼
+//!                  CPU agent ◄── to_cpu_latency   pending work (time-ordered): writes, CPU deliveries,
+//!                        └── writes (write_latency, one at a time) ──► re-entries, packet generator ticks
+//! ```
+//!
+//! Owns: the pipeline's state, the packet replication engine's decisions,
+//! recirculation and resubmission costs, the CPU agent's latencies, and
+//! conservation accounting for packets it creates. Leaves to the loop: the
+//! egress queues (the traffic manager), links and time. The loop calls
+//! [`Switch::next_deadline`] after every call and [`Switch::on_timer`] when
+//! that time comes; early or stale calls are harmless.
+//!
+//! End-of-pass order follows bmv2 `simple_switch`: after ingress, the I2E
+//! clone, then resubmission (which replaces forwarding), then multicast, then
+//! drop or unicast; after egress, the E2E clone, then drop, recirculation
+//! (which replaces transmission) or transmission.
+
+use crate::control::{ControlAgent, ControlPlaneConfig, CpuApi};
+use crate::info::{SwitchInfo, TargetConfig};
+use crate::meta::{
+    CloneType, Gress, InstanceType, StandardMetadata, UserMeta, CPU_PORT, DROP_PORT, PKTGEN_PORT,
+    RECIRC_PORT,
+};
+use crate::pipeline::{Ctx, Digest, Pipeline, Violation, ViolationKind, Write};
+use pisanet_engine::{SimRng, SimTime};
+use pisanet_net::{Packet, PortNo};
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// The data-plane half of a scheme: a P4 program's parser, ingress and egress.
+/// The deparser is implicit: the typed headers of [`Packet`] are emitted as
+/// they are at the end of the pass.
+pub trait DataPlane: Send {
+    /// The parser: return `false` to reject (the packet is dropped).
+    fn parse(&mut self, _pkt: &Packet, _meta: &mut UserMeta) -> bool {
+        true
+    }
+    /// The ingress control: decides the egress port, a drop, a multicast
+    /// group, a clone, a resubmission or a send to the CPU.
+    fn ingress(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        pkt: &mut Packet,
+        sm: &mut StandardMetadata,
+        meta: &mut UserMeta,
+    );
+    /// The egress control: sees the queue state; may modify, clone (E2E),
+    /// recirculate or drop, but not change the port.
+    fn egress(
+        &mut self,
+        _ctx: &mut Ctx<'_>,
+        _pkt: &mut Packet,
+        _sm: &mut StandardMetadata,
+        _meta: &mut UserMeta,
+    ) {
+    }
+    /// The packet generator application `app` fires: the packet to inject
+    /// into ingress (on [`PKTGEN_PORT`]), if any.
+    fn generate(&mut self, _now: SimTime, _app: u8) -> Option<Packet> {
+        None
+    }
+}
+
+/// What travels with a packet through the traffic manager to egress.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueMeta {
+    /// User metadata from ingress.
+    pub user: UserMeta,
+    pub ingress_port: PortNo,
+    pub instance_type: InstanceType,
+    pub egress_rid: u16,
+}
+
+/// Queue state the traffic manager reports when a packet leaves its queue.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeqInfo {
+    pub enq_timestamp: SimTime,
+    /// Packets in the queue when this one was enqueued.
+    pub enq_qdepth: u32,
+    /// Packets in the queue when this one was dequeued.
+    pub deq_qdepth: u32,
+    /// Time spent in the queue.
+    pub deq_timedelta: SimTime,
+    /// What ingress handed to the traffic manager with the packet.
+    pub meta: QueueMeta,
+}
+
+/// Why a switch dropped a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DropReason {
+    /// The program dropped it (`mark_to_drop`, or no forwarding decision).
+    Program,
+    ParserReject,
+    /// Multicast to an empty or unknown group.
+    NoMulticastGroup,
+    /// `egress_spec` or a clone session named a port the switch lacks.
+    InvalidPort,
+}
+
+/// What a call hands back to the loop.
+#[derive(Debug)]
+pub enum Emit {
+    /// To the traffic manager: queue at `port` with priority `pkt.prio`.
+    Enqueue {
+        port: PortNo,
+        pkt: Packet,
+        meta: QueueMeta,
+    },
+    /// Only from egress: the packet leaves on that port's wire now.
+    Transmit(Packet),
+    Drop {
+        pkt: Packet,
+        reason: DropReason,
+    },
+    /// Absorbed by the switch (sent to its CPU, probe terminated).
+    Consumed(Packet),
+}
+
+/// Counters of a switch. `injected` counts every packet the switch created
+/// (clones, multicast copies beyond one, generated, packet-out), each marked
+/// `switch_made`: the loop checks injected = delivered + consumed + dropped +
+/// in flight.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SwitchStats {
+    pub ingress_passes: u64,
+    pub egress_passes: u64,
+    pub resubmitted: u64,
+    pub recirculated: u64,
+    pub cloned: u64,
+    /// Clone requests for a session that has no port.
+    pub clone_misses: u64,
+    /// Multicast copies beyond the first.
+    pub replicated: u64,
+    pub generated: u64,
+    pub packet_outs: u64,
+    pub to_cpu: u64,
+    pub digests: u64,
+    pub injected: u64,
+    pub writes_applied: u64,
+    pub write_errors: u64,
+    pub last_write_error: Option<String>,
+    /// PISA rule violations by the program (must be zero for a valid run).
+    pub violations: u64,
+}
+
+enum Work {
+    Write(Write),
+    ToCpu(Packet),
+    Digest(Digest),
+    Reenter {
+        pkt: Packet,
+        meta: UserMeta,
+        instance: InstanceType,
+        port: PortNo,
+    },
+    PktGen {
+        app_index: usize,
+    },
+    PacketOut(Packet),
+    Wake,
+}
+
+struct Pending {
+    at: SimTime,
+    seq: u64,
+    work: Work,
+}
+
+impl PartialEq for Pending {
+    fn eq(&self, other: &Self) -> bool {
+        self.at == other.at && self.seq == other.seq
+    }
+}
+impl Eq for Pending {}
+impl PartialOrd for Pending {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Pending {
+    // Reversed: earliest (then first scheduled) on top of the max-heap.
+    fn cmp(&self, other: &Self) -> Ordering {
+        other
+            .at
+            .cmp(&self.at)
+            .then_with(|| other.seq.cmp(&self.seq))
+    }
+}
+
+/// One switch: its program, state, CPU agent and pending work.
+pub struct Switch {
+    id: u32,
+    n_ports: u16,
+    dp: Box<dyn DataPlane>,
+    agent: Box<dyn ControlAgent>,
+    pipe: Pipeline,
+    rng: SimRng,
+    cp: ControlPlaneConfig,
+    target: TargetConfig,
+    pending: BinaryHeap<Pending>,
+    seq: u64,
+    /// Passes so far (ingress and egress each count one; the first is 1).
+    pass: u64,
+    made: u64,
+    /// When the last scheduled control-plane write takes effect.
+    last_write_at: Option<SimTime>,
+    /// When the recirculation port is free again.
+    recirc_free_at: SimTime,
+    stats: SwitchStats,
+    scratch_writes: Vec<Write>,
+    scratch_outs: Vec<Packet>,
+}
+
+impl Switch {
+    /// Builds a switch and runs its agent's start-up installation (applied at
+    /// once: time zero, before traffic). Fails if a start-up write fails.
+    pub fn new(
+        info: &SwitchInfo,
+        pipe: Pipeline,
+        dp: Box<dyn DataPlane>,
+        agent: Box<dyn ControlAgent>,
+        rng: SimRng,
+        cp: ControlPlaneConfig,
+        target: TargetConfig,
+    ) -> Result<Switch, String> {
+        let mut sw = Switch {
+            id: info.id,
+            n_ports: info.n_ports,
+            dp,
+            agent,
+            pipe,
+            rng,
+            cp,
+            target,
+            pending: BinaryHeap::new(),
+            seq: 0,
+            pass: 0,
+            made: 0,
+            last_write_at: None,
+            recirc_free_at: SimTime::ZERO,
+            stats: SwitchStats::default(),
+            scratch_writes: Vec::new(),
+            scratch_outs: Vec::new(),
+        };
+        let mut writes = Vec::new();
+        let mut outs = Vec::new();
+        let mut wake = None;
+        {
+            let mut api = CpuApi::new(SimTime::ZERO, &sw.pipe, &mut writes, &mut outs, &mut wake);
+            sw.agent.on_start(info, &mut api);
+        }
+        for w in &writes {
+            sw.pipe.apply(SimTime::ZERO, w).map_err(|e| {
+                format!("switch {} ({}): start-up write: {e}", sw.id, sw.pipe.name())
+            })?;
+            sw.stats.writes_applied += 1;
+        }
+        for pkt in outs {
+            sw.schedule(SimTime::ZERO, Work::PacketOut(pkt));
+        }
+        if let Some(t) = wake {
+            sw.schedule(t, Work::Wake);
+        }
+        for i in 0..sw.pipe.pktgen.len() {
+            let at = SimTime(sw.pipe.pktgen[i].start_ps);
+            sw.schedule(at, Work::PktGen { app_index: i });
+        }
+        Ok(sw)
+    }
+
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    pub fn stats(&self) -> &SwitchStats {
+        &self.stats
+    }
+
+    /// The program's state (for the control plane's reads, tests, reports).
+    pub fn pipeline(&self) -> &Pipeline {
+        &self.pipe
+    }
+
+    /// Violations of the PISA rules so far: the first few in full, and the count.
+    pub fn violations(&self) -> (&[Violation], u64) {
+        self.pipe.violations()
+    }
+
+    /// Panics if the program broke a PISA rule (for tests).
+    pub fn assert_no_violations(&self) {
+        let (v, n) = self.pipe.violations();
+        assert!(
+            n == 0,
+            "switch {} ({}): {n} violations, first: {v:?}",
+            self.id,
+            self.pipe.name()
+        );
+    }
+
+    /// The earliest pending work (control-plane writes, CPU deliveries,
+    /// re-entries, generator ticks).
+    pub fn next_deadline(&self) -> Option<SimTime> {
+        self.pending.peek().map(|p| p.at)
+    }
+
+    /// A packet arrives on `in_port`.
+    pub fn ingress(&mut self, now: SimTime, in_port: PortNo, pkt: Packet, out: &mut Vec<Emit>) {
+        self.run_ingress(now, in_port, pkt, InstanceType::Normal, [0; 2], out);
+    }
+
+    /// The traffic manager hands `pkt` from `port`'s queue to the transmitter.
+    pub fn egress(
+        &mut self,
+        now: SimTime,
+        port: PortNo,
+        mut pkt: Packet,
+        deq: DeqInfo,
+        out: &mut Vec<Emit>,
+    ) {
+        self.pass += 1;
+        self.stats.egress_passes += 1;
+        let mut meta = deq.meta.user;
+        let mut sm = StandardMetadata::for_ingress(
+            deq.meta.ingress_port,
+            pkt.size,
+            deq.enq_timestamp,
+            deq.meta.instance_type,
+        );
+        sm.egress_spec = port;
+        sm.egress_port = port;
+        sm.egress_rid = deq.meta.egress_rid;
+        sm.egress_global_timestamp = now;
+        sm.enq_timestamp = deq.enq_timestamp;
+        sm.enq_qdepth = deq.enq_qdepth;
+        sm.deq_qdepth = deq.deq_qdepth;
+        sm.deq_timedelta = deq.deq_timedelta;
+        {
+            let mut ctx = Ctx::new(now, self.pass, Gress::Egress, &mut self.pipe, &mut self.rng);
+            self.dp.egress(&mut ctx, &mut pkt, &mut sm, &mut meta);
+        }
+        if sm.resubmit {
+            self.pipe
+                .violate(now, ViolationKind::PrimitiveInWrongGress, "resubmit");
+        }
+        if sm.egress_spec != port && sm.egress_spec != DROP_PORT {
+            self.pipe
+                .violate(now, ViolationKind::EgressPortChanged, "egress_spec");
+        }
+        self.end_pass(now);
+        if let Some((kind, session)) = sm.clone {
+            if kind == CloneType::I2E {
+                self.pipe
+                    .violate(now, ViolationKind::PrimitiveInWrongGress, "clone I2E");
+            } else {
+                let copy = pkt.clone();
+                self.clone_to_session(
+                    now,
+                    session,
+                    copy,
+                    meta,
+                    port,
+                    InstanceType::EgressClone,
+                    out,
+                );
+            }
+        }
+        if sm.egress_spec == DROP_PORT {
+            out.push(Emit::Drop {
+                pkt,
+                reason: DropReason::Program,
+            });
+        } else if sm.recirculate {
+            // The recirculation port serializes the packet like any port:
+            // recirculation costs pipeline throughput (P4TE section 3.6).
+            self.stats.recirculated += 1;
+            let start = now.max(self.recirc_free_at);
+            let done = start + self.target.recirc_rate.tx_time(pkt.size as u64);
+            self.recirc_free_at = done;
+            let work = Work::Reenter {
+                pkt,
+                meta,
+                instance: InstanceType::Recirculated,
+                port: RECIRC_PORT,
+            };
+            self.schedule(done + self.target.pipeline_latency, work);
+        } else {
+            out.push(Emit::Transmit(pkt));
+        }
+    }
+
+    /// Runs the pending work due at or before `now`.
+    pub fn on_timer(&mut self, now: SimTime, out: &mut Vec<Emit>) {
+        while self.pending.peek().is_some_and(|p| p.at <= now) {
+            let p = self.pending.pop().expect("peeked");
+            match p.work {
+                Work::Write(w) => match self.pipe.apply(now, &w) {
+                    Ok(()) => self.stats.writes_applied += 1,
+                    Err(e) => {
+                        self.stats.write_errors += 1;
+                        self.stats.last_write_error = Some(e);
+                    }
+                },
+                Work::ToCpu(pkt) => self.call_agent(now, |a, api| a.on_packet(pkt, api)),
+                Work::Digest(d) => self.call_agent(now, |a, api| a.on_digest(d, api)),
+                Work::Wake => self.call_agent(now, |a, api| a.on_wake(api)),
+                Work::Reenter {
+                    pkt,
+                    meta,
+                    instance,
+                    port,
+                } => self.run_ingress(now, port, pkt, instance, meta, out),
+                Work::PktGen { app_index } => {
+                    let spec = self.pipe.pktgen[app_index];
+                    if let Some(mut pkt) = self.dp.generate(now, spec.app) {
+                        self.mark_made(&mut pkt);
+                        self.stats.generated += 1;
+                        self.run_ingress(now, PKTGEN_PORT, pkt, InstanceType::Normal, [0; 2], out);
+                    }
+                    self.schedule(p.at + SimTime(spec.period_ps), Work::PktGen { app_index });
+                }
+                Work::PacketOut(mut pkt) => {
+                    self.mark_made(&mut pkt);
+                    self.stats.packet_outs += 1;
+                    self.run_ingress(now, CPU_PORT, pkt, InstanceType::Normal, [0; 2], out);
+                }
+            }
+        }
+    }
+
+    /// A link on `port` failed (`up = false`) or recovered: the agent hears of
+    /// it; the data plane sees nothing unless the agent writes something.
+    pub fn port_status(&mut self, now: SimTime, port: PortNo, up: bool) {
+        self.call_agent(now, |a, api| a.on_port_status(port, up, api));
+    }
+
+    /// Issues writes as the CPU agent would (operator or test): they take
+    /// effect after the write latency, one at a time.
+    pub fn cpu_write(&mut self, now: SimTime, writes: Vec<Write>) {
+        for w in writes {
+            self.schedule_write(now, w);
+        }
+    }
+
+    // ---- internals ----
+
+    fn schedule(&mut self, at: SimTime, work: Work) {
+        self.seq += 1;
+        self.pending.push(Pending {
+            at,
+            seq: self.seq,
+            work,
+        });
+    }
+
+    fn schedule_write(&mut self, now: SimTime, w: Write) {
+        let earliest = now + self.cp.write_latency;
+        let at = match self.last_write_at {
+            Some(last) => earliest.max(last + self.cp.write_interval),
+            None => earliest,
+        };
+        self.last_write_at = Some(at);
+        self.schedule(at, Work::Write(w));
+    }
+
+    fn call_agent(&mut self, now: SimTime, f: impl FnOnce(&mut dyn ControlAgent, &mut CpuApi<'_>)) {
+        let mut writes = std::mem::take(&mut self.scratch_writes);
+        let mut outs = std::mem::take(&mut self.scratch_outs);
+        let mut wake = None;
+        {
+            let mut api = CpuApi::new(now, &self.pipe, &mut writes, &mut outs, &mut wake);
+            f(self.agent.as_mut(), &mut api);
+        }
+        for w in writes.drain(..) {
+            self.schedule_write(now, w);
+        }
+        for pkt in outs.drain(..) {
+            self.schedule(now + self.cp.write_latency, Work::PacketOut(pkt));
+        }
+        if let Some(t) = wake {
+            self.schedule(t.max(now), Work::Wake);
+        }
+        self.scratch_writes = writes;
+        self.scratch_outs = outs;
+    }
+
+    /// Marks a packet the switch created and counts it as injected.
+    fn mark_made(&mut self, pkt: &mut Packet) {
+        pkt.uid = (1u64 << 63) | ((self.id as u64) << 40) | self.made;
+        pkt.switch_made = true;
+        self.made += 1;
+        self.stats.injected += 1;
+    }
+
+    fn end_pass(&mut self, now: SimTime) {
+        self.stats.violations = self.pipe.violation_count;
+        if !self.pipe.digests.is_empty() {
+            let mut ds = std::mem::take(&mut self.pipe.digests);
+            for d in ds.drain(..) {
+                self.stats.digests += 1;
+                self.schedule(now + self.cp.to_cpu_latency, Work::Digest(d));
+            }
+            self.pipe.digests = ds;
+        }
+    }
+
+    fn send_to_cpu(&mut self, now: SimTime, pkt: Packet, out: &mut Vec<Emit>) {
+        self.stats.to_cpu += 1;
+        self.schedule(now + self.cp.to_cpu_latency, Work::ToCpu(pkt.clone()));
+        out.push(Emit::Consumed(pkt));
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn clone_to_session(
+        &mut self,
+        now: SimTime,
+        session: u16,
+        mut copy: Packet,
+        user: UserMeta,
+        ingress_port: PortNo,
+        instance_type: InstanceType,
+        out: &mut Vec<Emit>,
+    ) {
+        let Some(port) = self
+            .pipe
+            .clone_sessions
+            .get(session as usize)
+            .copied()
+            .flatten()
+        else {
+            self.stats.clone_misses += 1;
+            return;
+        };
+        self.mark_made(&mut copy);
+        self.stats.cloned += 1;
+        if port == CPU_PORT {
+            self.send_to_cpu(now, copy, out);
+        } else if port < self.n_ports {
+            let meta = QueueMeta {
+                user,
+                ingress_port,
+                instance_type,
+                egress_rid: 0,
+            };
+            out.push(Emit::Enqueue {
+                port,
+                pkt: copy,
+                meta,
+            });
+        } else {
+            out.push(Emit::Drop {
+                pkt: copy,
+                reason: DropReason::InvalidPort,
+            });
+        }
+    }
+
+    fn run_ingress(
+        &mut self,
+        now: SimTime,
+        in_port: PortNo,
+        mut pkt: Packet,
+        instance: InstanceType,
+        user: UserMeta,
+        out: &mut Vec<Emit>,
+    ) {
+        self.pass += 1;
+        self.stats.ingress_passes += 1;
+        let mut meta = user;
+        if !self.dp.parse(&pkt, &mut meta) {
+            out.push(Emit::Drop {
+                pkt,
+                reason: DropReason::ParserReject,
+            });
+            return;
+        }
+        let mut sm = StandardMetadata::for_ingress(in_port, pkt.size, now, instance);
+        let original = if self.pipe.keep_original {
+            Some(pkt.clone())
+        } else {
+            None
+        };
+        {
+            let mut ctx = Ctx::new(
+                now,
+                self.pass,
+                Gress::Ingress,
+                &mut self.pipe,
+                &mut self.rng,
+            );
+            self.dp.ingress(&mut ctx, &mut pkt, &mut sm, &mut meta);
+        }
+        if sm.recirculate {
+            self.pipe
+                .violate(now, ViolationKind::PrimitiveInWrongGress, "recirculate");
+        }
+        self.end_pass(now);
+        let needs_original = sm.resubmit || matches!(sm.clone, Some((CloneType::I2E, _)));
+        if needs_original && original.is_none() {
+            self.pipe
+                .violate(now, ViolationKind::OriginalNotKept, "clone I2E / resubmit");
+            self.stats.violations = self.pipe.violation_count;
+        }
+        // 1. The I2E clone: a copy of the packet as it entered ingress.
+        if let Some((kind, session)) = sm.clone {
+            if kind == CloneType::E2E {
+                self.pipe
+                    .violate(now, ViolationKind::PrimitiveInWrongGress, "clone E2E");
+                self.stats.violations = self.pipe.violation_count;
+            } else {
+                let copy = original.clone().unwrap_or_else(|| pkt.clone());
+                self.clone_to_session(
+                    now,
+                    session,
+                    copy,
+                    meta,
+                    in_port,
+                    InstanceType::IngressClone,
+                    out,
+                );
+            }
+        }
+        // 2. Resubmission: the original passes ingress again; this one is not forwarded.
+        if sm.resubmit {
+            self.stats.resubmitted += 1;
+            let again = original.unwrap_or(pkt);
+            let work = Work::Reenter {
+                pkt: again,
+                meta,
+                instance: InstanceType::Resubmit,
+                port: in_port,
+            };
+            self.schedule(now + self.target.pipeline_latency, work);
+            return;
+        }
+        // 3. Multicast.
+        if sm.mcast_grp != 0 {
+            self.replicate(sm.mcast_grp, pkt, meta, in_port, out);
+            return;
+        }
+        // 4. Unicast, drop or CPU.
+        match sm.egress_spec {
+            DROP_PORT => out.push(Emit::Drop {
+                pkt,
+                reason: DropReason::Program,
+            }),
+            CPU_PORT => self.send_to_cpu(now, pkt, out),
+            port if port < self.n_ports => {
+                let meta = QueueMeta {
+                    user: meta,
+                    ingress_port: in_port,
+                    instance_type: sm.instance_type,
+                    egress_rid: 0,
+                };
+                out.push(Emit::Enqueue { port, pkt, meta });
+            }
+            _ => out.push(Emit::Drop {
+                pkt,
+                reason: DropReason::InvalidPort,
+            }),
+        }
+    }
+
+    /// The packet replication engine: one copy per (port, rid) of the group.
+    /// The first replica carries the original packet; the others are
+    /// switch-made copies.
+    fn replicate(
+        &mut self,
+        group: u16,
+        pkt: Packet,
+        user: UserMeta,
+        ingress_port: PortNo,
+        out: &mut Vec<Emit>,
+    ) {
+        let n = self
+            .pipe
+            .mcast_groups
+            .get(group as usize)
+            .map_or(0, |g| g.len());
+        if n == 0 {
+            out.push(Emit::Drop {
+                pkt,
+                reason: DropReason::NoMulticastGroup,
+            });
+            return;
+        }
+        let meta_for = |rid| QueueMeta {
+            user,
+            ingress_port,
+            instance_type: InstanceType::Replication,
+            egress_rid: rid,
+        };
+        let first = out.len();
+        for i in 1..n {
+            let (port, rid) = self.pipe.mcast_groups[group as usize][i];
+            let mut copy = pkt.clone();
+            self.mark_made(&mut copy);
+            self.stats.replicated += 1;
+            if port < self.n_ports {
+                out.push(Emit::Enqueue {
+                    port,
+                    pkt: copy,
+                    meta: meta_for(rid),
+                });
+            } else {
+                out.push(Emit::Drop {
+                    pkt: copy,
+                    reason: DropReason::InvalidPort,
+                });
+            }
+        }
+        let (port, rid) = self.pipe.mcast_groups[group as usize][0];
+        let emit = if port < self.n_ports {
+            Emit::Enqueue {
+                port,
+                pkt,
+                meta: meta_for(rid),
+            }
+        } else {
+            Emit::Drop {
+                pkt,
+                reason: DropReason::InvalidPort,
+            }
+        };
+        // Keep the replicas in group order.
+        out.insert(first, emit);
+    }
+}

@@ -1,0 +1,818 @@
+//! Match-action tables (exact, LPM, ternary with priority, range keys) with
+//! action data and a default action, and action selectors (groups of members
+//! picked by a hash, as ECMP groups use). Entries are written only by the
+//! control plane (P4TE section 3.3); the data plane only looks them up.
+//!
+//! Lookup cost: an all-exact table is one hash probe; a table with one LPM
+//! field (the others exact) is one probe per distinct prefix length present,
+//! longest first; a table with a ternary or range field scans its entries in
+//! priority order, as a TCAM compares them all at once. Indexes are rebuilt on
+//! every write (control-plane time, not packet time).
+
+use crate::counter::CounterData;
+use crate::hash::HashAlgo;
+use crate::meter::{MeterCell, MeterKind, MeterUnit};
+use pisanet_engine::SimTime;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// At most this many fields in a key.
+pub const MAX_KEY_FIELDS: usize = 4;
+/// At most this many words of action data.
+pub const MAX_ACTION_PARAMS: usize = 3;
+
+/// A table key as looked up: one value per declared field.
+pub type Key = [u64; MAX_KEY_FIELDS];
+
+/// P4 `match_kind`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum MatchKind {
+    Exact,
+    Lpm,
+    Ternary,
+    Range,
+}
+
+/// One field of a table key.
+#[derive(Clone, Debug, Serialize)]
+pub struct KeyField {
+    pub name: &'static str,
+    pub kind: MatchKind,
+    pub width: u8,
+}
+
+/// Index of an action in its table's (or selector's) action list.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct ActionId(pub u8);
+
+/// An action with its action data, as an entry holds it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct ActionCall {
+    pub action: ActionId,
+    pub params: [u64; MAX_ACTION_PARAMS],
+}
+
+impl ActionCall {
+    pub const fn new(action: ActionId, params: [u64; MAX_ACTION_PARAMS]) -> Self {
+        ActionCall { action, params }
+    }
+    /// An action without data.
+    pub const fn bare(action: ActionId) -> Self {
+        ActionCall {
+            action,
+            params: [0; MAX_ACTION_PARAMS],
+        }
+    }
+}
+
+/// Declaration of a table.
+#[derive(Clone, Debug, Serialize)]
+pub struct TableSpec {
+    pub name: &'static str,
+    pub keys: Vec<KeyField>,
+    /// Action names; an [`ActionId`] indexes this list.
+    pub actions: Vec<&'static str>,
+    /// Entries the table holds.
+    pub size: u32,
+    pub default_action: ActionCall,
+    /// A `direct_counter` counting every hit per entry.
+    pub direct_counter: bool,
+    /// A `direct_meter` per entry.
+    pub direct_meter: Option<(MeterKind, MeterUnit)>,
+}
+
+/// Handle of a table in its pipeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TableId(pub(crate) u16);
+
+/// How one field of an entry matches (P4Runtime `FieldMatch`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum FieldMatch {
+    Exact(u64),
+    Lpm {
+        value: u64,
+        len: u8,
+    },
+    Ternary {
+        value: u64,
+        mask: u64,
+    },
+    /// Inclusive bounds.
+    Range {
+        lo: u64,
+        hi: u64,
+    },
+}
+
+impl FieldMatch {
+    fn matches(&self, v: u64, width: u8) -> bool {
+        match *self {
+            FieldMatch::Exact(x) => v == x,
+            FieldMatch::Lpm { value, len } => {
+                let m = prefix_mask(len, width);
+                v & m == value & m
+            }
+            FieldMatch::Ternary { value, mask } => v & mask == value & mask,
+            FieldMatch::Range { lo, hi } => lo <= v && v <= hi,
+        }
+    }
+}
+
+fn prefix_mask(len: u8, width: u8) -> u64 {
+    if len == 0 {
+        return 0;
+    }
+    let full = if width >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << width) - 1
+    };
+    // len >= 1 and width <= 64, so fewer than 64 host bits.
+    let host_bits = width.saturating_sub(len);
+    full & !((1u64 << host_bits) - 1)
+}
+
+/// A table entry (P4Runtime `TableEntry`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TableEntry {
+    /// One match per declared key field, in order.
+    pub key: Vec<FieldMatch>,
+    /// Higher wins among ternary/range entries (P4Runtime); ignored otherwise.
+    pub priority: i32,
+    pub action: ActionCall,
+    /// Configuration of the entry's direct meter, if the table has one.
+    pub meter: Option<crate::meter::MeterConfig>,
+}
+
+impl TableEntry {
+    pub fn new(key: Vec<FieldMatch>, action: ActionCall) -> Self {
+        TableEntry {
+            key,
+            priority: 0,
+            action,
+            meter: None,
+        }
+    }
+    pub fn with_priority(mut self, priority: i32) -> Self {
+        self.priority = priority;
+        self
+    }
+}
+
+/// The result of applying a table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hit {
+    pub hit: bool,
+    pub action: ActionCall,
+    /// Index of the entry hit (for its direct meter), `u32::MAX` on a miss.
+    pub entry: u32,
+}
+
+/// FxHash (rustc's): a multiply and rotate per word, enough for table keys.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Keys hash as byte slices: take them a word at a time.
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.write_u64(u64::from_le_bytes(c.try_into().expect("8 bytes")));
+        }
+        for &b in chunks.remainder() {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.write_u64(i as u64);
+    }
+}
+
+type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+enum Index {
+    /// One exact field (the common case: a plain hash probe on a word).
+    Exact1(FxMap<u64, u32>),
+    Exact(FxMap<Key, u32>),
+    /// One LPM field alone: (prefix mask, entries by masked value), longest first.
+    Lpm1(Vec<(u64, FxMap<u64, u32>)>),
+    /// (prefix mask, entries by masked key), longest prefix first.
+    Lpm {
+        field: usize,
+        by_len: Vec<(u64, FxMap<Key, u32>)>,
+    },
+    /// Entry indices by descending priority, ties in insertion order.
+    Scan(Vec<u32>),
+}
+
+pub(crate) struct Table {
+    pub(crate) spec: TableSpec,
+    pub(crate) entries: Vec<TableEntry>,
+    pub(crate) counters: Vec<CounterData>,
+    pub(crate) meters: Vec<MeterCell>,
+    default_action: ActionCall,
+    index: Index,
+}
+
+impl Table {
+    pub(crate) fn new(spec: TableSpec) -> Self {
+        assert!(
+            spec.keys.len() <= MAX_KEY_FIELDS,
+            "table {}: too many key fields",
+            spec.name
+        );
+        assert!((spec.default_action.action.0 as usize) < spec.actions.len());
+        let n_lpm = spec
+            .keys
+            .iter()
+            .filter(|k| k.kind == MatchKind::Lpm)
+            .count();
+        let scan = spec
+            .keys
+            .iter()
+            .any(|k| matches!(k.kind, MatchKind::Ternary | MatchKind::Range))
+            || n_lpm > 1;
+        let index = if scan {
+            Index::Scan(Vec::new())
+        } else if spec.keys.len() == 1 && n_lpm == 1 {
+            Index::Lpm1(Vec::new())
+        } else if spec.keys.len() == 1 {
+            Index::Exact1(FxMap::default())
+        } else if n_lpm == 1 {
+            let field = spec
+                .keys
+                .iter()
+                .position(|k| k.kind == MatchKind::Lpm)
+                .unwrap();
+            Index::Lpm {
+                field,
+                by_len: Vec::new(),
+            }
+        } else {
+            Index::Exact(FxMap::default())
+        };
+        Table {
+            default_action: spec.default_action,
+            spec,
+            entries: Vec::new(),
+            counters: Vec::new(),
+            meters: Vec::new(),
+            index,
+        }
+    }
+
+    fn check(&self, entry: &TableEntry) -> Result<(), String> {
+        let name = self.spec.name;
+        if entry.key.len() != self.spec.keys.len() {
+            return Err(format!(
+                "{name}: key has {} fields, table has {}",
+                entry.key.len(),
+                self.spec.keys.len()
+            ));
+        }
+        for (m, f) in entry.key.iter().zip(&self.spec.keys) {
+            let ok = matches!(
+                (m, f.kind),
+                (FieldMatch::Exact(_), MatchKind::Exact)
+                    | (FieldMatch::Lpm { .. }, MatchKind::Lpm)
+                    | (FieldMatch::Ternary { .. }, MatchKind::Ternary)
+                    | (FieldMatch::Range { .. }, MatchKind::Range)
+            );
+            if !ok {
+                return Err(format!(
+                    "{name}: field {} is {:?}, got {:?}",
+                    f.name, f.kind, m
+                ));
+            }
+            if let FieldMatch::Lpm { len, .. } = m {
+                if *len > f.width {
+                    return Err(format!(
+                        "{name}: prefix /{len} longer than {} bits",
+                        f.width
+                    ));
+                }
+            }
+        }
+        if entry.action.action.0 as usize >= self.spec.actions.len() {
+            return Err(format!("{name}: no action {}", entry.action.action.0));
+        }
+        Ok(())
+    }
+
+    fn position(&self, key: &[FieldMatch], priority: i32) -> Option<usize> {
+        let scan = matches!(self.index, Index::Scan(_));
+        self.entries
+            .iter()
+            .position(|e| e.key == key && (!scan || e.priority == priority))
+    }
+
+    pub(crate) fn insert(&mut self, entry: TableEntry, now: SimTime) -> Result<(), String> {
+        self.check(&entry)?;
+        if self.position(&entry.key, entry.priority).is_some() {
+            return Err(format!("{}: entry exists", self.spec.name));
+        }
+        if self.entries.len() as u32 >= self.spec.size {
+            return Err(format!(
+                "{}: full ({} entries)",
+                self.spec.name, self.spec.size
+            ));
+        }
+        let mut meter = MeterCell::default();
+        if let Some(cfg) = entry.meter {
+            meter.configure(cfg, now);
+        }
+        self.entries.push(entry);
+        self.counters.push(CounterData::default());
+        self.meters.push(meter);
+        self.rebuild();
+        Ok(())
+    }
+
+    pub(crate) fn modify(&mut self, entry: TableEntry, now: SimTime) -> Result<(), String> {
+        self.check(&entry)?;
+        let i = self
+            .position(&entry.key, entry.priority)
+            .ok_or_else(|| format!("{}: no such entry", self.spec.name))?;
+        if let Some(cfg) = entry.meter {
+            if self.entries[i].meter != Some(cfg) {
+                self.meters[i].configure(cfg, now);
+            }
+        }
+        self.entries[i] = entry;
+        Ok(())
+    }
+
+    pub(crate) fn delete(&mut self, key: &[FieldMatch], priority: i32) -> Result<(), String> {
+        let i = self
+            .position(key, priority)
+            .ok_or_else(|| format!("{}: no such entry", self.spec.name))?;
+        self.entries.remove(i);
+        self.counters.remove(i);
+        self.meters.remove(i);
+        self.rebuild();
+        Ok(())
+    }
+
+    pub(crate) fn set_default(&mut self, action: ActionCall) -> Result<(), String> {
+        if action.action.0 as usize >= self.spec.actions.len() {
+            return Err(format!("{}: no action {}", self.spec.name, action.action.0));
+        }
+        self.default_action = action;
+        Ok(())
+    }
+
+    fn exact_key(&self, entry: &TableEntry) -> Key {
+        let mut k = [0u64; MAX_KEY_FIELDS];
+        for (i, m) in entry.key.iter().enumerate() {
+            k[i] = match *m {
+                FieldMatch::Exact(v) => v,
+                FieldMatch::Lpm { value, len } => value & prefix_mask(len, self.spec.keys[i].width),
+                _ => 0,
+            };
+        }
+        k
+    }
+
+    fn rebuild(&mut self) {
+        let keys: Vec<Key> = self.entries.iter().map(|e| self.exact_key(e)).collect();
+        match &mut self.index {
+            Index::Exact1(map) => {
+                map.clear();
+                for (i, k) in keys.into_iter().enumerate() {
+                    map.insert(k[0], i as u32);
+                }
+            }
+            Index::Lpm1(by_len) => {
+                let width = self.spec.keys[0].width;
+                let len_of = |e: &TableEntry| match e.key[0] {
+                    FieldMatch::Lpm { len, .. } => len,
+                    _ => unreachable!("checked on insert"),
+                };
+                let mut lens: Vec<u8> = self.entries.iter().map(len_of).collect();
+                lens.sort_unstable_by(|a, b| b.cmp(a));
+                lens.dedup();
+                by_len.clear();
+                for len in lens {
+                    let mut map = FxMap::default();
+                    for (i, e) in self.entries.iter().enumerate() {
+                        if len_of(e) == len {
+                            map.insert(keys[i][0], i as u32);
+                        }
+                    }
+                    by_len.push((prefix_mask(len, width), map));
+                }
+            }
+            Index::Exact(map) => {
+                map.clear();
+                for (i, k) in keys.into_iter().enumerate() {
+                    map.insert(k, i as u32);
+                }
+            }
+            Index::Lpm { field, by_len } => {
+                let width = self.spec.keys[*field].width;
+                let mut lens: Vec<u8> = self
+                    .entries
+                    .iter()
+                    .map(|e| match e.key[*field] {
+                        FieldMatch::Lpm { len, .. } => len,
+                        _ => unreachable!("checked on insert"),
+                    })
+                    .collect();
+                let entry_lens = lens.clone();
+                lens.sort_unstable_by(|a, b| b.cmp(a));
+                lens.dedup();
+                by_len.clear();
+                for len in lens {
+                    let mut map = FxMap::default();
+                    for (i, k) in keys.iter().enumerate() {
+                        if entry_lens[i] == len {
+                            map.insert(*k, i as u32);
+                        }
+                    }
+                    by_len.push((prefix_mask(len, width), map));
+                }
+            }
+            Index::Scan(order) => {
+                order.clear();
+                order.extend(0..self.entries.len() as u32);
+                let entries = &self.entries;
+                // Stable: equal priorities keep insertion order.
+                order.sort_by(|&a, &b| {
+                    entries[b as usize]
+                        .priority
+                        .cmp(&entries[a as usize].priority)
+                });
+            }
+        }
+    }
+
+    /// Looks `key` up (fields beyond the declared ones are ignored).
+    #[inline]
+    pub(crate) fn lookup(&mut self, key: &Key) -> Hit {
+        let found = match &self.index {
+            Index::Exact1(map) => map.get(&key[0]).copied(),
+            Index::Lpm1(by_len) => {
+                let v = key[0];
+                by_len
+                    .iter()
+                    .find_map(|(mask, map)| map.get(&(v & mask)).copied())
+            }
+            Index::Exact(map) => {
+                let mut k = [0u64; MAX_KEY_FIELDS];
+                k[..self.spec.keys.len()].copy_from_slice(&key[..self.spec.keys.len()]);
+                map.get(&k).copied()
+            }
+            Index::Lpm { field, by_len } => {
+                let mut k = [0u64; MAX_KEY_FIELDS];
+                k[..self.spec.keys.len()].copy_from_slice(&key[..self.spec.keys.len()]);
+                let v = k[*field];
+                by_len.iter().find_map(|(mask, map)| {
+                    k[*field] = v & mask;
+                    map.get(&k).copied()
+                })
+            }
+            Index::Scan(order) => order.iter().copied().find(|&i| {
+                let e = &self.entries[i as usize];
+                e.key
+                    .iter()
+                    .zip(&self.spec.keys)
+                    .enumerate()
+                    .all(|(f, (m, kf))| m.matches(key[f], kf.width))
+            }),
+        };
+        match found {
+            Some(i) => {
+                if self.spec.direct_counter {
+                    self.counters[i as usize].packets += 1;
+                }
+                Hit {
+                    hit: true,
+                    action: self.entries[i as usize].action,
+                    entry: i,
+                }
+            }
+            None => Hit {
+                hit: false,
+                action: self.default_action,
+                entry: u32::MAX,
+            },
+        }
+    }
+}
+
+/// Declaration of an action selector (v1model `action_selector(algo, size,
+/// width)`): groups of members, one picked per packet by a hash.
+#[derive(Clone, Debug, Serialize)]
+pub struct SelectorSpec {
+    pub name: &'static str,
+    /// The hash the program feeds the selector with.
+    pub algo: HashAlgo,
+    /// Action names of the members.
+    pub actions: Vec<&'static str>,
+    pub max_groups: u32,
+    pub max_members_per_group: u32,
+}
+
+/// Handle of an action selector in its pipeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SelectorId(pub(crate) u16);
+
+pub(crate) struct ActionSelector {
+    pub(crate) spec: SelectorSpec,
+    /// Members of each group, indexed by group id.
+    pub(crate) groups: Vec<Vec<ActionCall>>,
+}
+
+impl ActionSelector {
+    pub(crate) fn new(spec: SelectorSpec) -> Self {
+        ActionSelector {
+            spec,
+            groups: Vec::new(),
+        }
+    }
+
+    pub(crate) fn set_group(&mut self, group: u32, members: Vec<ActionCall>) -> Result<(), String> {
+        let name = self.spec.name;
+        if group >= self.spec.max_groups {
+            return Err(format!(
+                "{name}: group {group} beyond {}",
+                self.spec.max_groups
+            ));
+        }
+        if members.len() as u32 > self.spec.max_members_per_group {
+            return Err(format!(
+                "{name}: {} members, at most {}",
+                members.len(),
+                self.spec.max_members_per_group
+            ));
+        }
+        if let Some(m) = members
+            .iter()
+            .find(|m| m.action.0 as usize >= self.spec.actions.len())
+        {
+            return Err(format!("{name}: no action {}", m.action.0));
+        }
+        if self.groups.len() <= group as usize {
+            self.groups.resize(group as usize + 1, Vec::new());
+        }
+        self.groups[group as usize] = members;
+        Ok(())
+    }
+
+    /// The member of `group` that `hash` picks (`None` for an empty group).
+    #[inline]
+    pub(crate) fn select(&self, group: u32, hash: u32) -> Option<ActionCall> {
+        let members = self.groups.get(group as usize)?;
+        if members.is_empty() {
+            return None;
+        }
+        // The selector's own member arithmetic (hardware), not program code.
+        Some(members[hash as usize % members.len()])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HIT_A: ActionId = ActionId(1);
+
+    fn spec(keys: Vec<KeyField>) -> TableSpec {
+        TableSpec {
+            name: "t",
+            keys,
+            actions: vec!["miss", "act"],
+            size: 64,
+            default_action: ActionCall::bare(ActionId(0)),
+            direct_counter: true,
+            direct_meter: None,
+        }
+    }
+
+    fn act(v: u64) -> ActionCall {
+        ActionCall::new(HIT_A, [v, 0, 0])
+    }
+
+    fn key1(v: u64) -> Key {
+        [v, 0, 0, 0]
+    }
+
+    fn ip(a: u8, b: u8, c: u8, d: u8) -> u64 {
+        u32::from_be_bytes([a, b, c, d]) as u64
+    }
+
+    #[test]
+    fn lpm_picks_the_longest_prefix() {
+        let mut t = Table::new(spec(vec![KeyField {
+            name: "dst",
+            kind: MatchKind::Lpm,
+            width: 32,
+        }]));
+        let lpm = |v, len| vec![FieldMatch::Lpm { value: v, len }];
+        t.insert(TableEntry::new(lpm(0, 0), act(0)), SimTime::ZERO)
+            .unwrap();
+        t.insert(
+            TableEntry::new(lpm(ip(10, 0, 0, 0), 8), act(8)),
+            SimTime::ZERO,
+        )
+        .unwrap();
+        t.insert(
+            TableEntry::new(lpm(ip(10, 1, 2, 0), 24), act(24)),
+            SimTime::ZERO,
+        )
+        .unwrap();
+        t.insert(
+            TableEntry::new(lpm(ip(10, 1, 2, 3), 32), act(32)),
+            SimTime::ZERO,
+        )
+        .unwrap();
+        assert_eq!(t.lookup(&key1(ip(10, 1, 2, 3))).action, act(32));
+        assert_eq!(t.lookup(&key1(ip(10, 1, 2, 4))).action, act(24));
+        assert_eq!(t.lookup(&key1(ip(10, 9, 2, 3))).action, act(8));
+        assert_eq!(t.lookup(&key1(ip(11, 1, 2, 3))).action, act(0));
+        // Deleting the /24 falls back to the /8.
+        t.delete(&lpm(ip(10, 1, 2, 0), 24), 0).unwrap();
+        assert_eq!(t.lookup(&key1(ip(10, 1, 2, 4))).action, act(8));
+        // Deleting the default route leaves a miss: the default action.
+        t.delete(&lpm(0, 0), 0).unwrap();
+        let miss = t.lookup(&key1(ip(11, 1, 2, 3)));
+        assert!(!miss.hit);
+        assert_eq!(miss.action, ActionCall::bare(ActionId(0)));
+        // Host bits in the entry's value are ignored.
+        t.insert(
+            TableEntry::new(lpm(ip(12, 0, 0, 77), 8), act(12)),
+            SimTime::ZERO,
+        )
+        .unwrap();
+        assert_eq!(t.lookup(&key1(ip(12, 5, 5, 5))).action, act(12));
+    }
+
+    #[test]
+    fn ternary_highest_priority_wins() {
+        let mut t = Table::new(spec(vec![KeyField {
+            name: "dscp",
+            kind: MatchKind::Ternary,
+            width: 6,
+        }]));
+        let tern = |value, mask| vec![FieldMatch::Ternary { value, mask }];
+        t.insert(
+            TableEntry::new(tern(0, 0), act(1)).with_priority(1),
+            SimTime::ZERO,
+        )
+        .unwrap();
+        t.insert(
+            TableEntry::new(tern(0b100000, 0b100000), act(2)).with_priority(10),
+            SimTime::ZERO,
+        )
+        .unwrap();
+        t.insert(
+            TableEntry::new(tern(0b101000, 0b111000), act(3)).with_priority(20),
+            SimTime::ZERO,
+        )
+        .unwrap();
+        // Same priority as an earlier entry: the earlier one wins.
+        t.insert(
+            TableEntry::new(tern(0b101000, 0b101000), act(4)).with_priority(20),
+            SimTime::ZERO,
+        )
+        .unwrap();
+        assert_eq!(t.lookup(&key1(0b101011)).action, act(3));
+        assert_eq!(t.lookup(&key1(0b110000)).action, act(2));
+        assert_eq!(t.lookup(&key1(0b000001)).action, act(1));
+        // A higher priority inserted later still wins.
+        t.insert(
+            TableEntry::new(tern(0b000001, 0b000001), act(5)).with_priority(30),
+            SimTime::ZERO,
+        )
+        .unwrap();
+        assert_eq!(t.lookup(&key1(0b101011)).action, act(5));
+        assert_eq!(t.lookup(&key1(0b101010)).action, act(3));
+    }
+
+    #[test]
+    fn range_and_exact_keys_with_default_action() {
+        let mut t = Table::new(spec(vec![
+            KeyField {
+                name: "port",
+                kind: MatchKind::Exact,
+                width: 9,
+            },
+            KeyField {
+                name: "qdepth",
+                kind: MatchKind::Range,
+                width: 19,
+            },
+        ]));
+        t.set_default(act(99)).unwrap();
+        let e = |port, lo, hi| vec![FieldMatch::Exact(port), FieldMatch::Range { lo, hi }];
+        t.insert(
+            TableEntry::new(e(1, 0, 9), act(10)).with_priority(1),
+            SimTime::ZERO,
+        )
+        .unwrap();
+        t.insert(
+            TableEntry::new(e(1, 10, 99), act(20)).with_priority(1),
+            SimTime::ZERO,
+        )
+        .unwrap();
+        t.insert(
+            TableEntry::new(e(2, 5, 5), act(30)).with_priority(1),
+            SimTime::ZERO,
+        )
+        .unwrap();
+        assert_eq!(t.lookup(&[1, 0, 0, 0]).action, act(10));
+        assert_eq!(t.lookup(&[1, 9, 0, 0]).action, act(10));
+        assert_eq!(t.lookup(&[1, 10, 0, 0]).action, act(20));
+        assert_eq!(t.lookup(&[1, 99, 0, 0]).action, act(20));
+        assert_eq!(t.lookup(&[1, 100, 0, 0]).action, act(99));
+        assert_eq!(t.lookup(&[2, 5, 0, 0]).action, act(30));
+        assert_eq!(t.lookup(&[2, 6, 0, 0]).action, act(99));
+        assert!(!t.lookup(&[3, 5, 0, 0]).hit);
+    }
+
+    #[test]
+    fn exact_table_counts_hits_and_rejects_bad_writes() {
+        let mut t = Table::new(spec(vec![KeyField {
+            name: "tor",
+            kind: MatchKind::Exact,
+            width: 24,
+        }]));
+        t.insert(
+            TableEntry::new(vec![FieldMatch::Exact(7)], act(7)),
+            SimTime::ZERO,
+        )
+        .unwrap();
+        assert!(t
+            .insert(
+                TableEntry::new(vec![FieldMatch::Exact(7)], act(8)),
+                SimTime::ZERO
+            )
+            .is_err());
+        assert!(t
+            .insert(
+                TableEntry::new(vec![FieldMatch::Lpm { value: 1, len: 3 }], act(8)),
+                SimTime::ZERO
+            )
+            .is_err());
+        assert!(t
+            .insert(
+                TableEntry::new(vec![FieldMatch::Exact(8)], ActionCall::bare(ActionId(5))),
+                SimTime::ZERO
+            )
+            .is_err());
+        for _ in 0..3 {
+            assert_eq!(t.lookup(&key1(7)).action, act(7));
+        }
+        assert!(!t.lookup(&key1(8)).hit);
+        assert_eq!(t.counters[0].packets, 3);
+        t.modify(
+            TableEntry::new(vec![FieldMatch::Exact(7)], act(70)),
+            SimTime::ZERO,
+        )
+        .unwrap();
+        assert_eq!(t.lookup(&key1(7)).action, act(70));
+    }
+
+    #[test]
+    fn table_size_is_enforced() {
+        let mut s = spec(vec![KeyField {
+            name: "k",
+            kind: MatchKind::Exact,
+            width: 8,
+        }]);
+        s.size = 2;
+        let mut t = Table::new(s);
+        t.insert(
+            TableEntry::new(vec![FieldMatch::Exact(1)], act(1)),
+            SimTime::ZERO,
+        )
+        .unwrap();
+        t.insert(
+            TableEntry::new(vec![FieldMatch::Exact(2)], act(1)),
+            SimTime::ZERO,
+        )
+        .unwrap();
+        assert!(t
+            .insert(
+                TableEntry::new(vec![FieldMatch::Exact(3)], act(1)),
+                SimTime::ZERO
+            )
+            .is_err());
+    }
+
+    #[test]
+    fn prefix_masks() {
+        assert_eq!(prefix_mask(0, 32), 0);
+        assert_eq!(prefix_mask(8, 32), 0xFF00_0000);
+        assert_eq!(prefix_mask(32, 32), 0xFFFF_FFFF);
+        assert_eq!(prefix_mask(64, 64), u64::MAX);
+        assert_eq!(prefix_mask(1, 64), 1 << 63);
+    }
+}

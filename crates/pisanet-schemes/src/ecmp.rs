@@ -1,0 +1,75 @@
+//! `ecmp`: LPM routing on the destination; where a route has several next
+//! hops, an action selector hashes the 5-tuple over them (RFC 2992), so each
+//! flow keeps one path and nothing is reordered.
+//!
+//! ```text
+//! ingress:  ipv4_lpm ──set_nhop──────────────────────────► egress_spec
+//!                    └─set_ecmp_group(g) ─► ecmp_group[g] (crc32 of the 5-tuple) ─► set_nhop
+//! ```
+
+#![deny(clippy::float_arithmetic, clippy::integer_division)]
+
+use crate::l3::{self, RouteAgent, FIVE_TUPLE_FIELDS, L3, SET_ECMP_GROUP, SET_NHOP};
+use pisanet_net::Packet;
+use pisanet_pisa::{
+    Ctx, DataPlane, HashAlgo, HashId, HashSpec, Pipeline, StandardMetadata, SwitchInfo, UserMeta,
+};
+
+/// The program's handles and per-switch constants.
+pub struct Ecmp {
+    pub l3: L3,
+    /// crc32 over the 5-tuple, feeding `ecmp_group`.
+    pub ecmp_hash: HashId,
+    tier: u8,
+}
+
+impl Ecmp {
+    /// Declares the program's objects in `pipe`.
+    pub fn new(pipe: &mut Pipeline, info: &SwitchInfo) -> Self {
+        let l3 = L3::declare(pipe, HashAlgo::Crc32);
+        let ecmp_hash = pipe.hash(HashSpec {
+            name: "ecmp_hash",
+            algo: HashAlgo::Crc32,
+            fields: FIVE_TUPLE_FIELDS.to_vec(),
+        });
+        // ipv4_lpm, then the selector.
+        pipe.stages(2, 0);
+        Ecmp {
+            l3,
+            ecmp_hash,
+            tier: info.tier,
+        }
+    }
+
+    /// The control agent that installs this program's routes.
+    pub fn agent(&self) -> RouteAgent {
+        RouteAgent::new(self.l3)
+    }
+}
+
+impl DataPlane for Ecmp {
+    fn ingress(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        pkt: &mut Packet,
+        sm: &mut StandardMetadata,
+        _meta: &mut UserMeta,
+    ) {
+        let hit = ctx.apply(self.l3.ipv4_lpm, [pkt.ip.dst as u64, 0, 0, 0]);
+        match hit.action.action {
+            SET_NHOP => l3::set_nhop(sm, &hit.action),
+            SET_ECMP_GROUP => {
+                let h = ctx.hash(self.ecmp_hash, &l3::five_tuple(pkt));
+                match ctx.select(
+                    self.l3.ecmp_group,
+                    hit.action.params[0] as u32,
+                    l3::member_hash(h, self.tier),
+                ) {
+                    Some(member) => l3::set_nhop(sm, &member),
+                    None => sm.mark_to_drop(),
+                }
+            }
+            _ => sm.mark_to_drop(),
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! DCTCP (RFC 8257): NewReno plus a per-window estimate of the fraction of
+//! marked bytes, `alpha`, and a window cut of `alpha / 2` on ECN echoes.
+
+use super::{AckEvent, Controller, NewReno, Window};
+
+/// DCTCP sender state (RFC 8257 section 3.3).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dctcp {
+    reno: NewReno,
+    /// EWMA gain g.
+    g: f64,
+    /// DCTCP.Alpha, the estimated fraction of marked bytes.
+    alpha: f64,
+    /// DCTCP.WindowEnd: when `snd_una` passes it, one observation window ends.
+    window_end: u64,
+    /// DCTCP.BytesAcked in the current observation window.
+    bytes_acked: u64,
+    /// DCTCP.BytesMarked in the current observation window.
+    bytes_marked: u64,
+    /// `snd_nxt` at the last ECE-triggered cut: no further cut until the
+    /// ACKs pass it (once per window of data, RFC 3168 section 6.1.2).
+    cwr_end: Option<u64>,
+}
+
+impl Dctcp {
+    /// `g = 1 / 2^g_shift`; `g_shift` above 16 is treated as 16.
+    pub fn new(g_shift: u8) -> Self {
+        Dctcp {
+            reno: NewReno,
+            g: 1.0 / f64::from(1u32 << g_shift.min(16)),
+            // NOTE: alpha starts at 1, the conservative choice (Linux's
+            // default dctcp_alpha_on_init): the first marks cut by half.
+            alpha: 1.0,
+            window_end: 0,
+            bytes_acked: 0,
+            bytes_marked: 0,
+            cwr_end: None,
+        }
+    }
+
+    pub fn g(&self) -> f64 {
+        self.g
+    }
+}
+
+impl Controller for Dctcp {
+    fn on_ack(&mut self, w: &mut Window, ev: &AckEvent) -> bool {
+        // RFC 8257 section 3.3: count acked bytes, and those acked with ECE.
+        self.bytes_acked += ev.acked;
+        if ev.ece {
+            self.bytes_marked += ev.acked;
+        }
+        // RFC 8257 section 3.3: once SND.UNA passes WindowEnd, the window of
+        // observation is over: F = BytesMarked / BytesAcked,
+        // alpha = (1 - g) * alpha + g * F, WindowEnd = SND.NXT, reset counts.
+        if ev.snd_una > self.window_end {
+            if self.bytes_acked > 0 {
+                let f = self.bytes_marked as f64 / self.bytes_acked as f64;
+                self.alpha = (1.0 - self.g) * self.alpha + self.g * f;
+            }
+            self.window_end = ev.snd_nxt;
+            self.bytes_acked = 0;
+            self.bytes_marked = 0;
+        }
+        // RFC 8257 section 3.3: on ECE, cwnd = cwnd * (1 - alpha / 2), at
+        // most once per window of data (RFC 3168 section 6.1.2). A loss
+        // recovery in progress has already reduced the window.
+        let may_cut = !matches!(self.cwr_end, Some(end) if ev.snd_una <= end);
+        if ev.ece && !ev.in_recovery && may_cut {
+            let target = (w.cwnd as f64 * (1.0 - self.alpha / 2.0)) as u64;
+            // NOTE: floor of 2 SMSS as for a loss (RFC 5681 equation (4)),
+            // as Linux does; cwnd itself never grows from a cut.
+            w.ssthresh = target.max(2 * w.mss);
+            w.cwnd = w.cwnd.min(w.ssthresh);
+            w.ca_bytes_acked = 0;
+            self.cwr_end = Some(ev.snd_nxt);
+            return true;
+        }
+        // Otherwise the window grows as NewReno's (RFC 8257 section 3.3).
+        self.reno.on_ack(w, ev)
+    }
+
+    fn on_fast_retransmit(&mut self, w: &mut Window, flight: u64) {
+        // RFC 8257 section 3.5: react to loss as conventional TCP does.
+        self.reno.on_fast_retransmit(w, flight);
+    }
+
+    fn on_rto(&mut self, w: &mut Window, flight: u64, first: bool) {
+        // RFC 8257 section 3.5.
+        self.reno.on_rto(w, flight, first);
+    }
+
+    fn alpha(&self) -> Option<f64> {
+        Some(self.alpha)
+    }
+}

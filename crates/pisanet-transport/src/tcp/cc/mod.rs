@@ -1,0 +1,142 @@
+//! Congestion control: how the congestion window reacts to ACKs, ECN echoes
+//! and losses.
+//!
+//! Owns: `cwnd` and `ssthresh` ([`Window`]) and the algorithm state behind
+//! them. A controller is a small trait whose hooks are no-ops by default
+//! (smoltcp's design); dispatch goes through the [`Cc`] enum.
+//!
+//! Leaves to the sender: the loss-recovery procedure itself (which segment to
+//! retransmit, fast-recovery window inflation and deflation, RFC 6582), and
+//! deciding when a hook applies.
+
+mod dctcp;
+mod newreno;
+
+pub use dctcp::Dctcp;
+pub use newreno::NewReno;
+
+use super::CcKind;
+
+/// The window state a controller manipulates, in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    pub cwnd: u64,
+    pub ssthresh: u64,
+    /// Sender maximum segment size (SMSS).
+    pub mss: u64,
+    /// Bytes acked since the last congestion-avoidance increase
+    /// (RFC 3465 appropriate byte counting).
+    pub ca_bytes_acked: u64,
+}
+
+impl Window {
+    /// The initial window of `init_segments` segments; ssthresh starts
+    /// "arbitrarily high" (RFC 5681 section 3.1).
+    pub fn new(mss: u64, init_segments: u64) -> Self {
+        Window {
+            cwnd: mss * init_segments,
+            ssthresh: u64::MAX,
+            mss,
+            ca_bytes_acked: 0,
+        }
+    }
+
+    pub fn in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh
+    }
+
+    /// The ssthresh after a loss: RFC 5681 equation (4),
+    /// max(FlightSize / 2, 2 * SMSS), with FlightSize capped at cwnd.
+    ///
+    /// NOTE: RFC 5681 section 3.1 asks for "no more than" equation (4).
+    /// Without SACK, `snd_nxt - snd_una` after a long recovery counts data
+    /// the receiver already holds beyond a hole, and can be many times what
+    /// the network carries; halving it would set ssthresh far above the
+    /// path's capacity and loop into overshoot and timeouts. Capping by
+    /// cwnd is what Linux's Reno does (`tcp_reno_ssthresh`: cwnd / 2).
+    pub fn half_flight(&self, flight: u64) -> u64 {
+        (flight.min(self.cwnd) / 2).max(2 * self.mss)
+    }
+}
+
+/// What one ACK that advanced `snd_una` tells the controller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AckEvent {
+    /// Bytes newly acknowledged by this ACK.
+    pub acked: u64,
+    /// The ACK carried ECE.
+    pub ece: bool,
+    /// `snd_una` after this ACK.
+    pub snd_una: u64,
+    /// `snd_nxt` when the ACK arrived.
+    pub snd_nxt: u64,
+    /// The sender is in fast recovery (the window is managed by RFC 6582).
+    pub in_recovery: bool,
+}
+
+/// Hooks of a congestion controller. All default to doing nothing.
+pub trait Controller {
+    /// An ACK acknowledged new data. Returns true if it reduced the window
+    /// in response to congestion (the sender then sets CWR, RFC 3168).
+    fn on_ack(&mut self, _w: &mut Window, _ev: &AckEvent) -> bool {
+        false
+    }
+
+    /// Fast retransmit is about to happen with `flight` bytes outstanding:
+    /// set ssthresh. The sender then inflates cwnd for fast recovery.
+    fn on_fast_retransmit(&mut self, _w: &mut Window, _flight: u64) {}
+
+    /// The retransmission timer expired with `flight` bytes outstanding.
+    /// `first` is false when the segment was already resent by a timeout.
+    fn on_rto(&mut self, _w: &mut Window, _flight: u64, _first: bool) {}
+
+    /// The DCTCP congestion estimate, if this controller keeps one.
+    fn alpha(&self) -> Option<f64> {
+        None
+    }
+}
+
+/// A controller of one of the supported kinds.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cc {
+    NewReno(NewReno),
+    Dctcp(Dctcp),
+}
+
+impl Cc {
+    pub fn new(kind: CcKind) -> Self {
+        match kind {
+            CcKind::NewReno => Cc::NewReno(NewReno),
+            CcKind::Dctcp { g_shift } => Cc::Dctcp(Dctcp::new(g_shift)),
+        }
+    }
+
+    fn inner(&mut self) -> &mut dyn Controller {
+        match self {
+            Cc::NewReno(c) => c,
+            Cc::Dctcp(c) => c,
+        }
+    }
+}
+
+impl Controller for Cc {
+    fn on_ack(&mut self, w: &mut Window, ev: &AckEvent) -> bool {
+        self.inner().on_ack(w, ev)
+    }
+    fn on_fast_retransmit(&mut self, w: &mut Window, flight: u64) {
+        self.inner().on_fast_retransmit(w, flight)
+    }
+    fn on_rto(&mut self, w: &mut Window, flight: u64, first: bool) {
+        self.inner().on_rto(w, flight, first)
+    }
+    fn alpha(&self) -> Option<f64> {
+        match self {
+            Cc::NewReno(c) => c.alpha(),
+            Cc::Dctcp(c) => c.alpha(),
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "cc_tests.rs"]
+mod tests;

@@ -1,0 +1,319 @@
+//! The receiving half of a TCP flow.
+//!
+//! Owns: `rcv_nxt`, the out-of-order buffer (an interval set), the ACK
+//! policy (every segment, or every second one with delayed ACKs, RFC 5681
+//! section 4.2), the DCTCP ECN echo (RFC 8257 section 3.2), and the
+//! application-side delivery check.
+//!
+//! Guarantees: ACKs carry `ack = rcv_nxt` and `window = cfg.rwnd_bytes`.
+//! Out-of-order, duplicate and hole-filling segments are acknowledged at
+//! once. The delivery check ([`TcpReceiver::delivery_error`]) is kept by a
+//! separate application counter that every delivered chunk is compared
+//! against, so a bug in the sequence bookkeeping shows up as an error rather
+//! than as silently wrong data.
+
+use super::{build_packet, FlowEnds, SegmentSpec, TcpConfig};
+use pisanet_engine::SimTime;
+use pisanet_net::packet::{tcp_flags, Ecn, Packet};
+use std::collections::BTreeMap;
+
+/// A snapshot of a receiver's counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReceiverStats {
+    /// Bytes handed to the application, in order.
+    pub delivered_bytes: u64,
+    /// Bytes held out of order, waiting for a hole to fill.
+    pub buffered_bytes: u64,
+    /// Data packets received (duplicates included).
+    pub data_packets: u32,
+    /// Data packets that brought new bytes beyond a hole.
+    pub reordered_packets: u32,
+    /// Bytes received that the receiver already held.
+    pub duplicate_bytes: u64,
+    /// Data packets that arrived CE-marked.
+    pub ce_packets: u32,
+    pub acks_sent: u32,
+}
+
+/// The application end: takes chunks and checks each starts where the last
+/// one ended and none passes the flow's size.
+#[derive(Clone, Debug)]
+struct AppDelivery {
+    size: u64,
+    /// Bytes handed over so far; the next chunk must start here.
+    delivered: u64,
+    error: Option<String>,
+}
+
+impl AppDelivery {
+    fn deliver(&mut self, start: u64, end: u64) {
+        if self.error.is_none() {
+            if start != self.delivered {
+                self.error = Some(format!(
+                    "chunk [{start}, {end}) handed to the application after {} bytes: \
+                     a byte delivered twice or out of order",
+                    self.delivered
+                ));
+            } else if end > self.size {
+                self.error = Some(format!(
+                    "chunk [{start}, {end}) goes beyond the flow's {} bytes",
+                    self.size
+                ));
+            }
+        }
+        self.delivered += end.saturating_sub(start);
+    }
+}
+
+/// The receiver of one flow of `size` bytes. See the module docs.
+#[derive(Clone, Debug)]
+pub struct TcpReceiver {
+    ends: FlowEnds,
+    rwnd: u32,
+    delayed_ack: bool,
+    delayed_ack_timeout: SimTime,
+    /// Echo CE per RFC 8257 (DCTCP); otherwise ECE is never set.
+    dctcp_echo: bool,
+
+    rcv_nxt: u64,
+    /// Received bytes beyond `rcv_nxt`: start -> end, disjoint and
+    /// non-adjacent, every start > `rcv_nxt`.
+    ooo: BTreeMap<u64, u64>,
+    ooo_bytes: u64,
+
+    /// In-order segments received since the last ACK (delayed ACKs).
+    unacked_segments: u32,
+    delayed_ack_deadline: Option<SimTime>,
+    /// DCTCP.CE: the CE state of the last data packet (RFC 8257 3.2).
+    ce_state: bool,
+
+    app: AppDelivery,
+    completed_at: Option<SimTime>,
+
+    data_packets: u32,
+    reordered: u32,
+    duplicate_bytes: u64,
+    ce_packets: u32,
+    acks_sent: u32,
+}
+
+impl TcpReceiver {
+    /// A receiver of `size_bytes` bytes. `ends` is the ACK direction: `src`
+    /// is this (receiving) host.
+    pub fn new(cfg: &TcpConfig, ends: FlowEnds, size_bytes: u64) -> Self {
+        TcpReceiver {
+            ends,
+            rwnd: cfg.rwnd_bytes,
+            delayed_ack: cfg.delayed_ack,
+            delayed_ack_timeout: cfg.delayed_ack_timeout,
+            dctcp_echo: cfg.cc.ecn_capable(),
+            rcv_nxt: 0,
+            ooo: BTreeMap::new(),
+            ooo_bytes: 0,
+            unacked_segments: 0,
+            delayed_ack_deadline: None,
+            ce_state: false,
+            app: AppDelivery {
+                size: size_bytes,
+                delivered: 0,
+                error: None,
+            },
+            completed_at: None,
+            data_packets: 0,
+            reordered: 0,
+            duplicate_bytes: 0,
+            ce_packets: 0,
+            acks_sent: 0,
+        }
+    }
+
+    /// Processes one data packet and pushes the ACKs it triggers.
+    /// Packets without TCP payload are ignored.
+    pub fn on_packet(&mut self, now: SimTime, pkt: &Packet, out: &mut Vec<Packet>) {
+        let Some(tcp) = pkt.tcp() else { return };
+        if tcp.payload == 0 {
+            return;
+        }
+        self.data_packets += 1;
+        let start = tcp.seq;
+        let end = start.saturating_add(u64::from(tcp.payload));
+        let ce = pkt.ip.ecn == Ecn::Ce;
+        if ce {
+            self.ce_packets += 1;
+        }
+
+        if self.dctcp_echo && ce != self.ce_state {
+            // RFC 8257 section 3.2: when the CE state flips, first ACK what
+            // was received before this packet with the old ECE value (if a
+            // delayed ACK is pending), then take the new state.
+            if self.unacked_segments > 0 {
+                self.send_ack(now, out);
+            }
+            self.ce_state = ce;
+        }
+
+        let had_hole = !self.ooo.is_empty();
+        let new_bytes = self.insert(start.max(self.rcv_nxt), end);
+        self.duplicate_bytes += u64::from(tcp.payload) - new_bytes;
+        if new_bytes > 0 && start > self.rcv_nxt {
+            self.reordered += 1;
+        }
+        let advanced = self.advance();
+        if advanced && self.app.delivered >= self.app.size && self.completed_at.is_none() {
+            self.completed_at = Some(now);
+        }
+
+        if !advanced || had_hole {
+            // RFC 5681 section 4.2: ACK at once out-of-order data (a
+            // duplicate ACK), duplicates, and data that fills a hole.
+            self.send_ack(now, out);
+        } else if self.delayed_ack {
+            // RFC 5681 section 4.2: ACK at least every second segment, and
+            // within the delayed-ACK timeout.
+            self.unacked_segments += 1;
+            if self.unacked_segments >= 2 {
+                self.send_ack(now, out);
+            } else if self.delayed_ack_deadline.is_none() {
+                self.delayed_ack_deadline = Some(now + self.delayed_ack_timeout);
+            }
+        } else {
+            self.send_ack(now, out);
+        }
+    }
+
+    /// The delayed-ACK timer fired. Early or stale calls do nothing.
+    pub fn on_timer(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        match self.delayed_ack_deadline {
+            Some(deadline) if now >= deadline => self.send_ack(now, out),
+            _ => {}
+        }
+    }
+
+    /// The delayed-ACK deadline, if an ACK is being held.
+    pub fn timer_deadline(&self) -> Option<SimTime> {
+        self.delayed_ack_deadline
+    }
+
+    /// Bytes handed to the application, in order.
+    pub fn delivered_bytes(&self) -> u64 {
+        self.app.delivered
+    }
+
+    /// The application has every byte of the flow.
+    pub fn is_complete(&self) -> bool {
+        self.app.delivered == self.app.size
+    }
+
+    /// When the last byte was delivered.
+    pub fn completed_at(&self) -> Option<SimTime> {
+        self.completed_at
+    }
+
+    /// Data packets that brought new bytes beyond a hole (`seq > rcv_nxt`
+    /// on arrival). A packet that fills a hole, or a pure duplicate, is not
+    /// counted.
+    pub fn reordered_packets(&self) -> u32 {
+        self.reordered
+    }
+
+    /// Bytes received that the receiver already held, delivered or
+    /// buffered: the cost of spurious retransmissions and duplication.
+    pub fn duplicate_bytes(&self) -> u64 {
+        self.duplicate_bytes
+    }
+
+    /// `Some` if the application was ever handed a byte twice, out of
+    /// order, or beyond the flow's size; says what happened first.
+    pub fn delivery_error(&self) -> Option<String> {
+        self.app.error.clone()
+    }
+
+    /// `rcv_nxt`: the next byte expected in order.
+    pub fn rcv_nxt(&self) -> u64 {
+        self.rcv_nxt
+    }
+
+    pub fn stats(&self) -> ReceiverStats {
+        ReceiverStats {
+            delivered_bytes: self.app.delivered,
+            buffered_bytes: self.ooo_bytes,
+            data_packets: self.data_packets,
+            reordered_packets: self.reordered,
+            duplicate_bytes: self.duplicate_bytes,
+            ce_packets: self.ce_packets,
+            acks_sent: self.acks_sent,
+        }
+    }
+
+    /// Adds `[start, end)` (with `start >= rcv_nxt`) to the out-of-order
+    /// set and returns how many of its bytes were new. O(k log n) for k
+    /// intervals merged.
+    fn insert(&mut self, mut start: u64, mut end: u64) -> u64 {
+        if start >= end {
+            return 0;
+        }
+        let len = end - start;
+        let mut overlap = 0;
+        // Merge with the interval that begins at or before `start`.
+        if let Some((&s, &e)) = self.ooo.range(..=start).next_back() {
+            if e >= start {
+                overlap += e.min(end) - start;
+                start = s;
+                end = end.max(e);
+                self.ooo.remove(&s);
+                self.ooo_bytes -= e - s;
+            }
+        }
+        // Merge with every interval that begins inside `[start, end]`.
+        while let Some((&s, &e)) = self.ooo.range(start..=end).next() {
+            overlap += e.min(end).saturating_sub(s);
+            end = end.max(e);
+            self.ooo.remove(&s);
+            self.ooo_bytes -= e - s;
+        }
+        self.ooo.insert(start, end);
+        self.ooo_bytes += end - start;
+        len - overlap
+    }
+
+    /// Moves the interval at `rcv_nxt`, if any, to the application.
+    fn advance(&mut self) -> bool {
+        let Some((&s, &e)) = self.ooo.first_key_value() else {
+            return false;
+        };
+        if s != self.rcv_nxt {
+            return false;
+        }
+        self.ooo.remove(&s);
+        self.ooo_bytes -= e - s;
+        self.app.deliver(s, e);
+        self.rcv_nxt = e;
+        true
+    }
+
+    fn send_ack(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        let mut flags = tcp_flags::ACK;
+        if self.ce_state {
+            flags |= tcp_flags::ECE;
+        }
+        out.push(build_packet(
+            &self.ends,
+            now,
+            SegmentSpec {
+                seq: 0,
+                ack: self.rcv_nxt,
+                flags,
+                window: self.rwnd,
+                payload: 0,
+                ecn: Ecn::NotEct,
+            },
+        ));
+        self.acks_sent += 1;
+        self.unacked_segments = 0;
+        self.delayed_ack_deadline = None;
+    }
+}
+
+#[cfg(test)]
+#[path = "receiver_tests.rs"]
+mod tests;

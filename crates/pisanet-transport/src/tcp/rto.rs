@@ -1,0 +1,96 @@
+//! The retransmission timeout estimator of RFC 6298.
+//!
+//! Owns: SRTT, RTTVAR and the current RTO, including exponential backoff.
+//! Guarantees: the RTO is always within `[min_rto, max_rto]`.
+//! Leaves to others: which segments are timed (Karn's rule is applied by the
+//! sender, which only feeds samples from segments never retransmitted) and
+//! when the timer runs.
+
+use pisanet_engine::SimTime;
+
+/// RFC 6298 section 2: K = 4, alpha = 1/8, beta = 1/4.
+const K: u64 = 4;
+/// Clock granularity G: our clock ticks in picoseconds.
+const CLOCK_GRANULARITY: SimTime = SimTime(1);
+
+/// SRTT / RTTVAR / RTO state of one sender.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RtoEstimator {
+    srtt: Option<SimTime>,
+    rttvar: SimTime,
+    rto: SimTime,
+    min_rto: SimTime,
+    max_rto: SimTime,
+    /// Consecutive backoffs since the last valid sample.
+    backoffs: u32,
+}
+
+impl RtoEstimator {
+    /// A fresh estimator. `initial_rto` is clamped into `[min_rto, max_rto]`.
+    pub fn new(initial_rto: SimTime, min_rto: SimTime, max_rto: SimTime) -> Self {
+        let max_rto = max_rto.max(min_rto);
+        RtoEstimator {
+            srtt: None,
+            rttvar: SimTime::ZERO,
+            // RFC 6298 (2.1): until a measurement is made, RTO = initial.
+            rto: initial_rto.clamp(min_rto, max_rto),
+            min_rto,
+            max_rto,
+            backoffs: 0,
+        }
+    }
+
+    /// The current timeout, backoff included.
+    pub fn rto(&self) -> SimTime {
+        self.rto
+    }
+
+    /// The smoothed RTT, once a sample was taken.
+    pub fn srtt(&self) -> Option<SimTime> {
+        self.srtt
+    }
+
+    pub fn rttvar(&self) -> SimTime {
+        self.rttvar
+    }
+
+    /// Consecutive backoffs since the last valid RTT sample.
+    pub fn backoffs(&self) -> u32 {
+        self.backoffs
+    }
+
+    /// Takes one RTT measurement `r` and recomputes the RTO. A valid sample
+    /// also ends any backoff (RFC 6298 section 5, last paragraph).
+    pub fn on_sample(&mut self, r: SimTime) {
+        match self.srtt {
+            None => {
+                // RFC 6298 (2.2): SRTT <- R, RTTVAR <- R/2.
+                self.srtt = Some(r);
+                self.rttvar = SimTime(r.ps() / 2);
+            }
+            Some(srtt) => {
+                // RFC 6298 (2.3): RTTVAR <- 3/4 RTTVAR + 1/4 |SRTT - R'|
+                // (with the old SRTT), then SRTT <- 7/8 SRTT + 1/8 R'.
+                let err = srtt.ps().abs_diff(r.ps());
+                self.rttvar = SimTime((3 * self.rttvar.ps() + err) / 4);
+                self.srtt = Some(SimTime((7 * srtt.ps() + r.ps()) / 8));
+            }
+        }
+        let srtt = self.srtt.unwrap_or(r);
+        // RFC 6298 (2.2)/(2.3): RTO <- SRTT + max(G, K*RTTVAR).
+        let var = SimTime(K.saturating_mul(self.rttvar.ps())).max(CLOCK_GRANULARITY);
+        // RFC 6298 (2.4) and (2.5): clamp; our floor is `min_rto`.
+        self.rto = srtt.saturating_add(var).clamp(self.min_rto, self.max_rto);
+        self.backoffs = 0;
+    }
+
+    /// The timer expired: RFC 6298 (5.5), RTO <- RTO * 2, at most `max_rto`.
+    pub fn on_timeout(&mut self) {
+        self.rto = SimTime(self.rto.ps().saturating_mul(2)).min(self.max_rto);
+        self.backoffs += 1;
+    }
+}
+
+#[cfg(test)]
+#[path = "rto_tests.rs"]
+mod tests;

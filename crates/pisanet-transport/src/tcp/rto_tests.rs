@@ -1,0 +1,57 @@
+use super::*;
+
+fn us(x: u64) -> SimTime {
+    SimTime::from_us(x)
+}
+
+#[test]
+fn first_sample_sets_srtt_and_half_rttvar() {
+    let mut e = RtoEstimator::new(us(3000), us(1), us(1_000_000));
+    assert_eq!(e.rto(), us(3000));
+    e.on_sample(us(100));
+    assert_eq!(e.srtt(), Some(us(100)));
+    assert_eq!(e.rttvar(), us(50));
+    // SRTT + 4 * RTTVAR = 100 + 200.
+    assert_eq!(e.rto(), us(300));
+}
+
+#[test]
+fn later_samples_use_the_old_srtt_for_rttvar() {
+    let mut e = RtoEstimator::new(us(3000), us(1), us(1_000_000));
+    e.on_sample(us(100));
+    e.on_sample(us(180));
+    // RTTVAR = 3/4 * 50 + 1/4 * |100 - 180| = 37.5 + 20 = 57.5
+    assert_eq!(e.rttvar(), SimTime::from_ns(57_500));
+    // SRTT = 7/8 * 100 + 1/8 * 180 = 110
+    assert_eq!(e.srtt(), Some(us(110)));
+    assert_eq!(e.rto(), SimTime::from_ns(110_000 + 4 * 57_500));
+}
+
+#[test]
+fn min_rto_clamps_small_estimates() {
+    let mut e = RtoEstimator::new(us(3000), SimTime::from_ms(1), SimTime::from_ms(100));
+    e.on_sample(us(20));
+    assert_eq!(e.rto(), SimTime::from_ms(1));
+    // The initial RTO is clamped too.
+    let e = RtoEstimator::new(us(10), SimTime::from_ms(1), SimTime::from_ms(100));
+    assert_eq!(e.rto(), SimTime::from_ms(1));
+}
+
+#[test]
+fn backoff_doubles_up_to_max_and_a_sample_ends_it() {
+    let mut e = RtoEstimator::new(
+        SimTime::from_ms(1),
+        SimTime::from_ms(1),
+        SimTime::from_ms(5),
+    );
+    e.on_timeout();
+    assert_eq!(e.rto(), SimTime::from_ms(2));
+    e.on_timeout();
+    assert_eq!(e.rto(), SimTime::from_ms(4));
+    e.on_timeout();
+    assert_eq!(e.rto(), SimTime::from_ms(5));
+    assert_eq!(e.backoffs(), 3);
+    e.on_sample(us(100));
+    assert_eq!(e.backoffs(), 0);
+    assert_eq!(e.rto(), SimTime::from_ms(1));
+}

@@ -1,0 +1,551 @@
+//! The sending half of a TCP flow.
+//!
+//! Owns: the send sequence space (`snd_una <= snd_nxt <= snd_max <= size`),
+//! duplicate-ACK counting, fast retransmit and NewReno fast recovery
+//! (RFC 5681 section 3.2, RFC 6582), the retransmission timer (RFC 6298
+//! section 5) with go-back-N after a timeout, the zero-window probe, and
+//! Karn's rule for RTT samples.
+//!
+//! Guarantees: `snd_nxt - snd_una <= min(cwnd, rwnd)` after every send of
+//! new data, where `rwnd` is the window of the latest acceptable ACK. Only a
+//! retransmission of the segment at `snd_una` (fast retransmit, partial ACK,
+//! timeout) or a one-byte zero-window probe may exceed it, as the RFCs
+//! prescribe.
+
+use super::cc::{AckEvent, Cc, Controller, Window};
+use super::rto::RtoEstimator;
+use super::{build_packet, FlowEnds, SegmentSpec, TcpConfig};
+use pisanet_engine::SimTime;
+use pisanet_net::packet::{tcp_flags, Ecn, Packet};
+
+/// A snapshot of a sender's counters and state.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SenderStats {
+    /// `snd_una`: bytes cumulatively acknowledged.
+    pub bytes_acked: u64,
+    /// `snd_nxt`: next byte to send.
+    pub snd_nxt: u64,
+    /// Highest byte offset ever sent (exclusive).
+    pub snd_max: u64,
+    pub cwnd_bytes: u64,
+    /// `u64::MAX` until the first congestion event.
+    pub ssthresh_bytes: u64,
+    /// Window of the latest acceptable ACK.
+    pub rwnd_bytes: u64,
+    pub srtt: Option<SimTime>,
+    pub rto: SimTime,
+    /// Retransmission-timer expiries with data outstanding.
+    pub timeouts: u32,
+    /// Fast retransmits (entries into fast recovery).
+    pub fast_retransmits: u32,
+    /// Segments sent again, by any mechanism.
+    pub retransmitted_segments: u32,
+    /// Duplicate ACKs per RFC 5681 section 2.
+    pub dup_acks: u32,
+    /// ACKs that acked nothing new but changed the window.
+    pub window_updates: u32,
+    /// Window cuts in response to ECN echoes (DCTCP).
+    pub ecn_cuts: u32,
+    /// ACKs received with ECE set.
+    pub ece_acks: u32,
+    /// Zero-window probes sent.
+    pub window_probes: u32,
+    /// DCTCP's alpha; `None` under NewReno.
+    pub dctcp_alpha: Option<f64>,
+    pub in_recovery: bool,
+}
+
+/// The sender of one flow of `size` bytes. See the module docs.
+#[derive(Clone, Debug)]
+pub struct TcpSender {
+    ends: FlowEnds,
+    size: u64,
+    mss: u64,
+    dupack_threshold: u32,
+    data_ecn: Ecn,
+
+    snd_una: u64,
+    snd_nxt: u64,
+    snd_max: u64,
+    /// Window of the latest acceptable ACK, as advertised.
+    last_window: u32,
+
+    win: Window,
+    cc: Cc,
+    rto: RtoEstimator,
+
+    dupacks: u32,
+    in_recovery: bool,
+    /// RFC 6582 `recover`, kept as the exclusive end of the data sent when
+    /// it was recorded. `None` plays the role of the initial send sequence.
+    recover: Option<u64>,
+    /// No partial ACK has yet arrived in this recovery (RFC 6582 section
+    /// 3.2 step 3: the first one resets the timer).
+    first_partial_ack: bool,
+    /// The segment at `snd_una` has been resent by the timer (RFC 5681
+    /// section 3.1 then holds ssthresh on a further timeout).
+    una_resent_by_timer: bool,
+    /// The segment being timed: (end of its bytes, when it was sent).
+    rtt_probe: Option<(u64, SimTime)>,
+    /// RTO or persist deadline.
+    timer: Option<SimTime>,
+    /// Set CWR on the next new data segment (RFC 3168 section 6.1.2).
+    cwr_pending: bool,
+
+    first_sent_at: Option<SimTime>,
+    completed_at: Option<SimTime>,
+
+    timeouts: u32,
+    fast_retransmits: u32,
+    retransmitted: u32,
+    dup_acks: u32,
+    window_updates: u32,
+    ecn_cuts: u32,
+    ece_acks: u32,
+    window_probes: u32,
+}
+
+impl TcpSender {
+    /// A sender of `size_bytes` bytes. `ends` is seen from the sender
+    /// (`src` = this host). Until the first ACK the peer's window is assumed
+    /// to be `cfg.rwnd_bytes`. `cfg` should have passed
+    /// [`TcpConfig::validate`]; zero sizes are raised to 1 so that nothing
+    /// can loop or divide by zero.
+    pub fn new(cfg: &TcpConfig, ends: FlowEnds, size_bytes: u64) -> Self {
+        let mss = u64::from(cfg.mss.max(1));
+        TcpSender {
+            ends,
+            size: size_bytes,
+            mss,
+            dupack_threshold: cfg.dupack_threshold.max(1),
+            data_ecn: if cfg.cc.ecn_capable() {
+                Ecn::Ect0
+            } else {
+                Ecn::NotEct
+            },
+            snd_una: 0,
+            snd_nxt: 0,
+            snd_max: 0,
+            last_window: cfg.rwnd_bytes,
+            win: Window::new(mss, u64::from(cfg.init_cwnd_segments.max(1))),
+            cc: Cc::new(cfg.cc),
+            rto: RtoEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto),
+            dupacks: 0,
+            in_recovery: false,
+            recover: None,
+            first_partial_ack: false,
+            una_resent_by_timer: false,
+            rtt_probe: None,
+            timer: None,
+            cwr_pending: false,
+            first_sent_at: None,
+            completed_at: None,
+            timeouts: 0,
+            fast_retransmits: 0,
+            retransmitted: 0,
+            dup_acks: 0,
+            window_updates: 0,
+            ecn_cuts: 0,
+            ece_acks: 0,
+            window_probes: 0,
+        }
+    }
+
+    /// Sends the first window. Calling it twice does nothing new.
+    pub fn on_start(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        if self.first_sent_at.is_some() || self.completed_at.is_some() {
+            return;
+        }
+        if self.size == 0 {
+            // NOTE: an empty flow is complete at once and sends nothing.
+            self.first_sent_at = Some(now);
+            self.completed_at = Some(now);
+            return;
+        }
+        self.first_sent_at = Some(now);
+        self.send_new_data(now, out);
+    }
+
+    /// Processes one packet from the receiver (an ACK, real or rewritten).
+    /// Packets that are not TCP ACKs, ACK data never sent, or are older
+    /// than `snd_una` are ignored.
+    pub fn on_packet(&mut self, now: SimTime, pkt: &Packet, out: &mut Vec<Packet>) {
+        let Some(tcp) = pkt.tcp() else { return };
+        if !tcp.has(tcp_flags::ACK) || self.first_sent_at.is_none() {
+            return;
+        }
+        let ack = tcp.ack;
+        // RFC 9293 section 3.10.7.4: an ACK of data not yet sent, or older
+        // than SND.UNA, is not acceptable (and old ones carry stale windows).
+        if ack > self.snd_max || ack < self.snd_una {
+            return;
+        }
+        let ece = tcp.has(tcp_flags::ECE);
+        if ece {
+            self.ece_acks += 1;
+        }
+        if ack == self.snd_una {
+            // RFC 5681 section 2, DUPLICATE ACKNOWLEDGMENT: (a) data is
+            // outstanding, (b) the ACK carries no data, (c) neither SYN nor
+            // FIN, (d) it acks SND.UNA, (e) the window is unchanged.
+            let is_dup = self.snd_max > self.snd_una
+                && tcp.payload == 0
+                && !tcp.has(tcp_flags::SYN | tcp_flags::FIN)
+                && tcp.window == self.last_window;
+            if tcp.window != self.last_window {
+                // A window update, not a duplicate ACK.
+                self.window_updates += 1;
+                self.last_window = tcp.window;
+            }
+            if is_dup {
+                self.on_dup_ack(now, ack, out);
+            }
+        } else {
+            self.last_window = tcp.window;
+            self.on_new_ack(now, ack, ece, out);
+        }
+        self.send_new_data(now, out);
+    }
+
+    /// The timer fired. Early or stale calls (`now` before the deadline, or
+    /// no deadline) do nothing.
+    pub fn on_timer(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        match self.timer {
+            Some(deadline) if now >= deadline => {}
+            _ => return,
+        }
+        self.timer = None;
+        if self.is_complete() {
+            return;
+        }
+        if self.snd_max > self.snd_una {
+            self.on_retransmission_timeout(now, out);
+        } else {
+            self.send_window_probe(now, out);
+        }
+        self.send_new_data(now, out);
+    }
+
+    /// When `on_timer` must be called next: the RTO deadline while data is
+    /// outstanding, the persist deadline while a zero window blocks the
+    /// flow, `None` otherwise.
+    pub fn timer_deadline(&self) -> Option<SimTime> {
+        self.timer
+    }
+
+    /// Every byte is cumulatively acknowledged.
+    pub fn is_complete(&self) -> bool {
+        self.snd_una >= self.size
+    }
+
+    pub fn completed_at(&self) -> Option<SimTime> {
+        self.completed_at
+    }
+
+    pub fn first_sent_at(&self) -> Option<SimTime> {
+        self.first_sent_at
+    }
+
+    /// Segments sent again (fast retransmit, partial ACKs, timeouts and the
+    /// go-back-N resends after them).
+    pub fn retransmissions(&self) -> u32 {
+        self.retransmitted
+    }
+
+    /// Bytes sent and not yet acknowledged (`snd_nxt - snd_una`).
+    pub fn bytes_in_flight(&self) -> u64 {
+        self.snd_nxt - self.snd_una
+    }
+
+    pub fn size_bytes(&self) -> u64 {
+        self.size
+    }
+
+    pub fn ends(&self) -> &FlowEnds {
+        &self.ends
+    }
+
+    pub fn stats(&self) -> SenderStats {
+        SenderStats {
+            bytes_acked: self.snd_una,
+            snd_nxt: self.snd_nxt,
+            snd_max: self.snd_max,
+            cwnd_bytes: self.win.cwnd,
+            ssthresh_bytes: self.win.ssthresh,
+            rwnd_bytes: u64::from(self.last_window),
+            srtt: self.rto.srtt(),
+            rto: self.rto.rto(),
+            timeouts: self.timeouts,
+            fast_retransmits: self.fast_retransmits,
+            retransmitted_segments: self.retransmitted,
+            dup_acks: self.dup_acks,
+            window_updates: self.window_updates,
+            ecn_cuts: self.ecn_cuts,
+            ece_acks: self.ece_acks,
+            window_probes: self.window_probes,
+            dctcp_alpha: self.cc.alpha(),
+            in_recovery: self.in_recovery,
+        }
+    }
+
+    fn on_dup_ack(&mut self, now: SimTime, ack: u64, out: &mut Vec<Packet>) {
+        self.dupacks += 1;
+        self.dup_acks += 1;
+        if self.in_recovery {
+            // RFC 5681 section 3.2 step 4 (RFC 6582 section 3.2 step 3):
+            // each further duplicate ACK inflates cwnd by SMSS.
+            self.win.cwnd += self.mss;
+        } else if self.dupacks == self.dupack_threshold {
+            // RFC 6582 section 3.2 step 2: enter fast retransmit only if the
+            // ACK covers more than `recover` (the highest byte sent when
+            // `recover` was last recorded); otherwise do nothing.
+            let covers_recover = match self.recover {
+                None => true,
+                Some(recover) => ack >= recover,
+            };
+            if covers_recover {
+                self.enter_fast_recovery(now, out);
+            }
+        }
+    }
+
+    fn enter_fast_recovery(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        let flight = self.snd_nxt - self.snd_una;
+        // RFC 5681 section 3.2 step 2: ssthresh per equation (4).
+        self.cc.on_fast_retransmit(&mut self.win, flight);
+        // RFC 6582 section 3.2 step 2: recover = highest sequence sent.
+        self.recover = Some(self.snd_max);
+        self.in_recovery = true;
+        self.first_partial_ack = true;
+        self.fast_retransmits += 1;
+        // RFC 5681 section 3.2 step 3: retransmit the lost segment, and
+        // cwnd = ssthresh + 3 * SMSS (one SMSS per duplicate ACK counted).
+        self.retransmit_una(now, out);
+        self.win.cwnd = self.win.ssthresh + u64::from(self.dupack_threshold) * self.mss;
+    }
+
+    fn on_new_ack(&mut self, now: SimTime, ack: u64, ece: bool, out: &mut Vec<Packet>) {
+        let acked = ack - self.snd_una;
+        self.snd_una = ack;
+        // After a go-back-N, ACKs of the original transmissions may pass
+        // snd_nxt: skip what is already there.
+        self.snd_nxt = self.snd_nxt.max(ack);
+        self.dupacks = 0;
+        self.una_resent_by_timer = false;
+
+        // RFC 6298 section 3 with Karn's rule: only a segment never
+        // retransmitted is timed (the probe is dropped on retransmission).
+        if let Some((end, sent)) = self.rtt_probe {
+            if ack >= end {
+                self.rto.on_sample(now.saturating_sub(sent));
+                self.rtt_probe = None;
+            }
+        }
+
+        let was_in_recovery = self.in_recovery;
+        let mut restart_timer = true;
+        if self.in_recovery {
+            match self.recover {
+                Some(recover) if ack < recover => {
+                    // RFC 6582 section 3.2 step 3, partial acknowledgment:
+                    // retransmit the first unacknowledged segment, deflate
+                    // cwnd by the newly acked bytes and add back one SMSS
+                    // if at least one SMSS was acked.
+                    self.retransmit_una(now, out);
+                    self.win.cwnd = self.win.cwnd.saturating_sub(acked);
+                    if acked >= self.mss {
+                        self.win.cwnd += self.mss;
+                    }
+                    self.win.cwnd = self.win.cwnd.max(self.mss);
+                    // ...and reset the timer on the first partial ACK only
+                    // (the "Impatient" variant, RFC 6582 section 4).
+                    restart_timer = self.first_partial_ack;
+                    self.first_partial_ack = false;
+                }
+                _ => {
+                    // RFC 6582 section 3.2 step 3, full acknowledgment:
+                    // cwnd = min(ssthresh, max(FlightSize, SMSS) + SMSS).
+                    let flight = self.snd_nxt - self.snd_una;
+                    self.win.cwnd = self.win.ssthresh.min(flight.max(self.mss) + self.mss);
+                    self.win.ca_bytes_acked = 0;
+                    self.in_recovery = false;
+                }
+            }
+        }
+
+        let ev = AckEvent {
+            acked,
+            ece,
+            snd_una: self.snd_una,
+            snd_nxt: self.snd_nxt,
+            in_recovery: was_in_recovery,
+        };
+        if self.cc.on_ack(&mut self.win, &ev) {
+            self.ecn_cuts += 1;
+            self.cwr_pending = true;
+        }
+
+        if self.is_complete() {
+            if self.completed_at.is_none() {
+                self.completed_at = Some(now);
+            }
+            self.timer = None;
+        } else if self.snd_una >= self.snd_max {
+            // RFC 6298 (5.2): all outstanding data acked, stop the timer.
+            self.timer = None;
+        } else if restart_timer || self.timer.is_none() {
+            // RFC 6298 (5.3): new data acked, restart the timer.
+            self.timer = Some(now + self.rto.rto());
+        }
+    }
+
+    fn on_retransmission_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        self.timeouts += 1;
+        let flight = self.snd_nxt - self.snd_una;
+        // RFC 5681 section 3.1: ssthresh per equation (4) on the first
+        // timeout of this segment, cwnd = 1 SMSS.
+        // NOTE: "no more than" equation (4): a timeout during fast recovery
+        // keeps the ssthresh chosen on entry if lower (as Linux does), since
+        // after a long recovery snd_nxt - snd_una counts data the receiver
+        // already holds and overstates the flight many times over.
+        let ssthresh_before = self.win.ssthresh;
+        let first = !self.una_resent_by_timer;
+        self.cc.on_rto(&mut self.win, flight, first);
+        if self.in_recovery {
+            self.win.ssthresh = self.win.ssthresh.min(ssthresh_before);
+        }
+        // RFC 6298 (5.5): back off the timer.
+        self.rto.on_timeout();
+        // RFC 6582 section 3.2 step 4: record the highest sequence sent in
+        // `recover` and leave fast recovery.
+        self.recover = Some(self.snd_max);
+        self.in_recovery = false;
+        self.dupacks = 0;
+        // Karn's rule: nothing in flight may be timed now.
+        self.rtt_probe = None;
+        // Go back to snd_una and resend from there in slow start
+        // (RFC 5681 section 3.1, RFC 6298 (5.4)).
+        self.snd_nxt = self.snd_una;
+        // The first unacknowledged segment as it was sent, within the
+        // window (one byte when the window is zero, RFC 9293 3.8.6.1).
+        let len = self.resend_len().min(self.last_window.max(1).into());
+        self.emit_data(now, self.snd_una, len, out);
+        self.snd_nxt = self.snd_una + len;
+        self.una_resent_by_timer = true;
+        // RFC 6298 (5.6): restart the timer with the backed-off RTO.
+        self.timer = Some(now + self.rto.rto());
+    }
+
+    fn send_window_probe(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        // RFC 9293 section 3.8.6.1: with a zero window, probe with one byte
+        // after a retransmission timeout, backing off like the RTO.
+        if self.snd_nxt >= self.size {
+            return;
+        }
+        self.window_probes += 1;
+        self.rto.on_timeout();
+        self.emit_data(now, self.snd_nxt, 1, out);
+        self.snd_nxt += 1;
+        self.snd_max = self.snd_max.max(self.snd_nxt);
+        self.timer = Some(now + self.rto.rto());
+    }
+
+    /// Sends new segments while `min(cwnd, rwnd)` allows, then arms the
+    /// retransmission or persist timer as needed.
+    fn send_new_data(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        if self.first_sent_at.is_none() {
+            return;
+        }
+        let wnd = self.win.cwnd.min(u64::from(self.last_window));
+        while self.snd_nxt < self.size {
+            let flight = self.snd_nxt - self.snd_una;
+            let seg = self.segment_len(self.snd_nxt);
+            let len = if flight + seg <= wnd {
+                seg
+            } else if flight == 0 && wnd > 0 {
+                // NOTE: the window is below one segment and nothing is in
+                // flight, so no ACK will come to open it: send what the
+                // window allows now (RFC 9293 section 3.8.6.2.1 permits it
+                // after an override timeout; we do not wait).
+                wnd
+            } else {
+                break;
+            };
+            let seq = self.snd_nxt;
+            if seq >= self.snd_max && self.rtt_probe.is_none() {
+                // RFC 6298 section 3: time one segment per round trip.
+                self.rtt_probe = Some((seq + len, now));
+            }
+            self.emit_data(now, seq, len, out);
+            self.snd_nxt += len;
+            self.snd_max = self.snd_max.max(self.snd_nxt);
+        }
+        if self.timer.is_none() && !self.is_complete() {
+            if self.snd_max > self.snd_una {
+                // RFC 6298 (5.1): data is outstanding, start the timer.
+                self.timer = Some(now + self.rto.rto());
+            } else if self.snd_nxt < self.size {
+                // A zero window blocks the flow: arm the persist timer.
+                self.timer = Some(now + self.rto.rto());
+            }
+        }
+    }
+
+    /// Resends the segment at `snd_una`, whatever the window says.
+    fn retransmit_una(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        let len = self.resend_len();
+        if len == 0 {
+            return;
+        }
+        self.emit_data(now, self.snd_una, len, out);
+        self.snd_nxt = self.snd_nxt.max(self.snd_una + len);
+    }
+
+    /// Length of a resend at `snd_una`: a full segment, but never past
+    /// what was already sent (a resend carries no new data).
+    fn resend_len(&self) -> u64 {
+        self.segment_len(self.snd_una)
+            .min(self.snd_max - self.snd_una)
+    }
+
+    /// Length of a full segment starting at `seq`, cut at the flow's end.
+    fn segment_len(&self, seq: u64) -> u64 {
+        self.mss.min(self.size.saturating_sub(seq))
+    }
+
+    fn emit_data(&mut self, now: SimTime, seq: u64, len: u64, out: &mut Vec<Packet>) {
+        let mut flags = 0;
+        if seq < self.snd_max {
+            self.retransmitted += 1;
+            // Karn's rule (RFC 6298 section 3): no sample from a segment
+            // that was retransmitted. NOTE: resending any segment before the
+            // timed one drops the sample too, since the ACK that covers the
+            // timed segment then waits for the resend.
+            if self.rtt_probe.is_some_and(|(end, _)| seq < end) {
+                self.rtt_probe = None;
+            }
+        } else if self.cwr_pending {
+            // RFC 3168 section 6.1.2: CWR on the next new data segment.
+            flags |= tcp_flags::CWR;
+            self.cwr_pending = false;
+        }
+        // `len` is at most one MSS, which is a u32.
+        let payload = u32::try_from(len).unwrap_or(u32::MAX);
+        out.push(build_packet(
+            &self.ends,
+            now,
+            SegmentSpec {
+                seq,
+                ack: 0,
+                flags,
+                window: 0,
+                payload,
+                ecn: self.data_ecn,
+            },
+        ));
+    }
+}
+
+#[cfg(test)]
+#[path = "sender_tests.rs"]
+mod tests;

@@ -1,0 +1,574 @@
+//! The run configuration: TOML, parsed and validated once.
+//!
+//! Every parameter is declared here once, with its default, its units in the
+//! name or doc, and its allowed range checked in [`Config::validate`]. Errors
+//! name the key path and what is allowed. The JSON Schema (`pisanet schema`)
+//! is generated from these types.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::api::Error;
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub run: RunCfg,
+    pub topology: TopologyCfg,
+    pub transport: TransportCfg,
+    pub workload: WorkloadCfg,
+    pub scheme: SchemeCfg,
+    pub control_plane: ControlPlaneCfg,
+    pub metrics: MetricsCfg,
+    /// Scheduled link failures and recoveries.
+    pub events: Vec<EventCfg>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct RunCfg {
+    /// Master seed; every component's random stream derives from it.
+    pub seed: u64,
+    /// Stop after this much simulated time (ms) even if flows remain.
+    pub max_sim_time_ms: f64,
+}
+
+impl Default for RunCfg {
+    fn default() -> Self {
+        RunCfg { seed: 1, max_sim_time_ms: 1000.0 }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum TopologyKind {
+    LeafSpine,
+    FatTree,
+    Hula3tier,
+    Custom,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct TopologyCfg {
+    pub kind: TopologyKind,
+    /// leaf_spine: number of leaf (ToR) switches.
+    pub leaves: u32,
+    /// leaf_spine: number of spine switches.
+    pub spines: u32,
+    /// leaf_spine: hosts under each leaf.
+    pub hosts_per_leaf: u32,
+    /// fat_tree: arity k (even); k^3/4 hosts.
+    pub k: u32,
+    /// hula3tier: servers per ToR (the paper: 8).
+    pub hosts_per_tor: u32,
+    /// custom: path to a TOML file with [[nodes]] and [[links]].
+    pub file: Option<String>,
+    /// Host-to-ToR link rate (Gb/s).
+    pub host_link_gbps: f64,
+    /// Switch-to-switch link rate (Gb/s).
+    pub fabric_link_gbps: f64,
+    /// Propagation delay of every link (us).
+    pub link_delay_us: f64,
+    /// Per-port drop-tail buffer of switch ports (KB = 1000 bytes).
+    pub buffer_kb: f64,
+    /// ECN marking threshold K of switch ports (KB); 0 disables marking.
+    pub ecn_threshold_kb: f64,
+    /// Strict-priority queues per switch port (1..=8).
+    pub priorities: u8,
+    /// Switch-wide shared buffer (KB); 0 = per-port buffers only.
+    pub shared_buffer_kb: f64,
+    /// Dynamic-threshold alpha of the shared buffer.
+    pub shared_buffer_alpha: f64,
+    /// Probability that a link corrupts (drops) a packet, on every link; for loss experiments and tests.
+    pub link_loss_rate: f64,
+}
+
+impl Default for TopologyCfg {
+    fn default() -> Self {
+        TopologyCfg {
+            kind: TopologyKind::LeafSpine,
+            leaves: 4,
+            spines: 4,
+            hosts_per_leaf: 4,
+            k: 4,
+            hosts_per_tor: 8,
+            file: None,
+            host_link_gbps: 10.0,
+            fabric_link_gbps: 10.0,
+            link_delay_us: 1.0,
+            buffer_kb: 200.0,
+            ecn_threshold_kb: 65.0,
+            priorities: 1,
+            shared_buffer_kb: 0.0,
+            shared_buffer_alpha: 1.0,
+            link_loss_rate: 0.0,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum TransportKind {
+    /// TCP NewReno (RFC 5681, RFC 6582).
+    Newreno,
+    /// DCTCP (RFC 8257).
+    Dctcp,
+    /// Constant-bit-rate UDP at `udp_rate_gbps`.
+    Udp,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct TransportCfg {
+    pub kind: TransportKind,
+    /// Minimum retransmission timeout (us).
+    pub min_rto_us: f64,
+    /// Maximum retransmission timeout (us).
+    pub max_rto_us: f64,
+    /// RTO before any RTT sample (us).
+    pub initial_rto_us: f64,
+    /// Maximum segment size: payload bytes per packet.
+    pub mss: u32,
+    /// Initial congestion window (segments).
+    pub init_cwnd: u32,
+    /// ACK every second segment, with a timer.
+    pub delayed_ack: bool,
+    /// Delayed-ACK timer (us).
+    pub delayed_ack_us: f64,
+    /// Receiver's advertised window (KB).
+    pub rwnd_kb: f64,
+    /// DCTCP: g = 1 / 2^dctcp_g_shift (RFC 8257: 1/16).
+    pub dctcp_g_shift: u8,
+    /// UDP: sending rate of each flow (Gb/s).
+    pub udp_rate_gbps: f64,
+}
+
+impl Default for TransportCfg {
+    fn default() -> Self {
+        TransportCfg {
+            kind: TransportKind::Dctcp,
+            min_rto_us: 1000.0,
+            max_rto_us: 1_000_000.0,
+            initial_rto_us: 3000.0,
+            mss: 1460,
+            init_cwnd: 10,
+            delayed_ack: false,
+            delayed_ack_us: 40.0,
+            rwnd_kb: 4096.0,
+            dctcp_g_shift: 4,
+            udp_rate_gbps: 1.0,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum PatternKind {
+    Uniform,
+    Stride,
+    Permutation,
+    Incast,
+    File,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct WorkloadCfg {
+    /// "websearch", "datamining", or a path to a CDF file ("size_bytes probability" lines).
+    pub cdf: String,
+    /// Offered load as a fraction of host link capacity, in (0, 1).
+    pub load: f64,
+    /// Number of flows to generate.
+    pub flows: u64,
+    pub pattern: PatternKind,
+    /// Flows larger than this are "large" (traffic class 1); default: the CDF's 90th percentile (P4TE).
+    pub short_threshold_bytes: Option<u64>,
+    /// incast: number of synchronised senders.
+    pub incast_senders: u32,
+    /// incast: bytes per sender; 0 samples the CDF.
+    pub incast_bytes: u64,
+    /// file: CSV "start_us,src,dst,bytes".
+    pub file: Option<String>,
+    /// First arrival not before this time (us).
+    pub start_us: f64,
+}
+
+impl Default for WorkloadCfg {
+    fn default() -> Self {
+        WorkloadCfg {
+            cdf: "websearch".into(),
+            load: 0.6,
+            flows: 2000,
+            pattern: PatternKind::Uniform,
+            short_threshold_bytes: None,
+            incast_senders: 8,
+            incast_bytes: 0,
+            file: None,
+            start_us: 0.0,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct SchemeCfg {
+    /// Forwarding scheme: "ecmp", "flowlet_ecmp", "rps".
+    pub kind: String,
+    /// flowlet_ecmp: idle gap that starts a new flowlet (us).
+    pub flowlet_timeout_us: f64,
+}
+
+impl Default for SchemeCfg {
+    fn default() -> Self {
+        SchemeCfg { kind: "ecmp".into(), flowlet_timeout_us: 100.0 }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct ControlPlaneCfg {
+    /// Latency of a packet or digest from the data plane to the switch CPU (us).
+    pub to_cpu_latency_us: f64,
+    /// Latency of one table/register/meter write taking effect (us); writes apply one at a time.
+    pub write_latency_us: f64,
+}
+
+impl Default for ControlPlaneCfg {
+    fn default() -> Self {
+        ControlPlaneCfg { to_cpu_latency_us: 50.0, write_latency_us: 100.0 }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsCfg {
+    /// Sample every switch port's queue depth at this interval (us); 0 = off.
+    pub queue_sample_interval_us: f64,
+    /// Only sample ports whose link name contains one of these (empty = all switch ports).
+    pub queue_sample_ports: Vec<String>,
+}
+
+impl Default for MetricsCfg {
+    fn default() -> Self {
+        MetricsCfg { queue_sample_interval_us: 0.0, queue_sample_ports: Vec::new() }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    LinkDown,
+    LinkUp,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EventCfg {
+    /// When (ms of simulated time).
+    pub at_ms: f64,
+    pub kind: EventKind,
+    /// The link, by its end nodes' names: "S2-A4", "leaf0-spine1".
+    pub link: String,
+}
+
+/// A custom topology file.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CustomTopology {
+    pub nodes: Vec<CustomNode>,
+    pub links: Vec<CustomLink>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CustomNode {
+    pub name: String,
+    /// "host" or "switch".
+    pub kind: String,
+    /// Switch tier: 0 = ToR; higher toward the core. Default 0.
+    #[serde(default)]
+    pub tier: u8,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CustomLink {
+    pub a: String,
+    pub b: String,
+    pub gbps: f64,
+    #[serde(default = "default_delay")]
+    pub delay_us: f64,
+}
+
+fn default_delay() -> f64 {
+    1.0
+}
+
+pub const SCHEMES: &[&str] = &["ecmp", "flowlet_ecmp", "rps"];
+
+fn positive(key: &str, v: f64) -> Result<(), Error> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(Error::input(format!("{key}: must be a positive number, got {v}")))
+    }
+}
+
+fn non_negative(key: &str, v: f64) -> Result<(), Error> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err(Error::input(format!("{key}: must be zero or positive, got {v}")))
+    }
+}
+
+fn at_least(key: &str, v: u64, min: u64) -> Result<(), Error> {
+    if v >= min {
+        Ok(())
+    } else {
+        Err(Error::input(format!("{key}: must be at least {min}, got {v}")))
+    }
+}
+
+impl Config {
+    /// Parses TOML text, applying `overrides` (`key.path=value`) first.
+    pub fn parse(text: &str, overrides: &[String]) -> Result<Config, Error> {
+        let mut value: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| Error::input(format!("config: invalid TOML: {}", one_line(&e.to_string()))))?;
+        for o in overrides {
+            apply_override(&mut value, o)?;
+        }
+        let de = toml::Value::Table(value);
+        let cfg: Config = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let inner = one_line(&e.into_inner().to_string());
+            if path.is_empty() || path == "." {
+                Error::input(format!("config: {inner}"))
+            } else {
+                Error::input(format!("{path}: {inner}"))
+            }
+        })?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Checks every range. The first violation is the error.
+    pub fn validate(&self) -> Result<(), Error> {
+        positive("run.max_sim_time_ms", self.run.max_sim_time_ms)?;
+        let t = &self.topology;
+        positive("topology.host_link_gbps", t.host_link_gbps)?;
+        positive("topology.fabric_link_gbps", t.fabric_link_gbps)?;
+        non_negative("topology.link_delay_us", t.link_delay_us)?;
+        positive("topology.buffer_kb", t.buffer_kb)?;
+        non_negative("topology.ecn_threshold_kb", t.ecn_threshold_kb)?;
+        non_negative("topology.shared_buffer_kb", t.shared_buffer_kb)?;
+        positive("topology.shared_buffer_alpha", t.shared_buffer_alpha)?;
+        if !(t.link_loss_rate >= 0.0 && t.link_loss_rate < 1.0) {
+            return Err(Error::input(format!("topology.link_loss_rate: must be in [0, 1), got {}", t.link_loss_rate)));
+        }
+        if !(1..=8).contains(&t.priorities) {
+            return Err(Error::input(format!("topology.priorities: must be in 1..=8, got {}", t.priorities)));
+        }
+        match t.kind {
+            TopologyKind::LeafSpine => {
+                at_least("topology.leaves", t.leaves as u64, 1)?;
+                at_least("topology.spines", t.spines as u64, 1)?;
+                at_least("topology.hosts_per_leaf", t.hosts_per_leaf as u64, 1)?;
+                if t.hosts_per_leaf > 250 {
+                    return Err(Error::input(format!("topology.hosts_per_leaf: must be at most 250, got {}", t.hosts_per_leaf)));
+                }
+                if t.leaves * t.hosts_per_leaf < 2 {
+                    return Err(Error::input("topology: a leaf_spine needs at least 2 hosts in all"));
+                }
+            }
+            TopologyKind::FatTree => {
+                if t.k < 2 || !t.k.is_multiple_of(2) || t.k > 64 {
+                    return Err(Error::input(format!("topology.k: must be even and in 2..=64, got {}", t.k)));
+                }
+            }
+            TopologyKind::Hula3tier => {
+                at_least("topology.hosts_per_tor", t.hosts_per_tor as u64, 1)?;
+            }
+            TopologyKind::Custom => {
+                if t.file.is_none() {
+                    return Err(Error::input("topology.file: required when topology.kind = \"custom\""));
+                }
+            }
+        }
+        let tr = &self.transport;
+        positive("transport.min_rto_us", tr.min_rto_us)?;
+        positive("transport.max_rto_us", tr.max_rto_us)?;
+        positive("transport.initial_rto_us", tr.initial_rto_us)?;
+        if tr.max_rto_us < tr.min_rto_us {
+            return Err(Error::input(format!(
+                "transport.max_rto_us: must be at least transport.min_rto_us ({}), got {}",
+                tr.min_rto_us, tr.max_rto_us
+            )));
+        }
+        if !(64..=9000).contains(&tr.mss) {
+            return Err(Error::input(format!("transport.mss: must be in 64..=9000, got {}", tr.mss)));
+        }
+        at_least("transport.init_cwnd", tr.init_cwnd as u64, 1)?;
+        positive("transport.delayed_ack_us", tr.delayed_ack_us)?;
+        positive("transport.rwnd_kb", tr.rwnd_kb)?;
+        if tr.rwnd_kb * 1000.0 > u32::MAX as f64 {
+            return Err(Error::input(format!("transport.rwnd_kb: must be at most 4294967, got {}", tr.rwnd_kb)));
+        }
+        if tr.dctcp_g_shift > 16 {
+            return Err(Error::input(format!("transport.dctcp_g_shift: must be in 0..=16, got {}", tr.dctcp_g_shift)));
+        }
+        positive("transport.udp_rate_gbps", tr.udp_rate_gbps)?;
+        let w = &self.workload;
+        if !(w.load > 0.0 && w.load < 1.0) {
+            return Err(Error::input(format!("workload.load: must be in (0, 1), got {}", w.load)));
+        }
+        at_least("workload.flows", w.flows, 1)?;
+        non_negative("workload.start_us", w.start_us)?;
+        if w.pattern == PatternKind::Incast {
+            at_least("workload.incast_senders", w.incast_senders as u64, 1)?;
+        }
+        if w.pattern == PatternKind::File && w.file.is_none() {
+            return Err(Error::input("workload.file: required when workload.pattern = \"file\""));
+        }
+        if let Some(th) = w.short_threshold_bytes {
+            at_least("workload.short_threshold_bytes", th, 1)?;
+        }
+        if !SCHEMES.contains(&self.scheme.kind.as_str()) {
+            return Err(Error::input(format!(
+                "scheme.kind: must be one of {}, got {:?}",
+                SCHEMES.join(", "),
+                self.scheme.kind
+            )));
+        }
+        positive("scheme.flowlet_timeout_us", self.scheme.flowlet_timeout_us)?;
+        non_negative("control_plane.to_cpu_latency_us", self.control_plane.to_cpu_latency_us)?;
+        non_negative("control_plane.write_latency_us", self.control_plane.write_latency_us)?;
+        non_negative("metrics.queue_sample_interval_us", self.metrics.queue_sample_interval_us)?;
+        for (i, e) in self.events.iter().enumerate() {
+            non_negative(&format!("events[{i}].at_ms"), e.at_ms)?;
+            if e.link.split_once('-').is_none() {
+                return Err(Error::input(format!(
+                    "events[{i}].link: must name two nodes as \"A-B\", got {:?}",
+                    e.link
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The resolved config as TOML (every default filled in).
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot render config: {e}\n"))
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Applies `a.b.c=value`: the value is parsed as a TOML value, or taken as a
+/// string when it does not parse (so `scheme.kind=ecmp` works unquoted).
+fn apply_override(root: &mut toml::Table, o: &str) -> Result<(), Error> {
+    let (key, raw) = o
+        .split_once('=')
+        .ok_or_else(|| Error::input(format!("--set {o:?}: must be key.path=value")))?;
+    let key = key.trim();
+    if key.is_empty() || key.split('.').any(|p| p.is_empty()) {
+        return Err(Error::input(format!("--set {o:?}: must be key.path=value")));
+    }
+    let raw = raw.trim();
+    let value = format!("v = {raw}")
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(raw.to_string()));
+    let parts: Vec<&str> = key.split('.').collect();
+    let mut table = root;
+    for p in &parts[..parts.len() - 1] {
+        let entry = table.entry(p.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        table = entry
+            .as_table_mut()
+            .ok_or_else(|| Error::input(format!("--set {o:?}: {p} is not a table")))?;
+    }
+    table.insert(parts[parts.len() - 1].to_string(), value);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CONTRACT: &str = r#"
+[run]
+seed = 1
+max_sim_time_ms = 1000
+[topology]
+kind = "leaf_spine"
+leaves = 4
+spines = 4
+hosts_per_leaf = 4
+host_link_gbps = 10.0
+fabric_link_gbps = 10.0
+link_delay_us = 1.0
+buffer_kb = 200
+ecn_threshold_kb = 65
+[transport]
+kind = "dctcp"
+min_rto_us = 1000
+[workload]
+cdf = "websearch"
+load = 0.6
+flows = 2000
+pattern = "uniform"
+[scheme]
+kind = "ecmp"
+"#;
+
+    #[test]
+    fn the_contract_config_parses() {
+        let c = Config::parse(CONTRACT, &[]).unwrap();
+        assert_eq!(c.topology.leaves, 4);
+        assert_eq!(c.workload.flows, 2000);
+        // The resolved config round-trips.
+        let again = Config::parse(&c.to_toml(), &[]).unwrap();
+        assert_eq!(again.to_toml(), c.to_toml());
+    }
+
+    fn err(text: &str, overrides: &[&str]) -> String {
+        let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+        Config::parse(text, &o).unwrap_err().message
+    }
+
+    #[test]
+    fn errors_name_the_key_and_the_range() {
+        assert_eq!(err(CONTRACT, &["workload.load=1.2"]), "workload.load: must be in (0, 1), got 1.2");
+        assert_eq!(
+            err(CONTRACT, &["topology.kind=fat_tree", "topology.k=5"]),
+            "topology.k: must be even and in 2..=64, got 5"
+        );
+        assert_eq!(
+            err(CONTRACT, &["topology.host_link_gbps=-1"]),
+            "topology.host_link_gbps: must be a positive number, got -1"
+        );
+        let e = err(CONTRACT, &["topology.levaes=3"]);
+        assert!(e.starts_with("topology") && e.contains("levaes"), "{e}");
+        let e = err(CONTRACT, &["workload.flows=\"many\""]);
+        assert!(e.starts_with("workload.flows:"), "{e}");
+        let e = err(CONTRACT, &["scheme.kind=magic"]);
+        assert!(e.starts_with("scheme.kind: must be one of"), "{e}");
+        assert!(err("[run\n", &[]).starts_with("config: invalid TOML"));
+        assert!(err(CONTRACT, &["nonsense"]).contains("key.path=value"));
+        for e in [err(CONTRACT, &["topology.levaes=3"]), err("[run\n", &[])] {
+            assert!(!e.contains('\n'), "{e}");
+        }
+    }
+
+    #[test]
+    fn overrides_parse_values() {
+        let c = Config::parse(CONTRACT, &["run.seed=7".into(), "scheme.kind=rps".into()]).unwrap();
+        assert_eq!(c.run.seed, 7);
+        assert_eq!(c.scheme.kind, "rps");
+    }
+}

@@ -1,0 +1,702 @@
+//! The event loop: hosts, switches, ports and links driven by one event queue.
+//!
+//! ```text
+//!   host NIC queue ──tx──▶ wire FIFO ──arrive──▶ switch ingress ──▶ egress queue ──tx──▶ ...
+//! ```
+//!
+//! Each port keeps only its *next* events in the queue (htsim's idea): a
+//! `TxDone` while its transmitter is busy and an `Arrive` for the head of its
+//! wire FIFO. Packets wait in the port's queues and wire, never in the event
+//! queue, so the queue grows with busy ports and timers, not with packets.
+
+use std::collections::VecDeque;
+
+use pisanet_engine::{BitRate, EventQueue, RngStreams, SimRng, SimTime, StreamKind};
+use rand::Rng;
+use pisanet_net::packet::{FlowId, HostId, NodeId, Packet, PortNo, PROTO_TCP, PROTO_UDP};
+use pisanet_net::queue::{EgressQueue, QueueConfig, Queued, SharedBuffer};
+use pisanet_net::topology::Topology;
+use pisanet_transport::{TcpConfig, TcpReceiver, TcpSender, UdpCbrSource, UdpSink};
+use pisanet_workload::{FlowGenerator, FlowSpec};
+
+use crate::api::Progress;
+use crate::forward::{Forwarding, Verdict};
+
+/// A global port index.
+pub type PortIdx = u32;
+
+#[derive(Clone, Copy, Debug)]
+pub enum Ev {
+    /// The port's transmitter finished serializing its current packet.
+    TxDone(PortIdx),
+    /// The head of the port's wire FIFO reaches the peer.
+    Arrive(PortIdx),
+    SenderTimer(FlowId),
+    ReceiverTimer(FlowId),
+    NextFlow,
+    LinkEvent(u32),
+    Sample,
+}
+
+pub struct Port {
+    pub node: NodeId,
+    pub port_no: PortNo,
+    pub peer: PortIdx,
+    pub rate: BitRate,
+    pub delay: SimTime,
+    pub queue: EgressQueue,
+    pub busy: bool,
+    pub up: bool,
+    pub wire: VecDeque<(SimTime, Packet)>,
+    /// The first `wire_lost` packets of `wire` were on the link when it failed:
+    /// they are dropped when they would have arrived.
+    pub wire_lost: usize,
+    /// Index into `World::shared` of the switch's shared buffer, if any.
+    pub shared: Option<u32>,
+    pub is_host_port: bool,
+}
+
+/// What every flow leaves behind, kept for the results (small and fixed-size).
+#[derive(Clone, Copy, Debug)]
+pub struct FlowRecord {
+    pub src: HostId,
+    pub dst: HostId,
+    pub bytes: u64,
+    pub class: u8,
+    pub arrival: SimTime,
+    pub first_sent: Option<SimTime>,
+    pub finish: Option<SimTime>,
+    pub retransmissions: u32,
+    pub reordered: u32,
+    pub ideal: SimTime,
+}
+
+enum Endpoints {
+    Tcp { tx: TcpSender, rx: TcpReceiver },
+    Udp { tx: UdpCbrSource, rx: UdpSink },
+}
+
+/// The transport state of a flow still running (freed when it completes).
+struct ActiveFlow {
+    ends: Endpoints,
+    src_addr: u32,
+    tx_timer: Option<SimTime>,
+    rx_timer: Option<SimTime>,
+}
+
+/// Packet accounting for the conservation check.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Counts {
+    pub injected: u64,
+    pub delivered: u64,
+    pub dropped: u64,
+    pub consumed: u64,
+    pub ecn_marked: u64,
+    pub packet_hops: u64,
+    pub late_packets: u64,
+}
+
+pub struct LinkEventSpec {
+    pub at: SimTime,
+    pub up: bool,
+    pub ports: [PortIdx; 2],
+}
+
+pub struct World {
+    pub topo: Topology,
+    pub q: EventQueue<Ev>,
+    pub ports: Vec<Port>,
+    /// First global port of each node.
+    pub port_base: Vec<PortIdx>,
+    pub shared: Vec<SharedBuffer>,
+    pub fwd: Forwarding,
+    pub flows: Vec<FlowRecord>,
+    active: Vec<Option<Box<ActiveFlow>>>,
+    pub active_count: u64,
+    pub completed: u64,
+    gen: FlowGenerator,
+    pending_flow: Option<FlowSpec>,
+    pub total_flows: u64,
+    tcp: TcpConfig,
+    udp_rate: Option<BitRate>,
+    pub counts: Counts,
+    next_uid: u64,
+    out: Vec<Packet>,
+    pub violations: Vec<String>,
+    pub link_events: Vec<LinkEventSpec>,
+    pub sample_interval: Option<SimTime>,
+    pub sample_ports: Vec<PortIdx>,
+    pub samples: (Vec<SimTime>, Vec<PortIdx>, Vec<u64>),
+    routes: Vec<Vec<Vec<PortNo>>>,
+    /// Per-packet loss probability of every link, and its random stream.
+    loss: Option<(f64, SimRng)>,
+}
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    AllFlowsDone,
+    TimeLimit,
+    Interrupted,
+}
+
+impl StopReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::AllFlowsDone => "all_flows_done",
+            StopReason::TimeLimit => "time_limit",
+            StopReason::Interrupted => "interrupted",
+        }
+    }
+}
+
+pub struct WorldParams {
+    pub switch_queue: QueueConfig,
+    pub shared_buffer: Option<(u64, f64)>,
+    pub tcp: TcpConfig,
+    pub udp_rate: Option<BitRate>,
+    pub total_flows: u64,
+    pub link_loss_rate: f64,
+}
+
+impl World {
+    pub fn new(
+        topo: Topology,
+        fwd: Forwarding,
+        gen: FlowGenerator,
+        params: WorldParams,
+        streams: &RngStreams,
+    ) -> World {
+        let mut ports = Vec::new();
+        let mut port_base = Vec::with_capacity(topo.nodes.len());
+        let mut shared = Vec::new();
+        for (n, node) in topo.nodes.iter().enumerate() {
+            port_base.push(ports.len() as PortIdx);
+            let is_host = topo.is_host(n as NodeId);
+            let sb = if !is_host {
+                params.shared_buffer.map(|(bytes, alpha)| {
+                    shared.push(SharedBuffer::new(bytes, alpha));
+                    shared.len() as u32 - 1
+                })
+            } else {
+                None
+            };
+            for (i, p) in node.ports.iter().enumerate() {
+                let qcfg = if is_host {
+                    // A host NIC: one unbounded queue at line rate.
+                    QueueConfig { buffer_bytes: u64::MAX, ecn_threshold_bytes: None, priorities: 1 }
+                } else {
+                    params.switch_queue
+                };
+                ports.push(Port {
+                    node: n as NodeId,
+                    port_no: i as PortNo,
+                    peer: 0,
+                    rate: p.rate,
+                    delay: p.delay,
+                    queue: EgressQueue::new(qcfg),
+                    busy: false,
+                    up: true,
+                    wire: VecDeque::new(),
+                    wire_lost: 0,
+                    shared: sb,
+                    is_host_port: is_host,
+                });
+            }
+        }
+        for (n, node) in topo.nodes.iter().enumerate() {
+            for (i, p) in node.ports.iter().enumerate() {
+                let me = port_base[n] + i as PortIdx;
+                ports[me as usize].peer = port_base[p.peer_node as usize] + p.peer_port as PortIdx;
+            }
+        }
+        let routes = topo.compute_routes();
+        let loss = (params.link_loss_rate > 0.0).then(|| (params.link_loss_rate, streams.stream(StreamKind::Link, 0)));
+        World {
+            topo,
+            q: EventQueue::new(),
+            ports,
+            port_base,
+            shared,
+            fwd,
+            flows: Vec::new(),
+            active: Vec::new(),
+            active_count: 0,
+            completed: 0,
+            gen,
+            pending_flow: None,
+            total_flows: params.total_flows,
+            tcp: params.tcp,
+            udp_rate: params.udp_rate,
+            counts: Counts::default(),
+            next_uid: 1,
+            out: Vec::with_capacity(64),
+            violations: Vec::new(),
+            link_events: Vec::new(),
+            sample_interval: None,
+            sample_ports: Vec::new(),
+            samples: (Vec::new(), Vec::new(), Vec::new()),
+            routes,
+            loss,
+        }
+    }
+
+    pub fn port_name(&self, p: PortIdx) -> String {
+        let port = &self.ports[p as usize];
+        let peer = &self.ports[port.peer as usize];
+        format!(
+            "{}->{}",
+            self.topo.nodes[port.node as usize].name,
+            self.topo.nodes[peer.node as usize].name
+        )
+    }
+
+    /// Runs until every flow is done, `max_time` passes, or `progress` says stop.
+    pub fn run(&mut self, max_time: SimTime, progress: &mut dyn FnMut(Progress) -> bool) -> StopReason {
+        self.pending_flow = self.gen.next();
+        if let Some(f) = &self.pending_flow {
+            self.q.schedule(f.start, Ev::NextFlow);
+        }
+        for (i, e) in self.link_events.iter().enumerate() {
+            self.q.schedule(e.at, Ev::LinkEvent(i as u32));
+        }
+        if let Some(iv) = self.sample_interval {
+            self.q.schedule(iv, Ev::Sample);
+        }
+        let mut since_progress: u32 = 0;
+        loop {
+            if self.pending_flow.is_none() && self.active_count == 0 {
+                return StopReason::AllFlowsDone;
+            }
+            let Some(t) = self.q.peek_time() else {
+                // Nothing left to happen but flows remain: they can never finish.
+                return StopReason::TimeLimit;
+            };
+            if t > max_time {
+                return StopReason::TimeLimit;
+            }
+            let (now, ev) = self.q.next().expect("peeked");
+            self.handle(now, ev);
+            since_progress += 1;
+            if since_progress >= 1 << 16 {
+                since_progress = 0;
+                let p = Progress {
+                    sim_time_s: now.as_secs_f64(),
+                    flows_completed: self.completed,
+                    flows_total: self.total_flows,
+                };
+                if !progress(p) {
+                    return StopReason::Interrupted;
+                }
+            }
+        }
+    }
+
+    fn handle(&mut self, now: SimTime, ev: Ev) {
+        match ev {
+            Ev::TxDone(p) => self.on_tx_done(now, p),
+            Ev::Arrive(p) => self.on_arrive(now, p),
+            Ev::SenderTimer(f) => self.on_flow_timer(now, f, true),
+            Ev::ReceiverTimer(f) => self.on_flow_timer(now, f, false),
+            Ev::NextFlow => self.on_next_flow(now),
+            Ev::LinkEvent(i) => self.on_link_event(now, i),
+            Ev::Sample => self.on_sample(now),
+        }
+    }
+
+    // ---- ports and links -------------------------------------------------
+
+    /// Queues `pkt` at egress port `p` and starts the transmitter if idle.
+    fn enqueue(&mut self, now: SimTime, p: PortIdx, pkt: Packet) {
+        let port = &mut self.ports[p as usize];
+        let q = Queued { pkt, enq_time: now, enq_qdepth: 0, user_meta: [0; 2], instance_type: 0 };
+        let shared = port.shared.map(|i| &mut self.shared[i as usize]);
+        let marks_before = port.queue.counters.ecn_marks;
+        match port.queue.enqueue(q, shared) {
+            Ok(()) => {
+                self.counts.ecn_marked += port.queue.counters.ecn_marks - marks_before;
+                if !port.busy {
+                    self.start_tx(now, p);
+                }
+            }
+            Err(_) => self.counts.dropped += 1,
+        }
+    }
+
+    fn start_tx(&mut self, now: SimTime, p: PortIdx) {
+        let port = &mut self.ports[p as usize];
+        let shared = port.shared.map(|i| &mut self.shared[i as usize]);
+        let Some(q) = port.queue.dequeue(shared) else {
+            port.busy = false;
+            return;
+        };
+        let pkt = q.pkt;
+        port.queue.count_tx(pkt.size);
+        let done = now + port.rate.tx_time(pkt.size as u64);
+        port.busy = true;
+        self.q.schedule(done, Ev::TxDone(p));
+        if port.up {
+            let arrive = done + port.delay;
+            if port.wire.is_empty() {
+                self.q.schedule(arrive, Ev::Arrive(p));
+            }
+            port.wire.push_back((arrive, pkt));
+        } else {
+            // A failed link drops what it carries.
+            self.counts.dropped += 1;
+        }
+    }
+
+    fn on_tx_done(&mut self, now: SimTime, p: PortIdx) {
+        self.ports[p as usize].busy = false;
+        self.start_tx(now, p);
+    }
+
+    fn on_arrive(&mut self, now: SimTime, p: PortIdx) {
+        let port = &mut self.ports[p as usize];
+        let Some((t, pkt)) = port.wire.pop_front() else { return };
+        debug_assert_eq!(t, now);
+        let next = port.wire.front().map(|w| w.0);
+        let peer = port.peer;
+        if let Some(next) = next {
+            self.q.schedule(next, Ev::Arrive(p));
+        }
+        if port.wire_lost > 0 {
+            // A failed link drops what it carries.
+            port.wire_lost -= 1;
+            self.counts.dropped += 1;
+            return;
+        }
+        self.counts.packet_hops += 1;
+        if let Some((p_loss, rng)) = &mut self.loss {
+            if rng.gen::<f64>() < *p_loss {
+                self.counts.dropped += 1;
+                return;
+            }
+        }
+        let peer_port = &self.ports[peer as usize];
+        let node = peer_port.node;
+        if peer_port.is_host_port {
+            self.counts.delivered += 1;
+            self.host_receive(now, node, pkt);
+        } else {
+            let in_port = peer_port.port_no;
+            self.switch_receive(now, node, in_port, pkt);
+        }
+    }
+
+    fn switch_receive(&mut self, now: SimTime, node: NodeId, in_port: PortNo, mut pkt: Packet) {
+        let sw = node - self.topo.n_hosts;
+        match self.fwd.ingress(now, sw, in_port, &mut pkt) {
+            Verdict::Forward(port) => {
+                let p = self.port_base[node as usize] + port as PortIdx;
+                self.enqueue(now, p, pkt);
+            }
+            Verdict::Drop => self.counts.dropped += 1,
+        }
+    }
+
+    fn on_link_event(&mut self, now: SimTime, i: u32) {
+        let (up, ends) = {
+            let e = &self.link_events[i as usize];
+            (e.up, e.ports)
+        };
+        for p in ends {
+            let port = &mut self.ports[p as usize];
+            port.up = up;
+            if !up {
+                port.wire_lost = port.wire.len();
+            }
+            let node = port.node;
+            let port_no = port.port_no;
+            if !self.topo.is_host(node) {
+                self.fwd.port_status(now, node - self.topo.n_hosts, port_no, up);
+            }
+        }
+    }
+
+    fn on_sample(&mut self, now: SimTime) {
+        for &p in &self.sample_ports {
+            self.samples.0.push(now);
+            self.samples.1.push(p);
+            self.samples.2.push(self.ports[p as usize].queue.bytes());
+        }
+        if let Some(iv) = self.sample_interval {
+            self.q.schedule(now + iv, Ev::Sample);
+        }
+    }
+
+    // ---- hosts and flows --------------------------------------------------
+
+    fn on_next_flow(&mut self, now: SimTime) {
+        while let Some(f) = self.pending_flow.take() {
+            if f.start > now {
+                self.q.schedule(f.start, Ev::NextFlow);
+                self.pending_flow = Some(f);
+                return;
+            }
+            self.start_flow(now, f);
+            self.pending_flow = self.gen.next();
+        }
+    }
+
+    fn ideal_fct(&self, f: &FlowSpec) -> SimTime {
+        // A lower bound on the FCT alone on an idle network (docs/metrics.md):
+        // the first packet store-and-forwarded over every link, the rest of
+        // the flow at the bottleneck rate, then one ACK back.
+        let links = self.topo.path_links(&self.routes, f.src, f.dst);
+        let (mss, first, total) = match self.udp_rate {
+            None => {
+                let mss = self.tcp.mss as u64;
+                let n = f.bytes.div_ceil(mss);
+                let last = f.bytes - (n - 1) * mss;
+                let full = Packet::tcp_wire_size(mss as u32) as u64;
+                let total = (n - 1) * full + Packet::tcp_wire_size(last as u32) as u64;
+                (mss, full.min(total), total)
+            }
+            Some(_) => {
+                let mss = self.tcp.mss as u64;
+                let n = f.bytes.div_ceil(mss);
+                let last = f.bytes - (n - 1) * mss;
+                let full = Packet::udp_wire_size(mss as u32) as u64;
+                let total = (n - 1) * full + Packet::udp_wire_size(last as u32) as u64;
+                (mss, full.min(total), total)
+            }
+        };
+        let _ = mss;
+        let bottleneck = links.iter().map(|l| l.0).min().unwrap_or(BitRate(1));
+        let mut t = SimTime::ZERO;
+        for (rate, delay) in &links {
+            t += *delay + rate.tx_time(first);
+        }
+        t += bottleneck.tx_time(total - first);
+        if self.udp_rate.is_none() {
+            let ack = Packet::tcp_wire_size(0) as u64;
+            for (rate, delay) in &links {
+                t += *delay + rate.tx_time(ack);
+            }
+        }
+        t
+    }
+
+    fn start_flow(&mut self, now: SimTime, f: FlowSpec) {
+        let id = f.id;
+        debug_assert_eq!(id as usize, self.flows.len());
+        let ideal = self.ideal_fct(&f);
+        self.flows.push(FlowRecord {
+            src: f.src,
+            dst: f.dst,
+            bytes: f.bytes,
+            class: f.class,
+            arrival: now,
+            first_sent: None,
+            finish: None,
+            retransmissions: 0,
+            reordered: 0,
+            ideal,
+        });
+        let src_addr = self.topo.host_addr[f.src as usize];
+        let dst_addr = self.topo.host_addr[f.dst as usize];
+        let sport = 10_000 + (id % 50_000) as u16;
+        let ends = pisanet_transport::FlowEnds {
+            flow: id,
+            src_addr,
+            dst_addr,
+            sport,
+            dport: 80,
+            dscp: f.class,
+            prio: 0,
+        };
+        let mut out = std::mem::take(&mut self.out);
+        out.clear();
+        let ends_state = match self.udp_rate {
+            None => {
+                let mut tx = TcpSender::new(&self.tcp, ends, f.bytes);
+                let rx = TcpReceiver::new(&self.tcp, ends.reversed(), f.bytes);
+                tx.on_start(now, &mut out);
+                Endpoints::Tcp { tx, rx }
+            }
+            Some(rate) => {
+                let mut tx = UdpCbrSource::new(ends, rate, self.tcp.mss, f.bytes);
+                let rx = UdpSink::new();
+                tx.on_start(now, &mut out);
+                Endpoints::Udp { tx, rx }
+            }
+        };
+        if self.active.len() <= id as usize {
+            self.active.resize_with(id as usize + 1, || None);
+        }
+        self.active[id as usize] = Some(Box::new(ActiveFlow { ends: ends_state, src_addr, tx_timer: None, rx_timer: None }));
+        self.active_count += 1;
+        if !out.is_empty() {
+            self.flows[id as usize].first_sent = Some(now);
+        }
+        self.send_from_host(now, f.src, &mut out);
+        self.out = out;
+        self.arm_timers(id);
+    }
+
+    fn send_from_host(&mut self, now: SimTime, host: HostId, out: &mut Vec<Packet>) {
+        let p = self.port_base[host as usize];
+        for mut pkt in out.drain(..) {
+            pkt.uid = self.next_uid;
+            self.next_uid += 1;
+            self.counts.injected += 1;
+            self.enqueue(now, p, pkt);
+        }
+    }
+
+    fn host_receive(&mut self, now: SimTime, host: HostId, pkt: Packet) {
+        let id = pkt.flow;
+        let Some(Some(af)) = self.active.get_mut(id as usize) else {
+            // A straggler for a finished flow (e.g. a late duplicate): delivered, ignored.
+            self.counts.late_packets += 1;
+            return;
+        };
+        let mut out = std::mem::take(&mut self.out);
+        out.clear();
+        let to_sender = pkt.ip.dst == af.src_addr;
+        match &mut af.ends {
+            Endpoints::Tcp { tx, rx } => {
+                if to_sender {
+                    tx.on_packet(now, &pkt, &mut out);
+                } else {
+                    rx.on_packet(now, &pkt, &mut out);
+                }
+            }
+            Endpoints::Udp { rx, .. } => {
+                if !to_sender {
+                    rx.on_packet(now, &pkt);
+                }
+            }
+        }
+        let _ = pkt.ip.proto == PROTO_TCP || pkt.ip.proto == PROTO_UDP;
+        self.send_from_host(now, host, &mut out);
+        self.out = out;
+        self.after_flow_event(now, id);
+    }
+
+    fn on_flow_timer(&mut self, now: SimTime, id: FlowId, sender: bool) {
+        let Some(Some(af)) = self.active.get_mut(id as usize) else { return };
+        let mut out = std::mem::take(&mut self.out);
+        out.clear();
+        let host;
+        if sender {
+            if af.tx_timer == Some(now) {
+                af.tx_timer = None;
+            }
+            host = self.flows[id as usize].src;
+            match &mut af.ends {
+                Endpoints::Tcp { tx, .. } => tx.on_timer(now, &mut out),
+                Endpoints::Udp { tx, .. } => tx.on_timer(now, &mut out),
+            }
+        } else {
+            if af.rx_timer == Some(now) {
+                af.rx_timer = None;
+            }
+            host = self.flows[id as usize].dst;
+            if let Endpoints::Tcp { rx, .. } = &mut af.ends {
+                rx.on_timer(now, &mut out);
+            }
+        }
+        self.send_from_host(now, host, &mut out);
+        self.out = out;
+        self.after_flow_event(now, id);
+    }
+
+    /// Completes the flow if it is done, else makes sure its timers are armed.
+    fn after_flow_event(&mut self, now: SimTime, id: FlowId) {
+        let Some(Some(af)) = self.active.get(id as usize) else { return };
+        let done = match &af.ends {
+            Endpoints::Tcp { tx, .. } => tx.is_complete(),
+            Endpoints::Udp { rx, .. } => rx.received_bytes() >= self.flows[id as usize].bytes,
+        };
+        if done {
+            self.complete_flow(now, id);
+        } else {
+            self.arm_timers(id);
+        }
+    }
+
+    fn arm_timers(&mut self, id: FlowId) {
+        let Some(Some(af)) = self.active.get_mut(id as usize) else { return };
+        let (tx_deadline, rx_deadline) = match &af.ends {
+            Endpoints::Tcp { tx, rx } => (tx.timer_deadline(), rx.timer_deadline()),
+            Endpoints::Udp { tx, .. } => (tx.timer_deadline(), None),
+        };
+        if let Some(d) = tx_deadline {
+            if af.tx_timer.is_none_or(|t| d < t) {
+                af.tx_timer = Some(d);
+                self.q.schedule(d.max(self.q.now()), Ev::SenderTimer(id));
+            }
+        }
+        if let Some(d) = rx_deadline {
+            if af.rx_timer.is_none_or(|t| d < t) {
+                af.rx_timer = Some(d);
+                self.q.schedule(d.max(self.q.now()), Ev::ReceiverTimer(id));
+            }
+        }
+    }
+
+    fn complete_flow(&mut self, now: SimTime, id: FlowId) {
+        let af = self.active[id as usize].take().expect("active flow");
+        self.active_count -= 1;
+        self.completed += 1;
+        let rec = &mut self.flows[id as usize];
+        rec.finish = Some(now);
+        match af.ends {
+            Endpoints::Tcp { tx, rx } => {
+                rec.first_sent = tx.first_sent_at().or(rec.first_sent);
+                rec.retransmissions = tx.retransmissions();
+                rec.reordered = rx.reordered_packets();
+                if let Some(e) = rx.delivery_error() {
+                    self.violations.push(format!("flow {id}: {e}"));
+                }
+                if rx.delivered_bytes() != rec.bytes {
+                    self.violations.push(format!(
+                        "flow {id}: completed with {} of {} bytes delivered to the receiving application",
+                        rx.delivered_bytes(),
+                        rec.bytes
+                    ));
+                }
+            }
+            Endpoints::Udp { tx, rx } => {
+                rec.first_sent = tx.first_sent_at().or(rec.first_sent);
+                rec.reordered = rx.reordered_packets() as u32;
+                if rx.received_bytes() != rec.bytes {
+                    self.violations.push(format!(
+                        "flow {id}: completed with {} of {} bytes received",
+                        rx.received_bytes(),
+                        rec.bytes
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Final accounting of flows still running at the end: their receivers
+    /// must not have seen a delivery error either.
+    pub fn check_unfinished(&mut self) {
+        for (id, af) in self.active.iter().enumerate() {
+            let Some(af) = af else { continue };
+            if let Endpoints::Tcp { tx, rx } = &af.ends {
+                if let Some(e) = rx.delivery_error() {
+                    self.violations.push(format!("flow {id}: {e}"));
+                }
+                let rec = &mut self.flows[id];
+                rec.retransmissions = tx.retransmissions();
+                rec.reordered = rx.reordered_packets();
+                rec.first_sent = tx.first_sent_at().or(rec.first_sent);
+            }
+        }
+    }
+
+    /// Packets in queues, on wires, or held inside switches.
+    pub fn in_flight(&self) -> u64 {
+        let mut n: u64 = 0;
+        for p in &self.ports {
+            n += p.queue.packets() as u64 + p.wire.len() as u64;
+        }
+        n + self.fwd.held_packets()
+    }
+}

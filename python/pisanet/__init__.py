@@ -1,0 +1,105 @@
+"""pisanet: a packet-level data-center network simulator with programmable switches.
+
+The simulator is Rust (the native module `pisanet._core`); this package is the
+Python face of it: `run` a config and get a `Result` (summary dict, flows as a
+pandas DataFrame), or use the `pisanet` command line.
+
+    >>> import pisanet
+    >>> result = pisanet.run("experiments/demo/leaf_spine_ecmp.toml", workload__load=0.5)
+    >>> result.flows["fct"].quantile(0.99)  # microseconds
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from pisanet import _core, results
+from pisanet._core import ConfigError, InvariantError, __version__
+from pisanet.config import ConfigLike, keyword_overrides, load, parse_set
+from pisanet.results import Result
+
+__all__ = [
+    "ConfigError",
+    "InvariantError",
+    "Result",
+    "__version__",
+    "bench_config",
+    "resolve",
+    "resources",
+    "run",
+    "schema",
+]
+
+Progress = Callable[[float, int, int], "bool | None"]
+
+
+def _overrides(set: Iterable[str], overrides: dict[str, Any]) -> list[str]:
+    return parse_set(set) + keyword_overrides(overrides)
+
+
+def resolve(config: ConfigLike, *, set: Iterable[str] = (), **overrides: Any) -> str:
+    """Validates a config and returns it resolved, every default filled in, as TOML.
+
+    Raises `ConfigError` naming the offending key.
+    """
+    text, base_dir = load(config)
+    return _core.resolve(text, base_dir, _overrides(set, overrides))
+
+
+def run(
+    config: ConfigLike,
+    out: str | os.PathLike[str] | None = None,
+    *,
+    set: Iterable[str] = (),
+    progress: Progress | None = None,
+    **overrides: Any,
+) -> Result:
+    """Runs a simulation and returns its `Result`.
+
+    `config` is a TOML file (`Path`, or `str` without newline or `=`), TOML text,
+    or a dict. Overrides are `key.path=value` strings in `set`, or keywords with
+    `__` for dots: `run(cfg, workload__load=0.5, run__seed=7)`. With `out`, the
+    result directory is written as well (see `pisanet.results`).
+
+    `progress(sim_time_s, flows_completed, flows_total)` is called now and then;
+    returning False stops the run. Ctrl-C stops it with `KeyboardInterrupt`.
+    Raises `ConfigError` for invalid input, `InvariantError` when the run broke
+    an invariant (a simulator bug).
+    """
+    text, base_dir = load(config)
+    flat = _overrides(set, overrides)
+    resolved = _core.resolve(text, base_dir, flat)
+    summary, flows, queues, ports = _core.run(text, base_dir, flat, progress)
+    result = Result(
+        summary=json.loads(summary),
+        flows=results.flows_frame(flows),
+        queues=results.queues_frame(queues),
+        ports=json.loads(ports),
+        resolved_config=resolved,
+    )
+    if out is not None:
+        results.write(Path(out), result)
+    return result
+
+
+def schema() -> dict[str, Any]:
+    """The JSON Schema of the config."""
+    parsed: dict[str, Any] = json.loads(_core.schema())
+    return parsed
+
+
+def bench_config(name: str) -> str:
+    """The config (TOML) of a standard benchmark scenario, e.g. "fat_tree_k8"."""
+    text = _core.bench_config(name)
+    if text is None:
+        raise ConfigError(f"bench scenario: unknown {name!r}, expected fat_tree_k8 or fat_tree_k16")
+    return text
+
+
+def resources(scheme: str) -> str:
+    """The resource report (tables, registers, stages) of a scheme's switch programs."""
+    return _core.resources(scheme)

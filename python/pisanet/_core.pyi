@@ -1,0 +1,60 @@
+"""Typed stub of the native module `pisanet._core` (crates/pisanet-py).
+
+Columns cross as `(dtype, buffer)` pairs: a numpy dtype string and a
+little-endian byte buffer (`numpy.frombuffer(buffer, dtype)`). Queue sample
+ports are dictionary-encoded: `port` holds `<u4` codes into `port_names`.
+"""
+
+import os
+from collections.abc import Callable
+
+__all__ = [
+    "ConfigError",
+    "InvariantError",
+    "__version__",
+    "bench_config",
+    "resolve",
+    "resources",
+    "run",
+    "schema",
+]
+__version__: str
+
+class ConfigError(ValueError):
+    """The config or another input (CDF, flow list, topology file) is invalid."""
+
+class InvariantError(RuntimeError):
+    """A run violated an invariant (packet conservation, exactly-once delivery)."""
+
+def run(
+    text: str,
+    base_dir: str | os.PathLike[str] | None = None,
+    overrides: list[str] = ...,
+    progress: Callable[[float, int, int], bool | None] | None = None,
+) -> tuple[
+    str,
+    dict[str, tuple[str, bytes]],
+    dict[str, tuple[str, bytes] | tuple[str, list[str]]],
+    str,
+]:
+    """Runs a config (TOML text): `(summary_json, flows, queues, ports_json)`.
+
+    `progress(sim_time_s, flows_completed, flows_total)` is called at most every
+    50 ms of wall time; returning False stops the run (KeyboardInterrupt).
+    """
+
+def resolve(
+    text: str,
+    base_dir: str | os.PathLike[str] | None = None,
+    overrides: list[str] = ...,
+) -> str:
+    """Validates a config and returns it resolved, every default filled in, as TOML."""
+
+def schema() -> str:
+    """The JSON Schema of the config."""
+
+def bench_config(name: str) -> str | None:
+    """A standard benchmark scenario's config (TOML), or None for an unknown name."""
+
+def resources(scheme: str) -> str:
+    """The resource report of a scheme's switch programs, as text."""

@@ -1,0 +1,160 @@
+"""Run results: columns from the native module into pandas, and the files of a result directory.
+
+A result directory holds (every file written atomically: a temp file in the same
+directory, then `os.replace`, so a reader never sees a half-written file):
+
+- `summary.json`: the run summary (see docs/results-format.md).
+- `flows.parquet`: one row per flow, in flow id order. Columns: `id`, `src`, `dst`
+  (host ids), `bytes`, `class` (0 = short, 1 = large), `start`, `finish`, `fct`
+  (microseconds; NaN for a flow that did not finish), `slowdown` (FCT over the
+  ideal FCT on an idle network), `retransmissions`, `reordered` (packets).
+- `queues.parquet` (only when queues were sampled): `time` (microseconds), `port`
+  (link name, e.g. `leaf0->spine1`), `depth_bytes`.
+- `ports.json`: per-port counters (name, tx_packets, tx_bytes, drops, ecn_marks).
+- `config.resolved.toml`: the config as run, every default filled in.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+# Native column name -> published column name (times lose their `_us` suffix:
+# every time column is in microseconds, written down in the Parquet metadata).
+FLOW_COLUMNS = {
+    "id": "id",
+    "src": "src",
+    "dst": "dst",
+    "bytes": "bytes",
+    "class": "class",
+    "start_us": "start",
+    "finish_us": "finish",
+    "fct_us": "fct",
+    "slowdown": "slowdown",
+    "retransmissions": "retransmissions",
+    "reordered": "reordered",
+}
+QUEUE_COLUMNS = {"time_us": "time", "port": "port", "depth_bytes": "depth_bytes"}
+UNITS = {
+    "start": "us",
+    "finish": "us",
+    "fct": "us",
+    "time": "us",
+    "bytes": "bytes",
+    "depth_bytes": "bytes",
+    "retransmissions": "packets",
+    "reordered": "packets",
+}
+
+FILES = ("summary.json", "flows.parquet", "ports.json", "config.resolved.toml")
+QUEUES_FILE = "queues.parquet"
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a run produced."""
+
+    summary: dict[str, Any]
+    """The run summary (the contents of `summary.json`)."""
+    flows: pd.DataFrame
+    """One row per flow; columns as in `flows.parquet` (times in microseconds)."""
+    queues: pd.DataFrame | None
+    """Queue-depth samples, or None when queues were not sampled."""
+    ports: Any
+    """Per-port counters (the contents of `ports.json`)."""
+    resolved_config: str
+    """The config as run, every default filled in (TOML)."""
+
+
+def _array(dtype: str, buffer: bytes) -> np.ndarray:
+    return np.frombuffer(buffer, dtype=np.dtype(dtype))
+
+
+def flows_frame(columns: Mapping[str, tuple[str, bytes]]) -> pd.DataFrame:
+    """The flow table from the native module's `(dtype, buffer)` columns."""
+    return pd.DataFrame({FLOW_COLUMNS[k]: _array(*columns[k]) for k in FLOW_COLUMNS})
+
+
+def queues_frame(columns: Mapping[str, Any]) -> pd.DataFrame | None:
+    """Queue samples from the native module's columns, or None when there are none."""
+    time = _array(*columns["time_us"])
+    if len(time) == 0:
+        return None
+    names = columns["port_names"][1]
+    port = pd.Categorical.from_codes(_array(*columns["port"]).astype(np.int64), categories=names)
+    return pd.DataFrame(
+        {"time": time, "port": port, "depth_bytes": _array(*columns["depth_bytes"])}
+    )
+
+
+def write_atomic(path: Path, write: Callable[[Path], object]) -> None:
+    """Calls `write(tmp)` on a temp file beside `path`, then renames it to `path`.
+
+    On any failure (including KeyboardInterrupt) the temp file is removed and
+    `path` is left as it was.
+    """
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        write(tmp)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        # NOTE: mkstemp creates the file 0600; results are ordinary files.
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def _write_parquet(path: Path, frame: pd.DataFrame) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    fields = [
+        f.with_metadata({"unit": UNITS[f.name]}) if f.name in UNITS else f for f in table.schema
+    ]
+    meta = {b"pisanet.units": json.dumps({k: v for k, v in UNITS.items() if k in frame}).encode()}
+    schema = pa.schema(fields, metadata={**(table.schema.metadata or {}), **meta})
+    write_atomic(path, lambda tmp: pq.write_table(table.cast(schema), tmp))
+
+
+def write(out: str | os.PathLike[str], result: Result) -> list[Path]:
+    """Writes the result directory `out` (created if missing); returns the files written."""
+    directory = Path(out)
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+
+    def text(name: str, content: str) -> None:
+        write_text_atomic(directory / name, content)
+        written.append(directory / name)
+
+    text("config.resolved.toml", result.resolved_config)
+    _write_parquet(directory / "flows.parquet", result.flows)
+    written.append(directory / "flows.parquet")
+    if result.queues is not None:
+        _write_parquet(directory / QUEUES_FILE, result.queues)
+        written.append(directory / QUEUES_FILE)
+    text("ports.json", json.dumps(result.ports, indent=2) + "\n")
+    # NOTE: the summary goes last: its presence marks a complete result directory.
+    text("summary.json", json.dumps(result.summary, indent=2) + "\n")
+    return written
+
+
+def read_flows(directory: str | os.PathLike[str]) -> pd.DataFrame:
+    """The flow table of a result directory."""
+    return pd.read_parquet(Path(directory) / "flows.parquet")

@@ -1,0 +1,113 @@
+"""The Python API: `pisanet.run` and friends."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import pisanet
+from _support import FLOW_COLUMNS, TINY
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    tomllib = pytest.importorskip("tomli")
+
+
+@pytest.fixture(scope="module")
+def tiny_result() -> pisanet.Result:
+    return pisanet.run(TINY)
+
+
+def test_run_returns_a_flow_dataframe(tiny_result: pisanet.Result) -> None:
+    flows = tiny_result.flows
+    assert isinstance(flows, pd.DataFrame)
+    assert list(flows.columns) == FLOW_COLUMNS
+    assert len(flows) == 50
+    assert flows["id"].tolist() == list(range(50))
+    assert flows["class"].isin([0, 1]).all()
+    assert (flows["bytes"] > 0).all()
+    assert (flows["src"] != flows["dst"]).all()
+    done = flows[flows["fct"].notna()]
+    assert len(done) == tiny_result.summary["flows"]["completed"]
+    # Times are microseconds: fct = finish - start.
+    np.testing.assert_allclose(done["fct"], done["finish"] - done["start"], rtol=1e-9, atol=1e-6)
+    assert tiny_result.queues is None
+    assert tiny_result.summary["conservation_ok"] is True
+
+
+def test_same_seed_same_digest_other_seed_other_digest(tiny_result: pisanet.Result) -> None:
+    again = pisanet.run(TINY)
+    assert again.summary["digest"] == tiny_result.summary["digest"]
+    pd.testing.assert_frame_equal(again.flows, tiny_result.flows)
+    other = pisanet.run(TINY, run__seed=8)
+    assert other.summary["digest"] != tiny_result.summary["digest"]
+
+
+def test_dict_file_and_text_configs_agree(tiny_result: pisanet.Result, tmp_path: Path) -> None:
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY)
+    from_file = pisanet.run(path)
+    from_dict = pisanet.run(tomllib.loads(TINY))
+    assert from_file.summary["digest"] == tiny_result.summary["digest"]
+    assert from_dict.summary["digest"] == tiny_result.summary["digest"]
+
+
+def test_overrides_as_keywords_and_set(tmp_path: Path) -> None:
+    by_keyword = pisanet.run(TINY, workload__flows=20, scheme__kind="ecmp")
+    by_set = pisanet.run(TINY, set=["workload.flows=20"])
+    assert len(by_keyword.flows) == 20
+    assert by_keyword.summary["digest"] == by_set.summary["digest"]
+    assert "flows = 20" in by_keyword.resolved_config
+
+
+def test_run_with_out_writes_the_result_directory(tmp_path: Path) -> None:
+    result = pisanet.run(TINY, out=tmp_path / "res")
+    assert (tmp_path / "res" / "summary.json").is_file()
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(tmp_path / "res" / "flows.parquet"), result.flows, check_dtype=True
+    )
+
+
+def test_invalid_config_raises_config_error() -> None:
+    with pytest.raises(pisanet.ConfigError, match="leafs"):
+        pisanet.run(TINY.replace("leaves = 2", "leafs = 2"))
+    with pytest.raises(pisanet.ConfigError):
+        pisanet.run(TINY, workload__load=-0.5)
+    with pytest.raises(pisanet.ConfigError, match=r"expected key\.path=value"):
+        pisanet.run(TINY, set=["nonsense"])
+
+
+def test_progress_callback_sees_progress_and_can_stop() -> None:
+    seen: list[tuple[float, int, int]] = []
+
+    def stop(sim_time_s: float, completed: int, total: int) -> bool:
+        seen.append((sim_time_s, completed, total))
+        return False
+
+    with pytest.raises(KeyboardInterrupt):
+        pisanet.run(TINY, workload__flows=5000, progress=stop)
+    assert len(seen) == 1
+    sim_time_s, completed, total = seen[0]
+    assert isinstance(sim_time_s, float) and sim_time_s >= 0
+    assert 0 <= completed <= total == 5000
+
+
+def test_progress_callback_exception_propagates() -> None:
+    def boom(*_: object) -> bool:
+        raise ZeroDivisionError
+
+    with pytest.raises(ZeroDivisionError):
+        pisanet.run(TINY, workload__flows=5000, progress=boom)
+
+
+def test_schema_bench_and_resources() -> None:
+    assert isinstance(pisanet.schema(), dict)
+    assert "[topology]" in pisanet.bench_config("fat_tree_k8")
+    with pytest.raises(pisanet.ConfigError):
+        pisanet.bench_config("nope")
+    assert pisanet.resources("ecmp").strip()

@@ -1,0 +1,104 @@
+"""The result directory: atomic writes and the columns' units."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from pisanet import results
+from pisanet.results import Result, write_atomic, write_text_atomic
+
+
+def test_write_atomic_replaces_and_leaves_no_temp(tmp_path: Path) -> None:
+    path = tmp_path / "a.txt"
+    write_text_atomic(path, "one")
+    write_text_atomic(path, "two")
+    assert path.read_text() == "two"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt"]
+
+
+def test_write_atomic_failure_keeps_the_old_file(tmp_path: Path) -> None:
+    path = tmp_path / "a.txt"
+    path.write_text("old")
+
+    def half_then_fail(tmp: Path) -> None:
+        tmp.write_text("half")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        write_atomic(path, half_then_fail)
+    assert path.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt"]
+
+
+def _columns(**arrays: np.ndarray) -> dict[str, tuple[str, bytes]]:
+    return {k: (a.dtype.str, a.tobytes()) for k, a in arrays.items()}
+
+
+def test_columns_cross_as_little_endian_buffers() -> None:
+    n = 3
+    flows = results.flows_frame(
+        _columns(
+            id=np.arange(n, dtype="<u4"),
+            src=np.array([0, 1, 2], dtype="<u4"),
+            dst=np.array([3, 2, 1], dtype="<u4"),
+            bytes=np.array([1000, 2_000_000, 50], dtype="<u8"),
+            **{"class": np.array([0, 1, 0], dtype="u1")},
+            start_us=np.array([0.0, 1.5, 2.0]),
+            finish_us=np.array([10.0, np.nan, 4.0]),
+            fct_us=np.array([10.0, np.nan, 2.0]),
+            slowdown=np.array([1.5, np.nan, 1.0]),
+            retransmissions=np.zeros(n, dtype="<u4"),
+            reordered=np.array([0, 2, 0], dtype="<u4"),
+        )
+    )
+    assert list(flows.columns) == list(results.FLOW_COLUMNS.values())
+    assert flows["bytes"].tolist() == [1000, 2_000_000, 50]
+    assert flows["fct"].isna().tolist() == [False, True, False]
+
+    queues = results.queues_frame(
+        {
+            **_columns(
+                time_us=np.array([0.0, 100.0, 100.0]),
+                port=np.array([1, 0, 1], dtype="<u4"),
+                depth_bytes=np.array([0, 1500, 3000], dtype="<u8"),
+            ),
+            "port_names": ("str", ["leaf0->spine0", "leaf0->spine1"]),
+        }
+    )
+    assert queues is not None
+    assert queues["port"].astype(str).tolist() == [
+        "leaf0->spine1",
+        "leaf0->spine0",
+        "leaf0->spine1",
+    ]
+
+
+def test_no_samples_means_no_queue_table() -> None:
+    empty = np.array([], dtype="<f8")
+    columns = {
+        "time_us": ("<f8", empty.tobytes()),
+        "port": ("<u4", b""),
+        "depth_bytes": ("<u8", b""),
+        "port_names": ("str", []),
+    }
+    assert results.queues_frame(columns) is None
+
+
+def test_write_records_units_in_parquet(tmp_path: Path) -> None:
+    flows = pd.DataFrame({name: [1] for name in results.FLOW_COLUMNS.values()})
+    result = Result(summary={"digest": "x"}, flows=flows, queues=None, ports=[], resolved_config="")
+    written = results.write(tmp_path / "out", result)
+    assert [p.name for p in written] == [
+        "config.resolved.toml",
+        "flows.parquet",
+        "ports.json",
+        "summary.json",
+    ]
+    schema = pq.read_schema(tmp_path / "out" / "flows.parquet")
+    assert schema.field("fct").metadata == {b"unit": b"us"}
+    assert b"pisanet.units" in schema.metadata
