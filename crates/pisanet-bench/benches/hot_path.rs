@@ -39,7 +39,7 @@ fn egress_queue(c: &mut Criterion) {
             |mut q| {
                 for i in 0..1000u32 {
                     let pkt = Packet { size: 1518, uid: i as u64, ..Default::default() };
-                    let _ = q.enqueue(Queued { pkt, enq_time: SimTime::ZERO, enq_qdepth: 0, user_meta: [0; 2], instance_type: 0 }, None);
+                    let _ = q.enqueue(Queued { pkt, enq_time: SimTime::ZERO, enq_qdepth: 0, user_meta: [0; 2], instance_type: 0, ingress_port: 0, egress_rid: 0 }, None);
                 }
                 while q.dequeue(None).is_some() {}
                 q

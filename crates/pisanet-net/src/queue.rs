@@ -25,6 +25,10 @@ pub struct Queued {
     pub user_meta: [u64; 2],
     /// v1model `instance_type` of this copy.
     pub instance_type: u8,
+    /// v1model `ingress_port` the packet came in on.
+    pub ingress_port: u16,
+    /// v1model `egress_rid` (replication id of a multicast copy).
+    pub egress_rid: u16,
 }
 
 /// Static parameters of one egress port's queues.
@@ -201,7 +205,7 @@ mod tests {
     fn pkt(size: u32, prio: u8, ecn: Ecn) -> Queued {
         let mut p = Packet { size, prio, ..Default::default() };
         p.ip.ecn = ecn;
-        Queued { pkt: p, enq_time: SimTime::ZERO, enq_qdepth: 0, user_meta: [0; 2], instance_type: 0 }
+        Queued { pkt: p, enq_time: SimTime::ZERO, enq_qdepth: 0, user_meta: [0; 2], instance_type: 0, ingress_port: 0, egress_rid: 0 }
     }
 
     fn cfg(buffer: u64, k: Option<u64>, prios: u8) -> QueueConfig {

@@ -76,7 +76,7 @@ impl<'a> CpuApi<'a> {
         self.packet_outs.push(pkt);
     }
 
-    /// Calls the agent's `on_wake` at `at` (the latest request wins).
+    /// Calls the agent's `on_wake` at `at` (each request, one call).
     pub fn wake_at(&mut self, at: SimTime) {
         *self.wake = Some(at);
     }

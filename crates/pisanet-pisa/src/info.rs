@@ -10,6 +10,8 @@ pub struct Route {
     pub prefix: u32,
     pub len: u8,
     pub ports: Vec<PortNo>,
+    /// The rack (ToR index) this prefix belongs to, if it is a rack's /24.
+    pub rack: Option<u32>,
 }
 
 /// Per-switch input computed by the simulator from the topology.
@@ -24,6 +26,19 @@ pub struct SwitchInfo {
     pub uplinks: Vec<PortNo>,
     /// 0 = ToR / leaf / edge.
     pub tier: u8,
+    /// Node name in the topology ("leaf0", "A4", "edge1_0").
+    pub name: String,
+    /// The rack this switch is the ToR of (tier-0 switches with hosts).
+    pub rack: Option<u32>,
+    /// Ports facing hosts.
+    pub host_ports: Vec<PortNo>,
+    /// Number of racks (ToRs) in the network.
+    pub n_racks: u32,
+    /// Pod of the switch in 3-tier topologies (fat_tree, hula3tier); None for
+    /// the top tier and for 2-tier topologies.
+    pub pod: Option<u32>,
+    /// Tier of the node at the other end of each port (-1 = a host).
+    pub peer_tier: Vec<i8>,
 }
 
 /// Fixed costs of the hardware target (not of a program).

@@ -45,6 +45,22 @@ pub enum InstanceType {
     Resubmit = 6,
 }
 
+impl InstanceType {
+    /// The inverse of `as u8` (unknown values read as `Normal`), for the
+    /// traffic manager, which stores the type as a byte.
+    pub fn from_u8(v: u8) -> InstanceType {
+        match v {
+            1 => InstanceType::IngressClone,
+            2 => InstanceType::EgressClone,
+            3 => InstanceType::Coalesced,
+            4 => InstanceType::Recirculated,
+            5 => InstanceType::Replication,
+            6 => InstanceType::Resubmit,
+            _ => InstanceType::Normal,
+        }
+    }
+}
+
 /// v1model `CloneType`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CloneType {

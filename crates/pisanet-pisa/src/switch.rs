@@ -317,6 +317,9 @@ impl Switch {
     }
 
     /// The traffic manager hands `pkt` from `port`'s queue to the transmitter.
+    ///
+    /// NOTE: egress's `ingress_global_timestamp` is `deq.enq_timestamp` (the
+    /// model's ingress takes no time, so the two are equal).
     pub fn egress(
         &mut self,
         now: SimTime,
@@ -394,6 +397,14 @@ impl Switch {
         } else {
             out.push(Emit::Transmit(pkt));
         }
+    }
+
+    /// Packets inside the switch that will re-enter the pipeline
+    /// (recirculated or resubmitted), for the loop's conservation check.
+    /// Packets sent to the CPU were consumed when they left the data plane.
+    /// O(pending work).
+    pub fn held_packets(&self) -> u64 {
+        self.pending.iter().filter(|p| matches!(p.work, Work::Reenter { .. })).count() as u64
     }
 
     /// Runs the pending work due at or before `now`.

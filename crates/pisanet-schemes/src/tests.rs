@@ -25,25 +25,30 @@ fn leaf(n_up: u16) -> SwitchInfo {
                 prefix: ip(10, 0, 0, 1),
                 len: 32,
                 ports: vec![0],
+                rack: None,
             },
             Route {
                 prefix: ip(10, 0, 0, 2),
                 len: 32,
                 ports: vec![1],
+                rack: None,
             },
             Route {
                 prefix: ip(10, 0, 1, 0),
                 len: 24,
                 ports: uplinks.clone(),
+                rack: None,
             },
             Route {
                 prefix: ip(10, 0, 2, 0),
                 len: 24,
                 ports: uplinks.clone(),
+                rack: None,
             },
         ],
         uplinks,
         tier: 0,
+        ..Default::default()
     }
 }
 

@@ -213,7 +213,7 @@ impl Default for WorkloadCfg {
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct SchemeCfg {
-    /// Forwarding scheme: "ecmp", "flowlet_ecmp", "rps".
+    /// Forwarding scheme: a switch program ("ecmp", "flowlet_ecmp", "rps", ...) or "ecmp_native" (reference ECMP without the pipeline model).
     pub kind: String,
     /// flowlet_ecmp: idle gap that starts a new flowlet (us).
     pub flowlet_timeout_us: f64,
@@ -230,13 +230,15 @@ impl Default for SchemeCfg {
 pub struct ControlPlaneCfg {
     /// Latency of a packet or digest from the data plane to the switch CPU (us).
     pub to_cpu_latency_us: f64,
-    /// Latency of one table/register/meter write taking effect (us); writes apply one at a time.
+    /// Latency of one table/register/meter write taking effect (us).
     pub write_latency_us: f64,
+    /// Writes apply one at a time, at least this far apart (us): updates are not atomic across entries.
+    pub write_interval_us: f64,
 }
 
 impl Default for ControlPlaneCfg {
     fn default() -> Self {
-        ControlPlaneCfg { to_cpu_latency_us: 50.0, write_latency_us: 100.0 }
+        ControlPlaneCfg { to_cpu_latency_us: 10.0, write_latency_us: 50.0, write_interval_us: 5.0 }
     }
 }
 
@@ -305,7 +307,12 @@ fn default_delay() -> f64 {
     1.0
 }
 
-pub const SCHEMES: &[&str] = &["ecmp", "flowlet_ecmp", "rps"];
+/// Every `scheme.kind`: the PISA programs, and the hand-written reference ECMP.
+pub fn schemes() -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = pisanet_schemes::KINDS.to_vec();
+    v.push("ecmp_native");
+    v
+}
 
 fn positive(key: &str, v: f64) -> Result<(), Error> {
     if v.is_finite() && v > 0.0 {
@@ -435,16 +442,17 @@ impl Config {
         if let Some(th) = w.short_threshold_bytes {
             at_least("workload.short_threshold_bytes", th, 1)?;
         }
-        if !SCHEMES.contains(&self.scheme.kind.as_str()) {
+        if !schemes().contains(&self.scheme.kind.as_str()) {
             return Err(Error::input(format!(
                 "scheme.kind: must be one of {}, got {:?}",
-                SCHEMES.join(", "),
+                schemes().join(", "),
                 self.scheme.kind
             )));
         }
         positive("scheme.flowlet_timeout_us", self.scheme.flowlet_timeout_us)?;
         non_negative("control_plane.to_cpu_latency_us", self.control_plane.to_cpu_latency_us)?;
         non_negative("control_plane.write_latency_us", self.control_plane.write_latency_us)?;
+        non_negative("control_plane.write_interval_us", self.control_plane.write_interval_us)?;
         non_negative("metrics.queue_sample_interval_us", self.metrics.queue_sample_interval_us)?;
         for (i, e) in self.events.iter().enumerate() {
             non_negative(&format!("events[{i}].at_ms"), e.at_ms)?;

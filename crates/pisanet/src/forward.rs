@@ -1,22 +1,22 @@
 //! The forwarding seam between the event loop and the switches.
 //!
-//! `Native` is a hand-written ECMP kept as the reference the PISA programs
-//! are measured against (speed and behaviour).
+//! `Pisa` runs every switch as a program on the PISA model (pisanet-pisa,
+//! pisanet-schemes). `Native` is a hand-written ECMP kept as the reference
+//! the model is measured against (`scheme.kind = "ecmp_native"`): same
+//! routes, same CRC-32 hash family, no pipeline.
 
-use pisanet_engine::SimTime;
+use pisanet_engine::{RngStreams, SimTime, StreamKind};
 use pisanet_net::packet::{Packet, PortNo};
-use pisanet_net::topology::Topology;
+use pisanet_net::topology::{NodeKind, Topology};
+use pisanet_pisa::{ControlPlaneConfig, Route, Switch, SwitchInfo};
+use pisanet_schemes::SchemeParams;
 
-/// What a switch decided for a packet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    Forward(PortNo),
-    Drop,
-}
+use crate::api::Error;
+use crate::config::Config;
 
 const CRC32: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISO_HDLC);
 
-/// The CRC-32 of a packet's 5-tuple, as a switch's hash unit computes it.
+/// The CRC-32 of a packet's 5-tuple and a salt, as a switch's hash unit computes it.
 pub fn hash_five_tuple(pkt: &Packet, salt: u32) -> u32 {
     let (src, dst, proto, sport, dport) = pkt.five_tuple();
     let mut b = [0u8; 17];
@@ -34,37 +34,29 @@ pub fn hash_five_tuple(pkt: &Packet, salt: u32) -> u32 {
 pub struct NativeEcmp {
     /// groups[sw][rack] = ports on shortest paths toward that rack.
     groups: Vec<Vec<Vec<PortNo>>>,
-    topo_racks: Vec<u32>,
     host_port: Vec<PortNo>,
-    host_rack: Vec<u32>,
-    plan: Topology,
+    topo: Topology,
 }
 
 impl NativeEcmp {
     pub fn new(topo: &Topology) -> Self {
         let groups = topo.compute_routes();
         let host_port = (0..topo.n_hosts).map(|h| topo.nodes[h as usize].ports[0].peer_port).collect();
-        NativeEcmp {
-            groups,
-            topo_racks: topo.racks.clone(),
-            host_port,
-            host_rack: topo.host_rack.clone(),
-            plan: topo.clone(),
-        }
+        NativeEcmp { groups, host_port, topo: topo.clone() }
     }
 
-    fn ingress(&self, sw: u32, pkt: &Packet) -> Verdict {
-        let Some(host) = self.plan.host_of_addr(pkt.ip.dst) else { return Verdict::Drop };
-        let rack = self.host_rack[host as usize];
-        let node = sw + self.plan.n_hosts;
-        if self.topo_racks[rack as usize] == node {
-            return Verdict::Forward(self.host_port[host as usize]);
+    /// The egress port for `pkt` at switch `sw`, or None to drop.
+    pub fn route(&self, sw: u32, pkt: &Packet) -> Option<PortNo> {
+        let host = self.topo.host_of_addr(pkt.ip.dst)?;
+        let rack = self.topo.host_rack[host as usize];
+        if self.topo.racks[rack as usize] == sw + self.topo.n_hosts {
+            return Some(self.host_port[host as usize]);
         }
         let g = &self.groups[sw as usize][rack as usize];
         match g.len() {
-            0 => Verdict::Drop,
-            1 => Verdict::Forward(g[0]),
-            n => Verdict::Forward(g[(hash_five_tuple(pkt, sw) % n as u32) as usize]),
+            0 => None,
+            1 => Some(g[0]),
+            n => Some(g[(hash_five_tuple(pkt, sw) % n as u32) as usize]),
         }
     }
 }
@@ -72,19 +64,123 @@ impl NativeEcmp {
 /// The forwarding of every switch in a run.
 pub enum Forwarding {
     Native(NativeEcmp),
+    Pisa(Vec<Switch>),
 }
 
-impl Forwarding {
-    pub fn ingress(&mut self, _now: SimTime, sw: u32, _in_port: PortNo, pkt: &mut Packet) -> Verdict {
-        match self {
-            Forwarding::Native(e) => e.ingress(sw, pkt),
+/// What the loop knows of a switch, for the programs: ports, routes, tiers.
+pub fn switch_info(topo: &Topology, routes: &[Vec<Vec<PortNo>>], sw: u32) -> SwitchInfo {
+    let node = sw + topo.n_hosts;
+    let n = &topo.nodes[node as usize];
+    let tier = match n.kind {
+        NodeKind::Switch { tier } => tier,
+        NodeKind::Host => 0,
+    };
+    let peer_tier: Vec<i8> = n
+        .ports
+        .iter()
+        .map(|p| match topo.nodes[p.peer_node as usize].kind {
+            NodeKind::Host => -1,
+            NodeKind::Switch { tier } => tier as i8,
+        })
+        .collect();
+    let host_ports: Vec<PortNo> = (0..n.ports.len() as PortNo).filter(|&i| peer_tier[i as usize] < 0).collect();
+    let rack = topo.racks.iter().position(|&t| t == node).map(|r| r as u32);
+    let mut out_routes = Vec::new();
+    for (r, ports) in routes[sw as usize].iter().enumerate() {
+        let prefix = topo.host_addr[topo.rack_hosts[r][0] as usize] & 0xffff_ff00;
+        if Some(r as u32) == rack {
+            for &h in &topo.rack_hosts[r] {
+                let port = topo.nodes[h as usize].ports[0].peer_port;
+                out_routes.push(Route { prefix: topo.host_addr[h as usize], len: 32, ports: vec![port], rack: Some(r as u32) });
+            }
+        } else if !ports.is_empty() {
+            out_routes.push(Route { prefix, len: 24, ports: ports.clone(), rack: Some(r as u32) });
         }
     }
-
-    pub fn port_status(&mut self, _now: SimTime, _sw: u32, _port: PortNo, _up: bool) {}
-
-    /// Packets held inside switches (recirculation, CPU queues).
-    pub fn held_packets(&self) -> u64 {
-        0
+    let pod = match topo.kind.as_str() {
+        "fat_tree" | "hula3tier" if tier < 2 => {
+            // A pod is what a switch reaches without going through the top tier:
+            // number pods by the smallest rack reachable below tier 2.
+            Some(pod_of(topo, node))
+        }
+        _ => None,
+    };
+    SwitchInfo {
+        id: sw,
+        n_ports: n.ports.len() as u16,
+        port_rates: n.ports.iter().map(|p| p.rate).collect(),
+        routes: out_routes,
+        uplinks: topo.uplinks(node),
+        tier,
+        name: n.name.clone(),
+        rack,
+        host_ports,
+        n_racks: topo.racks.len() as u32,
+        pod,
+        peer_tier,
     }
+}
+
+/// The pod of a tier-0/1 switch in a 3-tier topology: the index of the
+/// smallest rack in its connected component below the top tier, divided by
+/// the racks per pod.
+fn pod_of(topo: &Topology, node: u32) -> u32 {
+    let below_top = |n: u32| matches!(topo.nodes[n as usize].kind, NodeKind::Switch { tier } if tier < 2);
+    let mut seen = vec![false; topo.nodes.len()];
+    let mut stack = vec![node];
+    seen[node as usize] = true;
+    let mut min_rack = u32::MAX;
+    while let Some(u) = stack.pop() {
+        if let Some(r) = topo.racks.iter().position(|&t| t == u) {
+            min_rack = min_rack.min(r as u32);
+        }
+        for p in &topo.nodes[u as usize].ports {
+            let v = p.peer_node;
+            if !seen[v as usize] && below_top(v) {
+                seen[v as usize] = true;
+                stack.push(v);
+            }
+        }
+    }
+    // Racks are numbered pod by pod, so rack / racks-per-pod is the pod.
+    let racks_per_pod = match topo.plan {
+        pisanet_net::topology::AddrPlan::FatTree { half_k } => half_k,
+        _ => 2,
+    };
+    min_rack / racks_per_pod.max(1)
+}
+
+/// Maps the `[scheme]` table onto the programs' parameters.
+pub fn scheme_params(cfg: &Config) -> SchemeParams {
+    SchemeParams {
+        flowlet_timeout: SimTime::from_us_f64(cfg.scheme.flowlet_timeout_us),
+        ..SchemeParams::default()
+    }
+}
+
+pub fn control_plane(cfg: &Config) -> ControlPlaneConfig {
+    ControlPlaneConfig {
+        to_cpu_latency: SimTime::from_us_f64(cfg.control_plane.to_cpu_latency_us),
+        write_latency: SimTime::from_us_f64(cfg.control_plane.write_latency_us),
+        write_interval: SimTime::from_us_f64(cfg.control_plane.write_interval_us),
+    }
+}
+
+/// Builds every switch of `topo` for the configured scheme.
+pub fn build(cfg: &Config, topo: &Topology, streams: &RngStreams) -> Result<Forwarding, Error> {
+    if cfg.scheme.kind == "ecmp_native" {
+        return Ok(Forwarding::Native(NativeEcmp::new(topo)));
+    }
+    let routes = topo.compute_routes();
+    let params = scheme_params(cfg);
+    let cp = control_plane(cfg);
+    let mut switches = Vec::with_capacity(topo.n_switches() as usize);
+    for sw in 0..topo.n_switches() {
+        let info = switch_info(topo, &routes, sw);
+        let rng = streams.stream(StreamKind::Switch, sw as u64);
+        let s = pisanet_schemes::build(&cfg.scheme.kind, &params, &info, rng, cp)
+            .map_err(|e| Error::input(format!("scheme.kind ({}): switch {}: {e}", cfg.scheme.kind, info.name)))?;
+        switches.push(s);
+    }
+    Ok(Forwarding::Pisa(switches))
 }

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 use crate::api::{Error, FlowTable, Progress, QueueSamples, RunOutput};
 use crate::config::{Config, CustomTopology, EventKind, PatternKind, TopologyKind, TransportKind};
-use crate::forward::{Forwarding, NativeEcmp};
+
 use crate::sim::{LinkEventSpec, StopReason, World, WorldParams};
 
 fn resolve_path(base: Option<&Path>, p: &str) -> PathBuf {
@@ -171,7 +171,7 @@ pub fn run_config(
         total_flows,
         link_loss_rate: t.link_loss_rate,
     };
-    let fwd = Forwarding::Native(NativeEcmp::new(&topo));
+    let fwd = crate::forward::build(cfg, &topo, &streams)?;
     let mut world = World::new(topo, fwd, gen, params, &streams);
 
     for (i, e) in cfg.events.iter().enumerate() {
@@ -287,7 +287,10 @@ fn finish(cfg: &Config, mut world: World, stop: StopReason, wall_s: f64) -> Resu
     let retrans: u64 = ft.retransmissions.iter().map(|&r| r as u64).sum();
     let reordered: u64 = ft.reordered.iter().map(|&r| r as u64).sum();
 
-    let c = world.counts;
+    let mut c = world.counts;
+    c.injected += world.switch_injected();
+    let program_violations = world.program_violations();
+    world.violations.extend(program_violations);
     let in_flight = world.in_flight();
     let conservation_ok = c.injected == c.delivered + c.consumed + c.dropped + in_flight;
     if !conservation_ok {

@@ -20,7 +20,8 @@ use pisanet_transport::{TcpConfig, TcpReceiver, TcpSender, UdpCbrSource, UdpSink
 use pisanet_workload::{FlowGenerator, FlowSpec};
 
 use crate::api::Progress;
-use crate::forward::{Forwarding, Verdict};
+use crate::forward::Forwarding;
+use pisanet_pisa::{DeqInfo, Emit, InstanceType, QueueMeta};
 
 /// A global port index.
 pub type PortIdx = u32;
@@ -36,6 +37,8 @@ pub enum Ev {
     NextFlow,
     LinkEvent(u32),
     Sample,
+    /// A switch's own pending work is due (control plane, generator, recirculation).
+    SwitchTimer(u32),
 }
 
 pub struct Port {
@@ -128,6 +131,9 @@ pub struct World {
     pub sample_ports: Vec<PortIdx>,
     pub samples: (Vec<SimTime>, Vec<PortIdx>, Vec<u64>),
     routes: Vec<Vec<Vec<PortNo>>>,
+    /// The wake-up pending for each switch, if any.
+    switch_timer: Vec<Option<SimTime>>,
+    emits: Vec<Emit>,
     /// Per-packet loss probability of every link, and its random stream.
     loss: Option<(f64, SimRng)>,
 }
@@ -237,6 +243,8 @@ impl World {
             sample_ports: Vec::new(),
             samples: (Vec::new(), Vec::new(), Vec::new()),
             routes,
+            switch_timer: Vec::new(),
+            emits: Vec::with_capacity(16),
             loss,
         }
     }
@@ -262,6 +270,11 @@ impl World {
         }
         if let Some(iv) = self.sample_interval {
             self.q.schedule(iv, Ev::Sample);
+        }
+        if let Forwarding::Pisa(switches) = &self.fwd {
+            for sw in 0..switches.len() as u32 {
+                self.arm_switch(sw);
+            }
         }
         let mut since_progress: u32 = 0;
         loop {
@@ -301,6 +314,7 @@ impl World {
             Ev::NextFlow => self.on_next_flow(now),
             Ev::LinkEvent(i) => self.on_link_event(now, i),
             Ev::Sample => self.on_sample(now),
+            Ev::SwitchTimer(sw) => self.on_switch_timer(now, sw),
         }
     }
 
@@ -308,8 +322,12 @@ impl World {
 
     /// Queues `pkt` at egress port `p` and starts the transmitter if idle.
     fn enqueue(&mut self, now: SimTime, p: PortIdx, pkt: Packet) {
+        let q = Queued { pkt, enq_time: now, enq_qdepth: 0, user_meta: [0; 2], instance_type: 0, ingress_port: 0, egress_rid: 0 };
+        self.enqueue_queued(now, p, q);
+    }
+
+    fn enqueue_queued(&mut self, now: SimTime, p: PortIdx, q: Queued) {
         let port = &mut self.ports[p as usize];
-        let q = Queued { pkt, enq_time: now, enq_qdepth: 0, user_meta: [0; 2], instance_type: 0 };
         let shared = port.shared.map(|i| &mut self.shared[i as usize]);
         let marks_before = port.queue.counters.ecn_marks;
         match port.queue.enqueue(q, shared) {
@@ -323,14 +341,71 @@ impl World {
         }
     }
 
+    /// Starts transmitting the next packet of port `p`, after the switch's
+    /// egress pipeline (v1model: egress runs when the packet leaves the queue).
     fn start_tx(&mut self, now: SimTime, p: PortIdx) {
-        let port = &mut self.ports[p as usize];
-        let shared = port.shared.map(|i| &mut self.shared[i as usize]);
-        let Some(q) = port.queue.dequeue(shared) else {
-            port.busy = false;
+        loop {
+            let port = &mut self.ports[p as usize];
+            let shared = port.shared.map(|i| &mut self.shared[i as usize]);
+            let Some(q) = port.queue.dequeue(shared) else {
+                port.busy = false;
+                return;
+            };
+            let pkt = if port.is_host_port {
+                q.pkt
+            } else {
+                let Forwarding::Pisa(switches) = &mut self.fwd else {
+                    self.transmit(now, p, q.pkt);
+                    return;
+                };
+                let sw = port.node - self.topo.n_hosts;
+                let deq = DeqInfo {
+                    enq_timestamp: q.enq_time,
+                    enq_qdepth: q.enq_qdepth,
+                    deq_qdepth: port.queue.packets(),
+                    deq_timedelta: now.saturating_sub(q.enq_time),
+                    meta: QueueMeta {
+                        user: q.user_meta,
+                        ingress_port: q.ingress_port,
+                        instance_type: InstanceType::from_u8(q.instance_type),
+                        egress_rid: q.egress_rid,
+                    },
+                };
+                let port_no = port.port_no;
+                let mut emits = std::mem::take(&mut self.emits);
+                emits.clear();
+                switches[sw as usize].egress(now, port_no, q.pkt, deq, &mut emits);
+                // The packet to send (if egress kept it) goes first, so that
+                // copies queued at this same port wait behind it.
+                let sent = emits.iter().position(|e| matches!(e, Emit::Transmit(_))).map(|i| match emits.remove(i) {
+                    Emit::Transmit(pkt) => pkt,
+                    _ => unreachable!("position matched a Transmit"),
+                });
+                match sent {
+                    Some(pkt) => {
+                        self.transmit(now, p, pkt);
+                        self.apply_emits(now, sw, &mut emits);
+                        self.emits = emits;
+                        self.arm_switch(sw);
+                        return;
+                    }
+                    None => {
+                        // Egress dropped or consumed it: emit the rest, try the next packet.
+                        self.apply_emits(now, sw, &mut emits);
+                        self.emits = emits;
+                        self.arm_switch(sw);
+                        continue;
+                    }
+                }
+            };
+            self.transmit(now, p, pkt);
             return;
-        };
-        let pkt = q.pkt;
+        }
+    }
+
+    /// Puts `pkt` on port `p`'s wire: busy for its serialization time.
+    fn transmit(&mut self, now: SimTime, p: PortIdx, pkt: Packet) {
+        let port = &mut self.ports[p as usize];
         port.queue.count_tx(pkt.size);
         let done = now + port.rate.tx_time(pkt.size as u64);
         port.busy = true;
@@ -345,6 +420,68 @@ impl World {
             // A failed link drops what it carries.
             self.counts.dropped += 1;
         }
+    }
+
+    /// Carries out what a switch emitted (queueing, drops, consumption).
+    fn apply_emits(&mut self, now: SimTime, sw: u32, emits: &mut Vec<Emit>) {
+        let node = sw + self.topo.n_hosts;
+        for e in emits.drain(..) {
+            match e {
+                Emit::Enqueue { port, pkt, meta } => {
+                    if port as usize >= self.topo.nodes[node as usize].ports.len() {
+                        self.counts.dropped += 1;
+                        continue;
+                    }
+                    let p = self.port_base[node as usize] + port as PortIdx;
+                    let q = Queued {
+                        pkt,
+                        enq_time: now,
+                        enq_qdepth: 0,
+                        user_meta: meta.user,
+                        instance_type: meta.instance_type as u8,
+                        ingress_port: meta.ingress_port,
+                        egress_rid: meta.egress_rid,
+                    };
+                    self.enqueue_queued(now, p, q);
+                }
+                Emit::Drop { .. } => self.counts.dropped += 1,
+                Emit::Consumed(_) => self.counts.consumed += 1,
+                Emit::Transmit(pkt) => {
+                    // Only egress may transmit, and start_tx took that one; a
+                    // second transmit from one pass is a program error.
+                    self.violations.push(format!("switch {sw}: more than one packet transmitted from one egress pass (uid {})", pkt.uid));
+                    self.counts.dropped += 1;
+                }
+            }
+        }
+    }
+
+    /// Schedules the switch's wake-up if its pending work moved earlier.
+    fn arm_switch(&mut self, sw: u32) {
+        let Forwarding::Pisa(switches) = &self.fwd else { return };
+        if let Some(d) = switches[sw as usize].next_deadline() {
+            if self.switch_timer.len() <= sw as usize {
+                self.switch_timer.resize(switches.len(), None);
+            }
+            let slot = &mut self.switch_timer[sw as usize];
+            if slot.is_none_or(|t| d < t) {
+                *slot = Some(d);
+                self.q.schedule(d.max(self.q.now()), Ev::SwitchTimer(sw));
+            }
+        }
+    }
+
+    fn on_switch_timer(&mut self, now: SimTime, sw: u32) {
+        if self.switch_timer.get(sw as usize).copied().flatten() == Some(now) {
+            self.switch_timer[sw as usize] = None;
+        }
+        let Forwarding::Pisa(switches) = &mut self.fwd else { return };
+        let mut emits = std::mem::take(&mut self.emits);
+        emits.clear();
+        switches[sw as usize].on_timer(now, &mut emits);
+        self.apply_emits(now, sw, &mut emits);
+        self.emits = emits;
+        self.arm_switch(sw);
     }
 
     fn on_tx_done(&mut self, now: SimTime, p: PortIdx) {
@@ -385,14 +522,24 @@ impl World {
         }
     }
 
-    fn switch_receive(&mut self, now: SimTime, node: NodeId, in_port: PortNo, mut pkt: Packet) {
+    fn switch_receive(&mut self, now: SimTime, node: NodeId, in_port: PortNo, pkt: Packet) {
         let sw = node - self.topo.n_hosts;
-        match self.fwd.ingress(now, sw, in_port, &mut pkt) {
-            Verdict::Forward(port) => {
-                let p = self.port_base[node as usize] + port as PortIdx;
-                self.enqueue(now, p, pkt);
+        match &mut self.fwd {
+            Forwarding::Native(e) => match e.route(sw, &pkt) {
+                Some(port) => {
+                    let p = self.port_base[node as usize] + port as PortIdx;
+                    self.enqueue(now, p, pkt);
+                }
+                None => self.counts.dropped += 1,
+            },
+            Forwarding::Pisa(switches) => {
+                let mut emits = std::mem::take(&mut self.emits);
+                emits.clear();
+                switches[sw as usize].ingress(now, in_port, pkt, &mut emits);
+                self.apply_emits(now, sw, &mut emits);
+                self.emits = emits;
+                self.arm_switch(sw);
             }
-            Verdict::Drop => self.counts.dropped += 1,
         }
     }
 
@@ -410,7 +557,11 @@ impl World {
             let node = port.node;
             let port_no = port.port_no;
             if !self.topo.is_host(node) {
-                self.fwd.port_status(now, node - self.topo.n_hosts, port_no, up);
+                let sw = node - self.topo.n_hosts;
+                if let Forwarding::Pisa(switches) = &mut self.fwd {
+                    switches[sw as usize].port_status(now, port_no, up);
+                    self.arm_switch(sw);
+                }
             }
         }
     }
@@ -691,12 +842,37 @@ impl World {
         }
     }
 
+    /// Packets made by switches (clones, multicast copies, generated probes).
+    pub fn switch_injected(&self) -> u64 {
+        match &self.fwd {
+            Forwarding::Pisa(switches) => switches.iter().map(|s| s.stats().injected).sum(),
+            Forwarding::Native(_) => 0,
+        }
+    }
+
+    /// PISA rule violations by any switch program.
+    pub fn program_violations(&self) -> Vec<String> {
+        let Forwarding::Pisa(switches) = &self.fwd else { return Vec::new() };
+        let mut out = Vec::new();
+        for s in switches {
+            let (list, total) = s.violations();
+            if total > 0 {
+                let first = list.first().map(|v| format!("{v:?}")).unwrap_or_default();
+                out.push(format!("switch {}: {total} PISA rule violation(s), first: {first}", s.id()));
+            }
+        }
+        out
+    }
+
     /// Packets in queues, on wires, or held inside switches.
     pub fn in_flight(&self) -> u64 {
         let mut n: u64 = 0;
         for p in &self.ports {
             n += p.queue.packets() as u64 + p.wire.len() as u64;
         }
-        n + self.fwd.held_packets()
+        if let Forwarding::Pisa(switches) = &self.fwd {
+            n += switches.iter().map(|s| s.held_packets()).sum::<u64>();
+        }
+        n
     }
 }
