@@ -1,6 +1,7 @@
 //! The switch-local control plane: a CPU agent per switch (P4TE section 3.3).
 //!
-//! Packets and digests sent to the CPU reach the agent after `to_cpu_latency`.
+//! Packets (with their metadata, as P4Runtime packet-ins) and digests sent to
+//! the CPU reach the agent after `to_cpu_latency`.
 //! The agent's writes (P4Runtime `Update`s: table entries, selector groups,
 //! register values, meter rates, multicast groups, clone sessions) take effect
 //! after `write_latency`, one entry at a time, `write_interval` apart: a batch
@@ -8,6 +9,7 @@
 //! Writes issued at start-up (before traffic) apply at once.
 
 use crate::info::SwitchInfo;
+use crate::meta::UserMeta;
 use crate::pipeline::{Digest, Pipeline, Write};
 use pisanet_engine::SimTime;
 use pisanet_net::{Packet, PortNo};
@@ -88,6 +90,12 @@ pub trait ControlAgent: Send {
     fn on_start(&mut self, info: &SwitchInfo, cpu: &mut CpuApi<'_>);
     /// A packet the data plane sent to the CPU.
     fn on_packet(&mut self, _pkt: Packet, _cpu: &mut CpuApi<'_>) {}
+    /// A packet-in with its metadata (P4Runtime `PacketIn.metadata`: the
+    /// user metadata of the pass that sent it, preserved across a clone).
+    /// By default the metadata is ignored and [`on_packet`](Self::on_packet) runs.
+    fn on_packet_in(&mut self, pkt: Packet, _meta: UserMeta, cpu: &mut CpuApi<'_>) {
+        self.on_packet(pkt, cpu)
+    }
     /// A digest from the data plane.
     fn on_digest(&mut self, _digest: Digest, _cpu: &mut CpuApi<'_>) {}
     /// A link went down or came up.

@@ -39,6 +39,9 @@ pub struct SwitchInfo {
     pub pod: Option<u32>,
     /// Tier of the node at the other end of each port (-1 = a host).
     pub peer_tier: Vec<i8>,
+    /// Pod of every rack, by rack index, in 3-tier topologies (fat_tree,
+    /// hula3tier); empty for 2-tier ones.
+    pub rack_pods: Vec<u32>,
 }
 
 /// Fixed costs of the hardware target (not of a program).

@@ -103,6 +103,7 @@ pub struct StandardMetadata {
     pub(crate) clone: Option<(CloneType, u16)>,
     pub(crate) resubmit: bool,
     pub(crate) recirculate: bool,
+    pub(crate) terminate: bool,
 }
 
 impl StandardMetadata {
@@ -129,6 +130,7 @@ impl StandardMetadata {
             clone: None,
             resubmit: false,
             recirculate: false,
+            terminate: false,
         }
     }
 
@@ -160,6 +162,17 @@ impl StandardMetadata {
     /// it leaves egress enters ingress again through the recirculation port.
     pub fn recirculate(&mut self) {
         self.recirculate = true;
+    }
+
+    /// Ends a switch-made packet's journey here (a probe at its last hop, or
+    /// one suppressed as redundant), in ingress or egress. In P4 terms this is
+    /// `mark_to_drop`; the switch reports it as [`Emit::Consumed`] rather than
+    /// a drop, so probe terminations do not count as losses.
+    ///
+    /// [`Emit::Consumed`]: crate::Emit::Consumed
+    pub fn terminate(&mut self) {
+        self.terminate = true;
+        self.mcast_grp = 0;
     }
 
     /// Whether the packet is marked to be dropped.

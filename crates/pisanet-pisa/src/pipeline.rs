@@ -114,6 +114,13 @@ pub enum Write {
     },
     /// Maps a clone session to a port (`None` deletes it).
     CloneSession { session: u16, port: Option<PortNo> },
+    /// P4Runtime `CloneSessionEntry` with several replicas: one copy per
+    /// port, in order. A replica may be [`CPU_PORT`](crate::CPU_PORT) (a
+    /// packet-in carrying the preserved user metadata) or
+    /// [`RECIRC_PORT`](crate::RECIRC_PORT) (the copy enters ingress again
+    /// through the recirculation port, as Tofino mirrors to a loopback port).
+    /// An empty list deletes the session.
+    CloneSessionReplicas { session: u16, ports: Vec<PortNo> },
 }
 
 /// The state of a program: every object it declared.
@@ -131,7 +138,8 @@ pub struct Pipeline {
     pub(crate) stages: (u8, u8),
     pub(crate) keep_original: bool,
     pub(crate) mcast_groups: Vec<Vec<(PortNo, u16)>>,
-    pub(crate) clone_sessions: Vec<Option<PortNo>>,
+    /// Replica ports of each clone session (empty: no session).
+    pub(crate) clone_sessions: Vec<Vec<PortNo>>,
     pub(crate) violations: Vec<Violation>,
     pub(crate) violation_count: u64,
     pub(crate) digests: Vec<Digest>,
@@ -295,14 +303,29 @@ impl Pipeline {
                 Ok(())
             }
             Write::CloneSession { session, port } => {
-                let s = *session as usize;
-                if self.clone_sessions.len() <= s {
-                    self.clone_sessions.resize(s + 1, None);
-                }
-                self.clone_sessions[s] = *port;
+                self.set_clone_session(*session, port.iter().copied().collect());
+                Ok(())
+            }
+            Write::CloneSessionReplicas { session, ports } => {
+                self.set_clone_session(*session, ports.clone());
                 Ok(())
             }
         }
+    }
+
+    fn set_clone_session(&mut self, session: u16, ports: Vec<PortNo>) {
+        let s = session as usize;
+        if self.clone_sessions.len() <= s {
+            self.clone_sessions.resize(s + 1, Vec::new());
+        }
+        self.clone_sessions[s] = ports;
+    }
+
+    /// The replica ports of a clone session (P4Runtime read).
+    pub fn clone_session(&self, session: u16) -> &[PortNo] {
+        self.clone_sessions
+            .get(session as usize)
+            .map_or(&[], |v| v.as_slice())
     }
 
     /// A register cell (P4Runtime read; no access is counted).

@@ -19,9 +19,11 @@
 //! that time comes; early or stale calls are harmless.
 //!
 //! End-of-pass order follows bmv2 `simple_switch`: after ingress, the I2E
-//! clone, then resubmission (which replaces forwarding), then multicast, then
-//! drop or unicast; after egress, the E2E clone, then drop, recirculation
-//! (which replaces transmission) or transmission.
+//! clone, then resubmission (which replaces forwarding), then termination
+//! (`terminate`, pisanet's accounting name for a probe's final drop), then
+//! multicast, then drop or unicast; after egress, the E2E clone, then
+//! termination, drop, recirculation (which replaces transmission) or
+//! transmission.
 
 use crate::control::{ControlAgent, ControlPlaneConfig, CpuApi};
 use crate::info::{SwitchInfo, TargetConfig};
@@ -61,6 +63,13 @@ pub trait DataPlane: Send {
         _sm: &mut StandardMetadata,
         _meta: &mut UserMeta,
     ) {
+    }
+    /// Whether this program has an egress control. A program whose egress is
+    /// empty returns false, and the traffic manager hands its packets
+    /// straight to the transmitter: an empty v1model egress control is a
+    /// no-op, so this changes nothing but the cost of the pass.
+    fn has_egress(&self) -> bool {
+        true
     }
     /// The packet generator application `app` fires: the packet to inject
     /// into ingress (on [`PKTGEN_PORT`]), if any.
@@ -143,6 +152,8 @@ pub struct SwitchStats {
     pub packet_outs: u64,
     pub to_cpu: u64,
     pub digests: u64,
+    /// Packets the program ended with `terminate` (reported as consumed).
+    pub terminated: u64,
     pub injected: u64,
     pub writes_applied: u64,
     pub write_errors: u64,
@@ -153,7 +164,7 @@ pub struct SwitchStats {
 
 enum Work {
     Write(Write),
-    ToCpu(Packet),
+    ToCpu(Packet, UserMeta),
     Digest(Digest),
     Reenter {
         pkt: Packet,
@@ -316,6 +327,13 @@ impl Switch {
         self.run_ingress(now, in_port, pkt, InstanceType::Normal, [0; 2], out);
     }
 
+    /// Whether packets leaving this switch's queues need an egress pass
+    /// (see [`DataPlane::has_egress`]).
+    #[inline]
+    pub fn has_egress(&self) -> bool {
+        self.dp.has_egress()
+    }
+
     /// The traffic manager hands `pkt` from `port`'s queue to the transmitter.
     ///
     /// NOTE: egress's `ingress_global_timestamp` is `deq.enq_timestamp` (the
@@ -375,25 +393,16 @@ impl Switch {
                 );
             }
         }
-        if sm.egress_spec == DROP_PORT {
+        if sm.terminate {
+            self.stats.terminated += 1;
+            out.push(Emit::Consumed(pkt));
+        } else if sm.egress_spec == DROP_PORT {
             out.push(Emit::Drop {
                 pkt,
                 reason: DropReason::Program,
             });
         } else if sm.recirculate {
-            // The recirculation port serializes the packet like any port:
-            // recirculation costs pipeline throughput (P4TE section 3.6).
-            self.stats.recirculated += 1;
-            let start = now.max(self.recirc_free_at);
-            let done = start + self.target.recirc_rate.tx_time(pkt.size as u64);
-            self.recirc_free_at = done;
-            let work = Work::Reenter {
-                pkt,
-                meta,
-                instance: InstanceType::Recirculated,
-                port: RECIRC_PORT,
-            };
-            self.schedule(done + self.target.pipeline_latency, work);
+            self.recirculate(now, pkt, meta);
         } else {
             out.push(Emit::Transmit(pkt));
         }
@@ -419,7 +428,9 @@ impl Switch {
                         self.stats.last_write_error = Some(e);
                     }
                 },
-                Work::ToCpu(pkt) => self.call_agent(now, |a, api| a.on_packet(pkt, api)),
+                Work::ToCpu(pkt, meta) => {
+                    self.call_agent(now, |a, api| a.on_packet_in(pkt, meta, api))
+                }
                 Work::Digest(d) => self.call_agent(now, |a, api| a.on_digest(d, api)),
                 Work::Wake => self.call_agent(now, |a, api| a.on_wake(api)),
                 Work::Reenter {
@@ -522,54 +533,79 @@ impl Switch {
         }
     }
 
-    fn send_to_cpu(&mut self, now: SimTime, pkt: Packet, out: &mut Vec<Emit>) {
+    fn send_to_cpu(&mut self, now: SimTime, pkt: Packet, meta: UserMeta, out: &mut Vec<Emit>) {
         self.stats.to_cpu += 1;
-        self.schedule(now + self.cp.to_cpu_latency, Work::ToCpu(pkt.clone()));
+        self.schedule(now + self.cp.to_cpu_latency, Work::ToCpu(pkt.clone(), meta));
         out.push(Emit::Consumed(pkt));
     }
 
+    /// Sends a packet into the recirculation port: it occupies the port for
+    /// its serialization time, then enters ingress again (P4TE section 3.6:
+    /// recirculation costs pipeline throughput).
+    fn recirculate(&mut self, now: SimTime, pkt: Packet, meta: UserMeta) {
+        self.stats.recirculated += 1;
+        let start = now.max(self.recirc_free_at);
+        let done = start + self.target.recirc_rate.tx_time(pkt.size as u64);
+        self.recirc_free_at = done;
+        let work = Work::Reenter {
+            pkt,
+            meta,
+            instance: InstanceType::Recirculated,
+            port: RECIRC_PORT,
+        };
+        self.schedule(done + self.target.pipeline_latency, work);
+    }
+
+    /// One copy of `copy` per replica of clone `session`: to a port's queue,
+    /// to the CPU (with `user` as packet-in metadata), or into the
+    /// recirculation port.
     #[allow(clippy::too_many_arguments)]
     fn clone_to_session(
         &mut self,
         now: SimTime,
         session: u16,
-        mut copy: Packet,
+        copy: Packet,
         user: UserMeta,
         ingress_port: PortNo,
         instance_type: InstanceType,
         out: &mut Vec<Emit>,
     ) {
-        let Some(port) = self
+        let n = self
             .pipe
             .clone_sessions
             .get(session as usize)
-            .copied()
-            .flatten()
-        else {
+            .map_or(0, |r| r.len());
+        if n == 0 {
             self.stats.clone_misses += 1;
             return;
-        };
-        self.mark_made(&mut copy);
-        self.stats.cloned += 1;
-        if port == CPU_PORT {
-            self.send_to_cpu(now, copy, out);
-        } else if port < self.n_ports {
-            let meta = QueueMeta {
-                user,
-                ingress_port,
-                instance_type,
-                egress_rid: 0,
-            };
-            out.push(Emit::Enqueue {
-                port,
-                pkt: copy,
-                meta,
-            });
-        } else {
-            out.push(Emit::Drop {
-                pkt: copy,
-                reason: DropReason::InvalidPort,
-            });
+        }
+        for i in 0..n {
+            let port = self.pipe.clone_sessions[session as usize][i];
+            let mut copy = copy.clone();
+            self.mark_made(&mut copy);
+            self.stats.cloned += 1;
+            if port == CPU_PORT {
+                self.send_to_cpu(now, copy, user, out);
+            } else if port == RECIRC_PORT {
+                self.recirculate(now, copy, user);
+            } else if port < self.n_ports {
+                let meta = QueueMeta {
+                    user,
+                    ingress_port,
+                    instance_type,
+                    egress_rid: 0,
+                };
+                out.push(Emit::Enqueue {
+                    port,
+                    pkt: copy,
+                    meta,
+                });
+            } else {
+                out.push(Emit::Drop {
+                    pkt: copy,
+                    reason: DropReason::InvalidPort,
+                });
+            }
         }
     }
 
@@ -651,18 +687,24 @@ impl Switch {
             self.schedule(now + self.target.pipeline_latency, work);
             return;
         }
-        // 3. Multicast.
+        // 3. Termination (a probe's last hop): consumed, not forwarded.
+        if sm.terminate {
+            self.stats.terminated += 1;
+            out.push(Emit::Consumed(pkt));
+            return;
+        }
+        // 4. Multicast.
         if sm.mcast_grp != 0 {
             self.replicate(sm.mcast_grp, pkt, meta, in_port, out);
             return;
         }
-        // 4. Unicast, drop or CPU.
+        // 5. Unicast, drop or CPU.
         match sm.egress_spec {
             DROP_PORT => out.push(Emit::Drop {
                 pkt,
                 reason: DropReason::Program,
             }),
-            CPU_PORT => self.send_to_cpu(now, pkt, out),
+            CPU_PORT => self.send_to_cpu(now, pkt, meta, out),
             port if port < self.n_ports => {
                 let meta = QueueMeta {
                     user: meta,

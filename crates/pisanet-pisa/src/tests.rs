@@ -410,6 +410,85 @@ fn e2e_clone_copies_the_packet_as_it_leaves_and_passes_egress_again() {
     sw.assert_no_violations();
 }
 
+/// Logs the metadata of each packet-in.
+struct MetaLog(Arc<Mutex<Vec<(SimTime, u64, u64)>>>, Vec<Write>);
+
+impl ControlAgent for MetaLog {
+    fn on_start(&mut self, _: &SwitchInfo, cpu: &mut CpuApi<'_>) {
+        for w in self.1.drain(..) {
+            cpu.write(w);
+        }
+    }
+    fn on_packet_in(&mut self, pkt: Packet, meta: UserMeta, cpu: &mut CpuApi<'_>) {
+        self.0.lock().unwrap().push((cpu.now, pkt.uid, meta[1]));
+    }
+}
+
+#[test]
+fn clone_session_replicas_reach_a_port_the_cpu_and_the_recirculation_port() {
+    let pipe = Pipeline::new("replicas");
+    let mut p = prog(Box::new(|_, _, sm, meta| {
+        if sm.instance_type == InstanceType::Recirculated {
+            // The recirculated replica keeps the egress pass's metadata.
+            assert_eq!((sm.ingress_port, meta[1]), (RECIRC_PORT, 55));
+            sm.egress_spec = 2;
+        } else {
+            sm.egress_spec = 1;
+        }
+    }));
+    p.egress = Box::new(|_, _, sm, meta| {
+        if sm.instance_type == InstanceType::Normal && sm.egress_port == 1 {
+            meta[1] = 55;
+            sm.clone_to(CloneType::E2E, 9);
+        }
+    });
+    let log = Arc::default();
+    let start = vec![Write::CloneSessionReplicas {
+        session: 9,
+        ports: vec![CPU_PORT, RECIRC_PORT, 6],
+    }];
+    let info = SwitchInfo {
+        id: 3,
+        n_ports: 8,
+        ..Default::default()
+    };
+    let rng = RngStreams::new(7).stream(StreamKind::Switch, 3);
+    let mut sw = Switch::new(
+        &info,
+        pipe,
+        Box::new(p),
+        Box::new(MetaLog(Arc::clone(&log), start)),
+        rng,
+        CP,
+        TargetConfig::default(),
+    )
+    .unwrap();
+    assert_eq!(sw.pipeline().clone_session(9), &[CPU_PORT, RECIRC_PORT, 6]);
+    let mut out = Vec::new();
+    sw.ingress(at(0), 0, udp(1, 1, 1), &mut out);
+    let (port, pkt, meta) = enqueued(&out[0]);
+    let mut eout = Vec::new();
+    sw.egress(at(1), port, pkt.clone(), deq_of(meta, at(0)), &mut eout);
+    // The CPU replica is consumed at once, the port replica queued, the
+    // original transmitted; the recirculated one is held inside the switch.
+    assert_eq!(eout.len(), 3, "{eout:?}");
+    assert!(matches!(&eout[0], Emit::Consumed(p) if p.switch_made));
+    assert_eq!(enqueued(&eout[1]).0, 6);
+    assert!(matches!(&eout[2], Emit::Transmit(p) if !p.switch_made));
+    assert_eq!(sw.held_packets(), 1);
+    let mut later = Vec::new();
+    run_until(&mut sw, at(100), &mut later);
+    assert_eq!(later.len(), 1);
+    let (rport, _, rmeta) = enqueued(&later[0]);
+    assert_eq!((rport, rmeta.instance_type), (2, InstanceType::Recirculated));
+    let s = sw.stats();
+    assert_eq!((s.cloned, s.injected, s.recirculated, s.to_cpu), (3, 3, 1, 1));
+    let log = log.lock().unwrap();
+    assert_eq!(log.len(), 1);
+    assert_eq!((log[0].0, log[0].2), (at(1) + CP.to_cpu_latency, 55));
+    sw.assert_no_violations();
+}
+
 #[test]
 fn recirculation_passes_ingress_again_after_its_cost() {
     let pipe = Pipeline::new("recirc");
@@ -960,4 +1039,46 @@ fn resource_report_lists_declared_objects() {
     ] {
         assert!(text.contains(needle), "missing {needle:?} in\n{text}");
     }
+}
+
+#[test]
+fn terminate_consumes_in_ingress_and_in_egress() {
+    let pipe = Pipeline::new("terminate");
+    // Ingress: UDP port 1 terminates, others go to port 2 (even after a
+    // multicast request: termination wins).
+    let mut p = prog(Box::new(|_, pkt, sm, _| {
+        if pkt.five_tuple().3 == 1 {
+            sm.mcast_grp = 1;
+            sm.terminate();
+        } else {
+            sm.egress_spec = 2;
+        }
+    }));
+    // Egress: UDP port 3 is terminated as it leaves the queue.
+    p.egress = Box::new(|_, pkt, sm, _| {
+        if pkt.five_tuple().3 == 3 {
+            sm.terminate();
+        }
+    });
+    let start = vec![Write::MulticastGroup {
+        group: 1,
+        replicas: vec![(1, 0), (2, 0)],
+    }];
+    let (mut sw, _) = switch_with(pipe, p, start, vec![]);
+    let mut out = Vec::new();
+    sw.ingress(at(0), 0, udp(1, 1, 1), &mut out);
+    assert!(matches!(&out[..], [Emit::Consumed(p)] if p.uid == 42));
+    out.clear();
+    sw.ingress(at(0), 0, udp(1, 1, 3), &mut out);
+    let (port, pkt, meta) = enqueued(&out[0]);
+    let pkt = pkt.clone();
+    out.clear();
+    sw.egress(at(1), port, pkt.clone(), deq_of(meta, at(0)), &mut out);
+    assert!(matches!(&out[..], [Emit::Consumed(_)]));
+    out.clear();
+    sw.egress(at(1), port, udp(1, 1, 4), deq_of(meta, at(0)), &mut out);
+    assert!(matches!(&out[..], [Emit::Transmit(_)]));
+    assert_eq!(sw.stats().terminated, 2);
+    assert_eq!(sw.stats().injected, 0);
+    sw.assert_no_violations();
 }

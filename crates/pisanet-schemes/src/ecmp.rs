@@ -48,6 +48,11 @@ impl Ecmp {
 }
 
 impl DataPlane for Ecmp {
+    /// This program's egress control is empty.
+    fn has_egress(&self) -> bool {
+        false
+    }
+
     fn ingress(
         &mut self,
         ctx: &mut Ctx<'_>,

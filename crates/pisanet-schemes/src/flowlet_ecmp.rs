@@ -106,6 +106,11 @@ impl FlowletEcmp {
 }
 
 impl DataPlane for FlowletEcmp {
+    /// This program's egress control is empty.
+    fn has_egress(&self) -> bool {
+        false
+    }
+
     fn ingress(
         &mut self,
         ctx: &mut Ctx<'_>,

@@ -12,8 +12,10 @@
 //!
 //! [`Packet`]: pisanet_net::Packet
 
+pub mod conga;
 pub mod ecmp;
 pub mod flowlet_ecmp;
+pub mod hula;
 pub mod l3;
 pub mod rps;
 
@@ -24,7 +26,7 @@ use pisanet_pisa::{
 };
 
 /// The schemes [`build`] knows.
-pub const KINDS: &[&str] = &["ecmp", "flowlet_ecmp", "rps"];
+pub const KINDS: &[&str] = &["ecmp", "flowlet_ecmp", "rps", "hula", "conga", "conga_prime"];
 
 /// Parameters of the schemes (the facade maps the `[scheme]` TOML table here).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,6 +38,58 @@ pub struct SchemeParams {
     pub flowlet_slots: u32,
     /// Fixed costs of the hardware target.
     pub target: TargetConfig,
+    /// `hula` (`[scheme.hula]`).
+    pub hula: HulaParams,
+    /// `conga`, `conga_prime` (`[scheme.conga]`).
+    pub conga: CongaParams,
+}
+
+/// Parameters of `hula` (HULA sections 4 and 6).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HulaParams {
+    /// Each ToR sends a probe on every uplink this often (T_p; section 6: 200 us).
+    pub probe_interval: SimTime,
+    /// An entry not refreshed for this long is replaced by any probe (T_fail, section 4.4).
+    pub keepalive: SimTime,
+    /// Time constant of the TX utilization estimator (section 4.2: at least 2 T_p).
+    pub tau: SimTime,
+    /// Per ToR and link, at most one probe per this window (section 4.5).
+    pub suppress_window: SimTime,
+    /// Slots of the per-ToR registers (the ToRs the program supports).
+    pub tor_slots: u32,
+}
+
+impl Default for HulaParams {
+    fn default() -> Self {
+        HulaParams {
+            probe_interval: SimTime::from_us(200),
+            keepalive: SimTime::from_us(600),
+            tau: SimTime::from_us(400),
+            suppress_window: SimTime::from_us(150),
+            tor_slots: 1024,
+        }
+    }
+}
+
+/// Parameters of `conga` and `conga_prime`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CongaParams {
+    /// Time constant of the DRE (CONGA: T_dre / alpha).
+    pub tau: SimTime,
+    /// Congestion-To-Leaf entries older than this count as uncongested.
+    pub age: SimTime,
+    /// Slots of the per-leaf registers.
+    pub leaf_slots: u32,
+}
+
+impl Default for CongaParams {
+    fn default() -> Self {
+        CongaParams {
+            tau: SimTime::from_us(200),
+            age: SimTime::from_us(10_000),
+            leaf_slots: 1024,
+        }
+    }
 }
 
 impl Default for SchemeParams {
@@ -44,6 +98,8 @@ impl Default for SchemeParams {
             flowlet_timeout: SimTime::from_us(100),
             flowlet_slots: 8192,
             target: TargetConfig::default(),
+            hula: HulaParams::default(),
+            conga: CongaParams::default(),
         }
     }
 }
@@ -55,6 +111,9 @@ fn declare(kind: &str, params: &SchemeParams, info: &SwitchInfo) -> Result<Progr
         "ecmp" => "ecmp",
         "flowlet_ecmp" => "flowlet_ecmp",
         "rps" => "rps",
+        "hula" => "hula",
+        "conga" => "conga",
+        "conga_prime" => "conga_prime",
         _ => {
             return Err(format!(
                 "unknown scheme {kind:?}; known: {}",
@@ -75,6 +134,16 @@ fn declare(kind: &str, params: &SchemeParams, info: &SwitchInfo) -> Result<Progr
         }
         "rps" => {
             let p = rps::Rps::new(&mut pipe);
+            let a = p.agent();
+            (Box::new(p), Box::new(a))
+        }
+        "hula" => {
+            let p = hula::Hula::new(&mut pipe, params, info)?;
+            let a = p.agent(params);
+            (Box::new(p), Box::new(a))
+        }
+        "conga" | "conga_prime" => {
+            let p = conga::Conga::new(&mut pipe, params, info, kind == "conga_prime")?;
             let a = p.agent();
             (Box::new(p), Box::new(a))
         }

@@ -30,6 +30,11 @@ impl Rps {
 }
 
 impl DataPlane for Rps {
+    /// This program's egress control is empty.
+    fn has_egress(&self) -> bool {
+        false
+    }
+
     fn ingress(
         &mut self,
         ctx: &mut Ctx<'_>,

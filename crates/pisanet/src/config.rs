@@ -215,13 +215,63 @@ impl Default for WorkloadCfg {
 pub struct SchemeCfg {
     /// Forwarding scheme: a switch program ("ecmp", "flowlet_ecmp", "rps", ...) or "ecmp_native" (reference ECMP without the pipeline model).
     pub kind: String,
-    /// flowlet_ecmp: idle gap that starts a new flowlet (us).
+    /// flowlet_ecmp, hula, conga, conga_prime: idle gap that starts a new flowlet (us).
     pub flowlet_timeout_us: f64,
+    /// hula: probes and best-hop tables (HULA sections 4 and 6).
+    pub hula: HulaCfg,
+    /// conga, conga_prime: congestion feedback (CONGA; HULA section 6).
+    pub conga: CongaCfg,
 }
 
 impl Default for SchemeCfg {
     fn default() -> Self {
-        SchemeCfg { kind: "ecmp".into(), flowlet_timeout_us: 100.0 }
+        SchemeCfg { kind: "ecmp".into(), flowlet_timeout_us: 100.0, hula: HulaCfg::default(), conga: CongaCfg::default() }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct HulaCfg {
+    /// Each ToR sends a probe on every uplink this often (us; HULA section 6: 200).
+    pub probe_interval_us: f64,
+    /// A best hop not refreshed for this long is replaced by any probe (us; section 4.4). Default: 3 x probe_interval_us.
+    pub keepalive_us: Option<f64>,
+    /// Time constant of the TX utilization estimator (us; section 4.2: at least 2 x probe_interval_us). Default: 2 x probe_interval_us.
+    pub tau_us: Option<f64>,
+    /// Per ToR and link, at most one probe per this window (us; section 4.5). Default: 3/4 x probe_interval_us, so that jitter does not suppress a ToR's next round.
+    pub suppress_us: Option<f64>,
+    /// ToRs the program's per-ToR registers hold (1..=65536).
+    pub tor_slots: u32,
+}
+
+impl Default for HulaCfg {
+    fn default() -> Self {
+        HulaCfg { probe_interval_us: 200.0, keepalive_us: None, tau_us: None, suppress_us: None, tor_slots: 1024 }
+    }
+}
+
+impl HulaCfg {
+    /// (keepalive, tau, suppress) in us, defaults resolved.
+    pub fn resolved(&self) -> (f64, f64, f64) {
+        let tp = self.probe_interval_us;
+        (self.keepalive_us.unwrap_or(3.0 * tp), self.tau_us.unwrap_or(2.0 * tp), self.suppress_us.unwrap_or(0.75 * tp))
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct CongaCfg {
+    /// Time constant of the DRE (us; CONGA: T_dre / alpha = 20 us / 0.1).
+    pub tau_us: f64,
+    /// Congestion-To-Leaf entries not refreshed for this long count as uncongested (us).
+    pub age_us: f64,
+    /// Leaves the program's per-leaf registers hold (1..=65536).
+    pub leaf_slots: u32,
+}
+
+impl Default for CongaCfg {
+    fn default() -> Self {
+        CongaCfg { tau_us: 200.0, age_us: 10_000.0, leaf_slots: 1024 }
     }
 }
 
@@ -450,6 +500,45 @@ impl Config {
             )));
         }
         positive("scheme.flowlet_timeout_us", self.scheme.flowlet_timeout_us)?;
+        let h = &self.scheme.hula;
+        positive("scheme.hula.probe_interval_us", h.probe_interval_us)?;
+        let (keepalive, tau, suppress) = h.resolved();
+        positive("scheme.hula.keepalive_us", keepalive)?;
+        positive("scheme.hula.tau_us", tau)?;
+        positive("scheme.hula.suppress_us", suppress)?;
+        if tau < 2.0 * h.probe_interval_us {
+            return Err(Error::input(format!(
+                "scheme.hula.tau_us: must be at least 2 x scheme.hula.probe_interval_us ({}) (HULA section 4.2), got {tau}",
+                2.0 * h.probe_interval_us
+            )));
+        }
+        if keepalive <= h.probe_interval_us {
+            return Err(Error::input(format!(
+                "scheme.hula.keepalive_us: must exceed scheme.hula.probe_interval_us ({}), got {keepalive}",
+                h.probe_interval_us
+            )));
+        }
+        if suppress > h.probe_interval_us {
+            return Err(Error::input(format!(
+                "scheme.hula.suppress_us: must be at most scheme.hula.probe_interval_us ({}), got {suppress}",
+                h.probe_interval_us
+            )));
+        }
+        if keepalive >= 4.0e6 || tau >= 4.0e6 {
+            return Err(Error::input("scheme.hula.keepalive_us, tau_us: must be below 4 s (32-bit ns timestamps)"));
+        }
+        if !(1..=65536).contains(&h.tor_slots) {
+            return Err(Error::input(format!("scheme.hula.tor_slots: must be in 1..=65536, got {}", h.tor_slots)));
+        }
+        let c = &self.scheme.conga;
+        positive("scheme.conga.tau_us", c.tau_us)?;
+        positive("scheme.conga.age_us", c.age_us)?;
+        if c.age_us >= 4.0e6 {
+            return Err(Error::input(format!("scheme.conga.age_us: must be below 4e6 (32-bit ns timestamps), got {}", c.age_us)));
+        }
+        if !(1..=65536).contains(&c.leaf_slots) {
+            return Err(Error::input(format!("scheme.conga.leaf_slots: must be in 1..=65536, got {}", c.leaf_slots)));
+        }
         non_negative("control_plane.to_cpu_latency_us", self.control_plane.to_cpu_latency_us)?;
         non_negative("control_plane.write_latency_us", self.control_plane.write_latency_us)?;
         non_negative("control_plane.write_interval_us", self.control_plane.write_interval_us)?;

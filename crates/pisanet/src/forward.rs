@@ -14,7 +14,7 @@ use pisanet_schemes::SchemeParams;
 use crate::api::Error;
 use crate::config::Config;
 
-const CRC32: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISO_HDLC);
+const CRC32: crc::Crc<u32, crc::Table<16>> = crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISO_HDLC);
 
 /// The CRC-32 of a packet's 5-tuple and a salt, as a switch's hash unit computes it.
 pub fn hash_five_tuple(pkt: &Packet, salt: u32) -> u32 {
@@ -105,6 +105,10 @@ pub fn switch_info(topo: &Topology, routes: &[Vec<Vec<PortNo>>], sw: u32) -> Swi
         }
         _ => None,
     };
+    let rack_pods: Vec<u32> = match topo.kind.as_str() {
+        "fat_tree" | "hula3tier" => topo.racks.iter().map(|&t| pod_of(topo, t)).collect(),
+        _ => Vec::new(),
+    };
     SwitchInfo {
         id: sw,
         n_ports: n.ports.len() as u16,
@@ -118,6 +122,7 @@ pub fn switch_info(topo: &Topology, routes: &[Vec<Vec<PortNo>>], sw: u32) -> Swi
         n_racks: topo.racks.len() as u32,
         pod,
         peer_tier,
+        rack_pods,
     }
 }
 
@@ -154,6 +159,22 @@ fn pod_of(topo: &Topology, node: u32) -> u32 {
 pub fn scheme_params(cfg: &Config) -> SchemeParams {
     SchemeParams {
         flowlet_timeout: SimTime::from_us_f64(cfg.scheme.flowlet_timeout_us),
+        hula: {
+            let h = &cfg.scheme.hula;
+            let (keepalive, tau, suppress) = h.resolved();
+            pisanet_schemes::HulaParams {
+                probe_interval: SimTime::from_us_f64(h.probe_interval_us),
+                keepalive: SimTime::from_us_f64(keepalive),
+                tau: SimTime::from_us_f64(tau),
+                suppress_window: SimTime::from_us_f64(suppress),
+                tor_slots: h.tor_slots,
+            }
+        },
+        conga: pisanet_schemes::CongaParams {
+            tau: SimTime::from_us_f64(cfg.scheme.conga.tau_us),
+            age: SimTime::from_us_f64(cfg.scheme.conga.age_us),
+            leaf_slots: cfg.scheme.conga.leaf_slots,
+        },
         ..SchemeParams::default()
     }
 }

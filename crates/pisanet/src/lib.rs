@@ -54,5 +54,7 @@ pub fn bench_config_toml(name: &str) -> Option<&'static str> {
 
 /// The resource report of a scheme's switch programs, as text.
 pub fn resources_report(scheme: &str) -> Result<String, Error> {
-    Err(Error::input(format!("scheme.kind: unknown scheme {scheme:?}")))
+    pisanet_schemes::resources(scheme)
+        .map(|r| r.to_string())
+        .map_err(|e| Error::input(format!("scheme: {e}")))
 }

@@ -5,7 +5,9 @@
 //! ```
 //!
 //! Each port keeps only its *next* events in the queue (htsim's idea): a
-//! `TxDone` while its transmitter is busy and an `Arrive` for the head of its
+//! `TxDone` only while packets wait behind the one on the transmitter (a
+//! packet that finds the port idle is sent at once, with no event for the
+//! end of its serialization) and an `Arrive` for the head of its
 //! wire FIFO. Packets wait in the port's queues and wire, never in the event
 //! queue, so the queue grows with busy ports and timers, not with packets.
 
@@ -48,7 +50,10 @@ pub struct Port {
     pub rate: BitRate,
     pub delay: SimTime,
     pub queue: EgressQueue,
-    pub busy: bool,
+    /// The transmitter is busy until then.
+    pub busy_until: SimTime,
+    /// A `TxDone` is pending (always, while the queue is not empty).
+    pub tx_event: bool,
     pub up: bool,
     pub wire: VecDeque<(SimTime, Packet)>,
     /// The first `wire_lost` packets of `wire` were on the link when it failed:
@@ -201,7 +206,8 @@ impl World {
                     rate: p.rate,
                     delay: p.delay,
                     queue: EgressQueue::new(qcfg),
-                    busy: false,
+                    busy_until: SimTime::ZERO,
+                    tx_event: false,
                     up: true,
                     wire: VecDeque::new(),
                     wire_lost: 0,
@@ -333,8 +339,13 @@ impl World {
         match port.queue.enqueue(q, shared) {
             Ok(()) => {
                 self.counts.ecn_marked += port.queue.counters.ecn_marks - marks_before;
-                if !port.busy {
+                if port.tx_event {
+                    // The pending TxDone will serve it.
+                } else if port.busy_until <= now {
                     self.start_tx(now, p);
+                } else {
+                    port.tx_event = true;
+                    self.q.schedule(port.busy_until, Ev::TxDone(p));
                 }
             }
             Err(_) => self.counts.dropped += 1,
@@ -346,9 +357,17 @@ impl World {
     fn start_tx(&mut self, now: SimTime, p: PortIdx) {
         loop {
             let port = &mut self.ports[p as usize];
+            if port.busy_until > now {
+                // Already transmitting (a copy an egress pass queued here was
+                // sent first): the rest waits for its TxDone.
+                if !port.queue.is_empty() && !port.tx_event {
+                    port.tx_event = true;
+                    self.q.schedule(port.busy_until, Ev::TxDone(p));
+                }
+                return;
+            }
             let shared = port.shared.map(|i| &mut self.shared[i as usize]);
             let Some(q) = port.queue.dequeue(shared) else {
-                port.busy = false;
                 return;
             };
             let pkt = if port.is_host_port {
@@ -359,6 +378,10 @@ impl World {
                     return;
                 };
                 let sw = port.node - self.topo.n_hosts;
+                if !switches[sw as usize].has_egress() {
+                    self.transmit(now, p, q.pkt);
+                    return;
+                }
                 let deq = DeqInfo {
                     enq_timestamp: q.enq_time,
                     enq_qdepth: q.enq_qdepth,
@@ -408,8 +431,11 @@ impl World {
         let port = &mut self.ports[p as usize];
         port.queue.count_tx(pkt.size);
         let done = now + port.rate.tx_time(pkt.size as u64);
-        port.busy = true;
-        self.q.schedule(done, Ev::TxDone(p));
+        port.busy_until = done;
+        if !port.queue.is_empty() && !port.tx_event {
+            port.tx_event = true;
+            self.q.schedule(done, Ev::TxDone(p));
+        }
         if port.up {
             let arrive = done + port.delay;
             if port.wire.is_empty() {
@@ -485,7 +511,7 @@ impl World {
     }
 
     fn on_tx_done(&mut self, now: SimTime, p: PortIdx) {
-        self.ports[p as usize].busy = false;
+        self.ports[p as usize].tx_event = false;
         self.start_tx(now, p);
     }
 
