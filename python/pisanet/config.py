@@ -69,6 +69,10 @@ def toml_value(value: Any) -> str:
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     if isinstance(value, Path):
         value = str(value)
-    # NOTE: tomli_w writes `v = <value>`; what follows the first `=` is the value.
-    text = tomli_w.dumps({"v": value}).partition("=")[2].strip()
-    return " ".join(line.strip() for line in text.splitlines()).replace(", ]", "]")
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        items = (f"{toml_value(str(k))} = {toml_value(v)}" for k, v in value.items())
+        return "{" + ", ".join(items) + "}"
+    # NOTE: tomli_w writes `v = <value>` for a scalar; what follows the first `=` is it.
+    return tomli_w.dumps({"v": value}).partition("=")[2].strip()

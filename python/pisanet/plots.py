@@ -17,6 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter, ScalarFormatter
 
 from pisanet.results import read_flows, write_atomic
 
@@ -65,6 +66,9 @@ def slowdown_by_size(flows: pd.DataFrame, buckets: int = 10) -> Figure:
         ax.legend(loc="upper right")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    # NOTE: plain numbers (5, 10, 50), not 5x10^0, on the log slowdown axis.
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("Flow size (bytes, bucket median)")
     ax.set_ylabel("Slowdown (FCT / ideal FCT)")
     ax.grid(True, which="both", alpha=0.3)

@@ -9,10 +9,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from _support import TINY, cli_env
 
 CliResult = subprocess.CompletedProcess[str]
+
+# NOTE: CI explores the same examples every run; locally each run draws new ones.
+settings.register_profile("ci", derandomize=True, deadline=None)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 @pytest.fixture

@@ -78,7 +78,14 @@ TOML_SCALARS = (
 )
 
 
-@given(TOML_SCALARS | st.lists(TOML_SCALARS, max_size=5))
+TOML_VALUES = st.recursive(
+    TOML_SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@given(TOML_VALUES)
 def test_toml_value_round_trips(value: object) -> None:
     text = toml_value(value)
     assert "\n" not in text

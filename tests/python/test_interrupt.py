@@ -11,8 +11,8 @@ from pathlib import Path
 from _support import TINY, assert_one_line_error, cli_env
 
 # Long enough to be interrupted mid-run on any machine (many seconds of simulation).
-LONG = TINY.replace("flows = 50", "flows = 2000000").replace(
-    "max_sim_time_ms = 200", "max_sim_time_ms = 1000000"
+LONG = TINY.replace("flows = 50", "flows = 200000").replace(
+    "max_sim_time_ms = 200", "max_sim_time_ms = 100000"
 )
 
 

@@ -132,6 +132,7 @@ impl EgressQueue {
     /// the queue already holds more than the ECN threshold (DCTCP, RFC 8257
     /// section 3.1: mark on the instantaneous queue at arrival). O(1).
     #[allow(clippy::result_large_err)] // the refused packet is handed back by value, on purpose
+    #[inline]
     pub fn enqueue(
         &mut self,
         mut q: Queued,

@@ -79,7 +79,7 @@ impl HashInput {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn push(mut self, bytes: &[u8]) -> Self {
         let at = self.len as usize;
         self.buf[at..at + bytes.len()].copy_from_slice(bytes);
@@ -87,30 +87,30 @@ impl HashInput {
         self
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn u8(self, v: u8) -> Self {
         self.push(&[v])
     }
-    #[inline]
+    #[inline(always)]
     pub fn u16(self, v: u16) -> Self {
         self.push(&v.to_be_bytes())
     }
-    #[inline]
+    #[inline(always)]
     pub fn u32(self, v: u32) -> Self {
         self.push(&v.to_be_bytes())
     }
-    #[inline]
+    #[inline(always)]
     pub fn u64(self, v: u64) -> Self {
         self.push(&v.to_be_bytes())
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn bytes(&self) -> &[u8] {
         &self.buf[..self.len as usize]
     }
 
     /// Bits covered so far.
-    #[inline]
+    #[inline(always)]
     pub fn bits(&self) -> u32 {
         self.len as u32 * 8
     }

@@ -338,6 +338,20 @@ impl Pipeline {
         self.counters[counter.0 as usize].cells[index as usize]
     }
 
+    /// Each indexed counter array's name and the sum of its cells.
+    pub fn counter_totals(&self) -> Vec<(&'static str, CounterData)> {
+        self.counters
+            .iter()
+            .map(|c| {
+                let sum = c.cells.iter().fold(CounterData::default(), |a, x| CounterData {
+                    packets: a.packets + x.packets,
+                    bytes: a.bytes + x.bytes,
+                });
+                (c.spec.name, sum)
+            })
+            .collect()
+    }
+
     /// The direct counter of entry `entry` of `table`.
     pub fn read_direct_counter(&self, table: TableId, entry: u32) -> CounterData {
         self.tables[table.0 as usize].counters[entry as usize]

@@ -175,7 +175,11 @@ pub(crate) struct FxHasher(u64);
 
 impl Hasher for FxHasher {
     fn finish(&self) -> u64 {
-        self.0
+        // NOTE: the product's low bits depend only on the key's low bits, and
+        // hashbrown picks buckets by the low bits: /24 prefixes (low byte 0)
+        // would all share a few buckets. Rotating brings the well-mixed high
+        // bits down (as rustc-hash 2 does).
+        self.0.rotate_left(26)
     }
     fn write(&mut self, bytes: &[u8]) {
         // Keys hash as byte slices: take them a word at a time.
@@ -197,11 +201,19 @@ impl Hasher for FxHasher {
 
 type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
+/// In an `Lpm1` map value: a longer prefix exists under this one.
+const LPM_MORE: u32 = 1 << 31;
+/// In an `Lpm1` map value: a marker only, no entry of this length.
+const LPM_NONE: u32 = LPM_MORE - 1;
+
 enum Index {
     /// One exact field (the common case: a plain hash probe on a word).
     Exact1(FxMap<u64, u32>),
     Exact(FxMap<Key, u32>),
-    /// One LPM field alone: (prefix mask, entries by masked value), longest first.
+    /// One LPM field alone: (prefix mask, entries by masked value), shortest
+    /// prefix first, with markers (Waldvogel et al., SIGCOMM 1997): a value
+    /// carries `LPM_MORE` when a longer prefix lies under it, so a lookup
+    /// stops at the first length that has neither an entry nor a marker.
     Lpm1(Vec<(u64, FxMap<u64, u32>)>),
     /// (prefix mask, entries by masked key), longest prefix first.
     Lpm {
@@ -396,10 +408,10 @@ impl Table {
                     _ => unreachable!("checked on insert"),
                 };
                 let mut lens: Vec<u8> = self.entries.iter().map(len_of).collect();
-                lens.sort_unstable_by(|a, b| b.cmp(a));
+                lens.sort_unstable();
                 lens.dedup();
                 by_len.clear();
-                for len in lens {
+                for &len in &lens {
                     let mut map = FxMap::default();
                     for (i, e) in self.entries.iter().enumerate() {
                         if len_of(e) == len {
@@ -407,6 +419,17 @@ impl Table {
                         }
                     }
                     by_len.push((prefix_mask(len, width), map));
+                }
+                // Markers: every shorter length learns that this prefix lies under it.
+                for (i, e) in self.entries.iter().enumerate() {
+                    let m = len_of(e);
+                    for (j, &l) in lens.iter().enumerate() {
+                        if l >= m {
+                            break;
+                        }
+                        let (mask, map) = &mut by_len[j];
+                        *map.entry(keys[i][0] & *mask).or_insert(LPM_NONE) |= LPM_MORE;
+                    }
                 }
             }
             Index::Exact(map) => {
@@ -460,9 +483,17 @@ impl Table {
             Index::Exact1(map) => map.get(&key[0]).copied(),
             Index::Lpm1(by_len) => {
                 let v = key[0];
-                by_len
-                    .iter()
-                    .find_map(|(mask, map)| map.get(&(v & mask)).copied())
+                let mut best = None;
+                for (mask, map) in by_len {
+                    let Some(&x) = map.get(&(v & mask)) else { break };
+                    if x & LPM_NONE != LPM_NONE {
+                        best = Some(x & LPM_NONE);
+                    }
+                    if x & LPM_MORE == 0 {
+                        break;
+                    }
+                }
+                best
             }
             Index::Exact(map) => {
                 let mut k = [0u64; MAX_KEY_FIELDS];
@@ -652,6 +683,42 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t.lookup(&key1(ip(12, 5, 5, 5))).action, act(12));
+    }
+
+    proptest::proptest! {
+        /// The marker-based LPM index agrees with a brute-force longest-prefix
+        /// scan, whatever the prefixes (nested, disjoint, duplicated lengths).
+        #[test]
+        fn lpm_index_matches_a_linear_scan(
+            prefixes in proptest::collection::vec((0u64..1 << 12, 0u8..=12), 1..40),
+            probes in proptest::collection::vec(0u64..1 << 12, 1..60),
+        ) {
+            let mut t = Table::new(TableSpec {
+                size: 1024,
+                ..spec(vec![KeyField { name: "k", kind: MatchKind::Lpm, width: 12 }])
+            });
+            let mut kept: Vec<(u64, u8, u64)> = Vec::new();
+            for (i, &(v, len)) in prefixes.iter().enumerate() {
+                let masked = v & prefix_mask(len, 12);
+                if kept.iter().any(|&(m, l, _)| m == masked && l == len) {
+                    continue;
+                }
+                t.insert(TableEntry::new(vec![FieldMatch::Lpm { value: v, len }], act(i as u64)), SimTime::ZERO).unwrap();
+                kept.push((masked, len, i as u64));
+            }
+            for &p in &probes {
+                let want = kept
+                    .iter()
+                    .filter(|&&(m, l, _)| p & prefix_mask(l, 12) == m)
+                    .max_by_key(|&&(_, l, _)| l)
+                    .map(|&(_, _, a)| act(a));
+                let got = t.lookup(&key1(p));
+                proptest::prop_assert_eq!(got.hit, want.is_some());
+                if let Some(w) = want {
+                    proptest::prop_assert_eq!(got.action, w);
+                }
+            }
+        }
     }
 
     #[test]

@@ -201,7 +201,7 @@ pub struct Hula {
     pub best_path: RegisterId,
     /// Last time a packet of the slot's flow was seen (ps mod 2^48).
     pub flowlet_time: RegisterId,
-    /// The slot's next hop + 1 (0: none yet).
+    /// The slot's destination ToR and next hop + 1 (0: none yet).
     pub flowlet_hop: RegisterId,
     /// Per (ToR, egress port): when the last probe for the ToR left (ns mod 2^32, 0 = never).
     pub last_sent: RegisterId,
@@ -292,9 +292,9 @@ impl Hula {
         });
         let flowlet_hop = pipe.register(RegisterSpec {
             name: "flowlet_hop",
-            width: 16,
+            width: 40,
             size: slots,
-            holds: "next hop + 1 of the slot's current flowlet (0 = none)",
+            holds: "destination ToR (24) | next hop + 1 (16, 0 = none) of the slot's flowlet",
         });
         let last_sent = pipe.register(RegisterSpec {
             name: "last_sent",
@@ -457,10 +457,20 @@ impl Hula {
         } else {
             0
         };
-        // Lines 17-19: flowlet_hop keeps the flowlet's hop.
+        // Lines 17-19: flowlet_hop keeps the flowlet's hop. NOTE: the cell
+        // also holds the destination ToR, and a packet to another ToR that
+        // hashes to the same slot starts a new flowlet: without this check a
+        // collision would send it towards the other ToR, and a packet sent
+        // the wrong way keeps its own (wrong) flowlet alive.
+        let tag = (dst_tor as u64) << 16;
         let hop = ctx.register(self.flowlet_hop, slot, |cur| {
-            let hop = if new_flowlet { best_hop } else { cur };
-            (hop, hop)
+            let same_tor = cur & !0xffff == tag;
+            let cell = if new_flowlet || !same_tor {
+                tag | best_hop
+            } else {
+                cur
+            };
+            (cell, cell & 0xffff)
         });
         if hop == 0 {
             // Bootstrapping: no probe yet for this ToR; shortest paths.

@@ -66,13 +66,13 @@ pub fn set_nhop(sm: &mut StandardMetadata, action: &ActionCall) {
 }
 
 /// The 5-tuple as hash input ([`FIVE_TUPLE_FIELDS`]).
-#[inline]
+#[inline(always)]
 pub fn five_tuple(pkt: &Packet) -> HashInput {
     push_five_tuple(HashInput::new(), pkt)
 }
 
 /// Appends the 5-tuple to `input`.
-#[inline]
+#[inline(always)]
 pub fn push_five_tuple(input: HashInput, pkt: &Packet) -> HashInput {
     let (src, dst, proto, sport, dport) = pkt.five_tuple();
     input.u32(src).u32(dst).u8(proto).u16(sport).u16(dport)

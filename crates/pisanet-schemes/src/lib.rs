@@ -17,6 +17,7 @@ pub mod ecmp;
 pub mod flowlet_ecmp;
 pub mod hula;
 pub mod l3;
+pub mod p4te;
 pub mod rps;
 
 use pisanet_engine::{SimRng, SimTime};
@@ -26,7 +27,7 @@ use pisanet_pisa::{
 };
 
 /// The schemes [`build`] knows.
-pub const KINDS: &[&str] = &["ecmp", "flowlet_ecmp", "rps", "hula", "conga", "conga_prime"];
+pub const KINDS: &[&str] = &["ecmp", "flowlet_ecmp", "rps", "hula", "conga", "conga_prime", "p4te"];
 
 /// Parameters of the schemes (the facade maps the `[scheme]` TOML table here).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,6 +43,8 @@ pub struct SchemeParams {
     pub hula: HulaParams,
     /// `conga`, `conga_prime` (`[scheme.conga]`).
     pub conga: CongaParams,
+    /// `p4te` (`[scheme.p4te]`).
+    pub p4te: p4te::P4teParams,
 }
 
 /// Parameters of `hula` (HULA sections 4 and 6).
@@ -100,6 +103,7 @@ impl Default for SchemeParams {
             target: TargetConfig::default(),
             hula: HulaParams::default(),
             conga: CongaParams::default(),
+            p4te: p4te::P4teParams::default(),
         }
     }
 }
@@ -114,6 +118,7 @@ fn declare(kind: &str, params: &SchemeParams, info: &SwitchInfo) -> Result<Progr
         "hula" => "hula",
         "conga" => "conga",
         "conga_prime" => "conga_prime",
+        "p4te" => "p4te",
         _ => {
             return Err(format!(
                 "unknown scheme {kind:?}; known: {}",
@@ -147,6 +152,11 @@ fn declare(kind: &str, params: &SchemeParams, info: &SwitchInfo) -> Result<Progr
             let a = p.agent();
             (Box::new(p), Box::new(a))
         }
+        "p4te" => {
+            let p = p4te::P4te::new(&mut pipe, params, info)?;
+            let a = p.agent();
+            (Box::new(p), Box::new(a))
+        }
         _ => unreachable!("checked above"),
     };
     Ok((pipe, dp, agent))
@@ -172,3 +182,5 @@ pub fn resources(kind: &str) -> Result<ResourceReport, String> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod hula_tests;

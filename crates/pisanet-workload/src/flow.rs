@@ -17,6 +17,9 @@ pub struct FlowSpec {
     pub start: SimTime,
     /// Traffic class, [`TC_SHORT`] or [`TC_LARGE`] (see [`classify`]).
     pub class: u8,
+    /// Persistent connection the flow runs on (client-server): flows with
+    /// the same id reuse one 5-tuple. `None`: a fresh connection per flow.
+    pub conn: Option<u32>,
 }
 
 /// The traffic class of a flow of `bytes`: [`TC_LARGE`] if it is larger than
@@ -129,6 +132,7 @@ fn parse_rows(text: &str, origin: &str, n_hosts: Option<u32>) -> Result<Vec<Flow
             bytes,
             start: SimTime::from_us_f64(start_us),
             class: TC_SHORT,
+            conn: None,
         });
     }
     if flows.is_empty() {

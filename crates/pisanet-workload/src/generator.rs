@@ -88,7 +88,7 @@ impl WorkloadSpec {
     fn is_poisson(&self) -> bool {
         matches!(
             self.pattern,
-            Pattern::Uniform | Pattern::Stride | Pattern::Permutation
+            Pattern::Uniform | Pattern::Stride | Pattern::Permutation | Pattern::ClientServer { .. }
         )
     }
 }
@@ -109,6 +109,14 @@ enum Mode {
         bytes: u64,
     },
     File(std::vec::IntoIter<FlowSpec>),
+    ClientServer {
+        clients: Vec<HostId>,
+        /// `server_of[i]` is client i's server.
+        server_of: Vec<HostId>,
+        connections: u32,
+        lambda_per_ps: f64,
+        clock_ps: f64,
+    },
 }
 
 /// A lazy iterator of flows (see the module docs for the arrival model).
@@ -148,6 +156,22 @@ impl FlowGenerator {
                 lambda_per_s = arrival_rate(spec.load, n_hosts, spec.host_rate, &spec.cdf);
                 let mode = Mode::Poisson {
                     dest,
+                    lambda_per_ps: lambda_per_s / 1e12,
+                    clock_ps: 0.0,
+                };
+                (mode, spec.flows)
+            }
+            Pattern::ClientServer { connections } => {
+                if connections < 1 {
+                    return Err("workload.connections: must be at least 1, got 0".into());
+                }
+                let (clients, server_of) = pattern::client_server(&index, &mut rng)?;
+                n_senders = clients.len() as u32;
+                lambda_per_s = arrival_rate(spec.load, n_senders, spec.host_rate, &spec.cdf);
+                let mode = Mode::ClientServer {
+                    clients,
+                    server_of,
+                    connections,
                     lambda_per_ps: lambda_per_s / 1e12,
                     clock_ps: 0.0,
                 };
@@ -249,6 +273,7 @@ impl FlowGenerator {
             Mode::Poisson { dest, .. } => dest.heap_bytes(),
             Mode::Incast { senders, .. } => 4 * senders.capacity(),
             Mode::File(rest) => std::mem::size_of::<FlowSpec>() * rest.len(),
+            Mode::ClientServer { clients, server_of, .. } => 4 * (clients.capacity() + server_of.capacity()),
         };
         self.index.heap_bytes() + mode + std::mem::size_of_val(self.cdf.points())
     }
@@ -267,6 +292,7 @@ impl Iterator for FlowGenerator {
             return None;
         }
         let id = self.next_id as FlowId;
+        let mut conn = None;
         let (src, dst, bytes, start) = match &mut self.mode {
             Mode::Poisson {
                 dest,
@@ -296,6 +322,24 @@ impl Iterator for FlowGenerator {
                 };
                 (src, *receiver, size, self.start)
             }
+            Mode::ClientServer {
+                clients,
+                server_of,
+                connections,
+                lambda_per_ps,
+                clock_ps,
+            } => {
+                // The superposition of every connection's Poisson process:
+                // U, then the client, then its connection, then the size.
+                let u = 1.0 - self.rng.gen::<f64>();
+                *clock_ps += -u.ln() / *lambda_per_ps;
+                let c = self.rng.gen_range(0..clients.len());
+                let k = self.rng.gen_range(0..*connections);
+                conn = Some(c as u32 * *connections + k);
+                let bytes = self.cdf.sample(&mut self.rng);
+                let offset = SimTime(clock_ps.round() as u64);
+                (clients[c], server_of[c], bytes, self.start.saturating_add(offset))
+            }
             Mode::File(rest) => {
                 let f = rest.next()?;
                 (f.src, f.dst, f.bytes, self.start.saturating_add(f.start))
@@ -309,6 +353,7 @@ impl Iterator for FlowGenerator {
             bytes,
             start,
             class: classify(bytes, self.short_threshold_bytes),
+            conn,
         })
     }
 

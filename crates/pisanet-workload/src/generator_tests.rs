@@ -256,6 +256,7 @@ fn file_flows_are_validated_sorted_and_offset() {
         bytes: 1,
         start: SimTime::ZERO,
         class: 0,
+        conn: None,
     }];
     assert_eq!(
         new_err(spec(Pattern::File(same), 0.5, 1), &layout),
@@ -340,4 +341,41 @@ fn same_seed_same_flows() {
         assert_eq!(a, b, "{}", pattern.name());
         assert_ne!(a, c, "{}", pattern.name());
     }
+}
+
+#[test]
+fn client_server_uses_fixed_pairs_and_persistent_connections() {
+    // 4 racks of 4: clients are racks 0-1 (hosts 0..8), servers racks 2-3.
+    let layout = HostLayout::uniform(4, 4);
+    let pattern = Pattern::ClientServer { connections: 3 };
+    let flows: Vec<FlowSpec> = generator(pattern.clone(), 20_000, &layout, 9).collect();
+    let mut server_of = [None; 8];
+    let mut conns = std::collections::HashSet::new();
+    for f in &flows {
+        assert!(f.src < 8 && (8..16).contains(&f.dst), "{f:?}");
+        // One server per client, for the whole run.
+        assert_eq!(*server_of[f.src as usize].get_or_insert(f.dst), f.dst);
+        // Connection c belongs to client c / 3.
+        let c = f.conn.expect("client-server flows run on a connection");
+        assert_eq!(c / 3, f.src);
+        conns.insert(c);
+    }
+    assert_eq!(conns.len(), 24);
+    // As many servers as clients: a bijection (a random permutation).
+    let mut servers: Vec<HostId> = server_of.iter().map(|s| s.unwrap()).collect();
+    servers.sort_unstable();
+    assert_eq!(servers, (8..16).collect::<Vec<_>>());
+    // Each client offers `load` of its link: lambda counts clients only.
+    let g = generator(pattern.clone(), 10, &layout, 9);
+    assert_eq!(g.n_senders(), 8);
+    let want = 0.5 * 8.0 * 10e9 / (8.0 * websearch().mean_bytes());
+    assert!((g.arrival_rate_per_s() - want).abs() / want < 1e-12);
+    // Another seed, another assignment.
+    let other: Vec<FlowSpec> = generator(pattern, 200, &layout, 10).collect();
+    assert!(other.iter().any(|f| server_of[f.src as usize] != Some(f.dst)));
+    // One rack cannot be split into clients and servers.
+    let err = new_err(spec(Pattern::ClientServer { connections: 3 }, 0.5, 10), &HostLayout::uniform(1, 4));
+    assert!(err.contains("client_server: needs at least 2 racks"), "{err}");
+    let err = new_err(spec(Pattern::ClientServer { connections: 0 }, 0.5, 10), &layout);
+    assert!(err.contains("connections"), "{err}");
 }

@@ -37,6 +37,13 @@ pub enum Pattern {
     },
     /// An explicit flow list (see [`crate::parse_flow_file`]).
     File(Vec<FlowSpec>),
+    /// HULA section 6: clients (the hosts of the first half of the racks)
+    /// each use one server (a host of the second half) and `connections`
+    /// persistent connections to it; each connection carries a Poisson
+    /// sequence of flows from the client to the server, reusing its 5-tuple.
+    /// Servers are assigned by a random permutation (round robin over a
+    /// shuffled server list), so each server has as few clients as possible.
+    ClientServer { connections: u32 },
 }
 
 impl Pattern {
@@ -48,6 +55,7 @@ impl Pattern {
             Pattern::Permutation => "permutation",
             Pattern::Incast { .. } => "incast",
             Pattern::File(_) => "file",
+            Pattern::ClientServer { .. } => "client_server",
         }
     }
 }
@@ -160,6 +168,24 @@ pub(crate) fn permutation(idx: &RackIndex, rng: &mut SimRng) -> Vec<HostId> {
         }
     }
     perm
+}
+
+/// The clients (hosts of racks 0 .. m/2) and the server of each (hosts of
+/// racks m/2 .. m, shuffled, assigned round robin); m >= 2 racks.
+pub(crate) fn client_server(idx: &RackIndex, rng: &mut SimRng) -> Result<(Vec<HostId>, Vec<HostId>), String> {
+    let m = idx.n_racks();
+    if m < 2 {
+        return Err("workload.pattern.client_server: needs at least 2 racks (clients in the first half, servers in the second)".into());
+    }
+    let half = m / 2;
+    let clients: Vec<HostId> = (0..half).flat_map(|r| idx.hosts(r).iter().copied()).collect();
+    let mut servers: Vec<HostId> = (half..m).flat_map(|r| idx.hosts(r).iter().copied()).collect();
+    for i in (1..servers.len()).rev() {
+        let j = rng.gen_range(0..=i);
+        servers.swap(i, j);
+    }
+    let server_of = (0..clients.len()).map(|i| servers[i % servers.len()]).collect();
+    Ok((clients, server_of))
 }
 
 /// The incast receiver and `senders` distinct senders outside its rack (any

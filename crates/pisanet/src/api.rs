@@ -64,6 +64,19 @@ pub struct QueueSamples {
     pub depth_bytes: Vec<u64>,
 }
 
+/// Per-port transmit rates, as columns (present when `metrics.port_rate_interval_us` > 0).
+#[derive(Clone, Debug, Default)]
+pub struct PortRates {
+    /// End of each sampling interval.
+    pub time_us: Vec<f64>,
+    /// Link name, e.g. "S1->A3".
+    pub port: Vec<String>,
+    /// Rate the port's transmitter sent at over the interval (Gb/s), onto a failed link too.
+    pub tx_gbps: Vec<f64>,
+    /// Rate that went onto a working link (Gb/s): zero while the link is down.
+    pub carried_gbps: Vec<f64>,
+}
+
 /// Progress reported during a run.
 #[derive(Clone, Copy, Debug)]
 pub struct Progress {
@@ -79,6 +92,7 @@ pub struct RunOutput {
     pub summary: serde_json::Value,
     pub flows: FlowTable,
     pub queues: QueueSamples,
+    pub port_rates: PortRates,
     /// Per-port counters, one JSON object per port (name, tx_packets, tx_bytes, drops, ecn_marks).
     pub ports: serde_json::Value,
 }

@@ -170,6 +170,8 @@ pub enum PatternKind {
     Permutation,
     Incast,
     File,
+    /// HULA section 6: clients (first half of the racks) each send to one server (second half) over persistent connections.
+    ClientServer,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
@@ -192,6 +194,8 @@ pub struct WorkloadCfg {
     pub file: Option<String>,
     /// First arrival not before this time (us).
     pub start_us: f64,
+    /// client_server: persistent connections per client (HULA section 6: 3).
+    pub connections: u32,
 }
 
 impl Default for WorkloadCfg {
@@ -206,6 +210,7 @@ impl Default for WorkloadCfg {
             incast_bytes: 0,
             file: None,
             start_us: 0.0,
+            connections: 3,
         }
     }
 }
@@ -221,11 +226,13 @@ pub struct SchemeCfg {
     pub hula: HulaCfg,
     /// conga, conga_prime: congestion feedback (CONGA; HULA section 6).
     pub conga: CongaCfg,
+    /// p4te: monitoring, routing groups and rate adaptation (P4TE section 6.1).
+    pub p4te: P4teCfg,
 }
 
 impl Default for SchemeCfg {
     fn default() -> Self {
-        SchemeCfg { kind: "ecmp".into(), flowlet_timeout_us: 100.0, hula: HulaCfg::default(), conga: CongaCfg::default() }
+        SchemeCfg { kind: "ecmp".into(), flowlet_timeout_us: 100.0, hula: HulaCfg::default(), conga: CongaCfg::default(), p4te: P4teCfg::default() }
     }
 }
 
@@ -275,6 +282,59 @@ impl Default for CongaCfg {
     }
 }
 
+/// P4TE's parameters (section 6.1), with the paper's defaults or their
+/// scaling to real link speeds (docs/schemes/p4te.md).
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct P4teCfg {
+    /// Rate adaptation with fake ACKs (P4TE-RA, true) or without (P4TE-NRA, false); section 7.1.1.
+    pub rate_adaptation: bool,
+    /// Flowlet interval (us; section 6.1.4: 40 ms at 40 packets/s, about 0.6 x the average RTT).
+    pub flowlet_interval_us: f64,
+    /// Delta of alg. 1 and width of a queue-depth routing group (packets; section 7: p90 of ECMP's queue depth / 3).
+    pub delta_pkts: u32,
+    /// Routing groups of MAT_up_QueueDepth (section 6.1.1: 4; 1..=64).
+    pub queue_groups: u32,
+    /// Link-utilization meter CIR (% of the port's line rate; section 6.1.2: 75).
+    pub util_cir_pct: u32,
+    /// Link-utilization meter PIR (% of line rate; section 6.1.2: 95). At least util_cir_pct, at most 100.
+    pub util_pir_pct: u32,
+    /// CBS = PBS of the link-utilization meter: this % of line rate (section 6.1.2: 5) ...
+    pub util_burst_pct: u32,
+    /// ... over this window (us).
+    pub util_burst_window_us: f64,
+    /// Safe rate of short flows per input port (% of line rate; section 6.1.3: 90).
+    pub short_safe_pct: u32,
+    /// Safe rate of large flows per input port (% of line rate; section 6.1.3: 10).
+    pub large_safe_pct: u32,
+    /// Committed burst of the class meters: the safe rate over this window (us).
+    pub class_burst_window_us: f64,
+    /// Rate-control window B (KB; section 6.1.5: line rate x average RTT).
+    pub rate_control_window_kb: f64,
+    /// Slots of the per-flow registers (a power of two, 1..=2^24).
+    pub flow_slots: u32,
+}
+
+impl Default for P4teCfg {
+    fn default() -> Self {
+        P4teCfg {
+            rate_adaptation: true,
+            flowlet_interval_us: 100.0,
+            delta_pkts: 8,
+            queue_groups: 4,
+            util_cir_pct: 75,
+            util_pir_pct: 95,
+            util_burst_pct: 5,
+            util_burst_window_us: 100.0,
+            short_safe_pct: 90,
+            large_safe_pct: 10,
+            class_burst_window_us: 100.0,
+            rate_control_window_kb: 50.0,
+            flow_slots: 65536,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ControlPlaneCfg {
@@ -299,11 +359,15 @@ pub struct MetricsCfg {
     pub queue_sample_interval_us: f64,
     /// Only sample ports whose link name contains one of these (empty = all switch ports).
     pub queue_sample_ports: Vec<String>,
+    /// Sample the transmit rate of switch ports at this interval (us); 0 = off (RunOutput.port_rates).
+    pub port_rate_interval_us: f64,
+    /// Only ports whose link name contains one of these (empty = all switch ports).
+    pub port_rate_ports: Vec<String>,
 }
 
 impl Default for MetricsCfg {
     fn default() -> Self {
-        MetricsCfg { queue_sample_interval_us: 0.0, queue_sample_ports: Vec::new() }
+        MetricsCfg { queue_sample_interval_us: 0.0, queue_sample_ports: Vec::new(), port_rate_interval_us: 0.0, port_rate_ports: Vec::new() }
     }
 }
 
@@ -486,6 +550,9 @@ impl Config {
         if w.pattern == PatternKind::Incast {
             at_least("workload.incast_senders", w.incast_senders as u64, 1)?;
         }
+        if w.pattern == PatternKind::ClientServer {
+            at_least("workload.connections", w.connections as u64, 1)?;
+        }
         if w.pattern == PatternKind::File && w.file.is_none() {
             return Err(Error::input("workload.file: required when workload.pattern = \"file\""));
         }
@@ -539,10 +606,40 @@ impl Config {
         if !(1..=65536).contains(&c.leaf_slots) {
             return Err(Error::input(format!("scheme.conga.leaf_slots: must be in 1..=65536, got {}", c.leaf_slots)));
         }
+        let p = &self.scheme.p4te;
+        positive("scheme.p4te.flowlet_interval_us", p.flowlet_interval_us)?;
+        positive("scheme.p4te.util_burst_window_us", p.util_burst_window_us)?;
+        positive("scheme.p4te.class_burst_window_us", p.class_burst_window_us)?;
+        positive("scheme.p4te.rate_control_window_kb", p.rate_control_window_kb)?;
+        at_least("scheme.p4te.delta_pkts", p.delta_pkts as u64, 1)?;
+        if !(1..=64).contains(&p.queue_groups) {
+            return Err(Error::input(format!("scheme.p4te.queue_groups: must be in 1..=64, got {}", p.queue_groups)));
+        }
+        if p.util_cir_pct == 0 || p.util_cir_pct > p.util_pir_pct || p.util_pir_pct > 100 {
+            return Err(Error::input(format!(
+                "scheme.p4te.util_cir_pct, util_pir_pct: need 0 < cir <= pir <= 100, got {} and {}",
+                p.util_cir_pct, p.util_pir_pct
+            )));
+        }
+        for (key, v) in [("scheme.p4te.util_burst_pct", p.util_burst_pct), ("scheme.p4te.short_safe_pct", p.short_safe_pct), ("scheme.p4te.large_safe_pct", p.large_safe_pct)] {
+            if !(1..=100).contains(&v) {
+                return Err(Error::input(format!("{key}: must be in 1..=100, got {v}")));
+            }
+        }
+        if p.flowlet_interval_us >= 2.8e8 {
+            return Err(Error::input(format!("scheme.p4te.flowlet_interval_us: must be below 2.8e8 (48-bit ps timestamps), got {}", p.flowlet_interval_us)));
+        }
+        if p.rate_control_window_kb * 1000.0 >= 2.0e9 {
+            return Err(Error::input(format!("scheme.p4te.rate_control_window_kb: must be below 2e6, got {}", p.rate_control_window_kb)));
+        }
+        if !p.flow_slots.is_power_of_two() || p.flow_slots > 1 << 24 {
+            return Err(Error::input(format!("scheme.p4te.flow_slots: must be a power of two in 1..=16777216, got {}", p.flow_slots)));
+        }
         non_negative("control_plane.to_cpu_latency_us", self.control_plane.to_cpu_latency_us)?;
         non_negative("control_plane.write_latency_us", self.control_plane.write_latency_us)?;
         non_negative("control_plane.write_interval_us", self.control_plane.write_interval_us)?;
         non_negative("metrics.queue_sample_interval_us", self.metrics.queue_sample_interval_us)?;
+        non_negative("metrics.port_rate_interval_us", self.metrics.port_rate_interval_us)?;
         for (i, e) in self.events.iter().enumerate() {
             non_negative(&format!("events[{i}].at_ms"), e.at_ms)?;
             if e.link.split_once('-').is_none() {

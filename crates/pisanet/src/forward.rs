@@ -16,24 +16,26 @@ use crate::config::Config;
 
 const CRC32: crc::Crc<u32, crc::Table<16>> = crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISO_HDLC);
 
-/// The CRC-32 of a packet's 5-tuple and a salt, as a switch's hash unit computes it.
-pub fn hash_five_tuple(pkt: &Packet, salt: u32) -> u32 {
+/// The CRC-32 of a packet's 5-tuple, as a switch's hash unit computes it.
+pub fn hash_five_tuple(pkt: &Packet) -> u32 {
     let (src, dst, proto, sport, dport) = pkt.five_tuple();
-    let mut b = [0u8; 17];
+    let mut b = [0u8; 13];
     b[0..4].copy_from_slice(&src.to_be_bytes());
     b[4..8].copy_from_slice(&dst.to_be_bytes());
     b[8] = proto;
     b[9..11].copy_from_slice(&sport.to_be_bytes());
     b[11..13].copy_from_slice(&dport.to_be_bytes());
-    b[13..17].copy_from_slice(&salt.to_be_bytes());
     CRC32.checksum(&b)
 }
 
 /// Hand-written ECMP: per switch, a next-hop group per destination rack and
-/// a host port per local host.
+/// a host port per local host. It picks exactly what the `ecmp` program does
+/// (the same CRC-32 of the 5-tuple, rotated by the switch's tier, modulo the
+/// group), so the two give the same digest and differ only in cost.
 pub struct NativeEcmp {
     /// groups[sw][rack] = ports on shortest paths toward that rack.
     groups: Vec<Vec<Vec<PortNo>>>,
+    tier: Vec<u8>,
     host_port: Vec<PortNo>,
     topo: Topology,
 }
@@ -42,7 +44,13 @@ impl NativeEcmp {
     pub fn new(topo: &Topology) -> Self {
         let groups = topo.compute_routes();
         let host_port = (0..topo.n_hosts).map(|h| topo.nodes[h as usize].ports[0].peer_port).collect();
-        NativeEcmp { groups, host_port, topo: topo.clone() }
+        let tier = (topo.n_hosts..topo.nodes.len() as u32)
+            .map(|n| match topo.nodes[n as usize].kind {
+                NodeKind::Switch { tier } => tier,
+                NodeKind::Host => 0,
+            })
+            .collect();
+        NativeEcmp { groups, tier, host_port, topo: topo.clone() }
     }
 
     /// The egress port for `pkt` at switch `sw`, or None to drop.
@@ -56,7 +64,10 @@ impl NativeEcmp {
         match g.len() {
             0 => None,
             1 => Some(g[0]),
-            n => Some(g[(hash_five_tuple(pkt, sw) % n as u32) as usize]),
+            n => {
+                let h = pisanet_schemes::l3::member_hash(hash_five_tuple(pkt), self.tier[sw as usize]);
+                Some(g[h as usize % n])
+            }
         }
     }
 }
@@ -174,6 +185,24 @@ pub fn scheme_params(cfg: &Config) -> SchemeParams {
             tau: SimTime::from_us_f64(cfg.scheme.conga.tau_us),
             age: SimTime::from_us_f64(cfg.scheme.conga.age_us),
             leaf_slots: cfg.scheme.conga.leaf_slots,
+        },
+        p4te: {
+            let p = &cfg.scheme.p4te;
+            pisanet_schemes::p4te::P4teParams {
+                rate_adaptation: p.rate_adaptation,
+                flowlet_interval: SimTime::from_us_f64(p.flowlet_interval_us),
+                delta_pkts: p.delta_pkts,
+                queue_groups: p.queue_groups,
+                util_cir_pct: p.util_cir_pct,
+                util_pir_pct: p.util_pir_pct,
+                util_burst_pct: p.util_burst_pct,
+                util_burst_window: SimTime::from_us_f64(p.util_burst_window_us),
+                short_safe_pct: p.short_safe_pct,
+                large_safe_pct: p.large_safe_pct,
+                class_burst_window: SimTime::from_us_f64(p.class_burst_window_us),
+                rate_control_window_bytes: (p.rate_control_window_kb * 1000.0) as u64,
+                flow_slots: p.flow_slots,
+            }
         },
         ..SchemeParams::default()
     }

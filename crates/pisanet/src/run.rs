@@ -11,7 +11,7 @@ use pisanet_workload::{Cdf, FlowGenerator, HostLayout, Pattern, WorkloadSpec};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::api::{Error, FlowTable, Progress, QueueSamples, RunOutput};
+use crate::api::{Error, FlowTable, PortRates, Progress, QueueSamples, RunOutput};
 use crate::config::{Config, CustomTopology, EventKind, PatternKind, TopologyKind, TransportKind};
 
 use crate::sim::{LinkEventSpec, StopReason, World, WorldParams};
@@ -136,6 +136,7 @@ pub fn run_config(
         PatternKind::Stride => Pattern::Stride,
         PatternKind::Permutation => Pattern::Permutation,
         PatternKind::Incast => Pattern::Incast { senders: w.incast_senders, bytes: w.incast_bytes },
+        PatternKind::ClientServer => Pattern::ClientServer { connections: w.connections },
         PatternKind::File => {
             let file = w.file.as_deref().unwrap_or_default();
             let text = read_file("workload.file", base, file)?;
@@ -189,6 +190,17 @@ pub fn run_config(
         world.sample_interval = Some(SimTime::from_us_f64(cfg.metrics.queue_sample_interval_us));
         let filters = &cfg.metrics.queue_sample_ports;
         world.sample_ports = (0..world.ports.len() as u32)
+            .filter(|&p| !world.ports[p as usize].is_host_port)
+            .filter(|&p| {
+                let name = world.port_name(p);
+                filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str()))
+            })
+            .collect();
+    }
+    if cfg.metrics.port_rate_interval_us > 0.0 {
+        world.rates.interval = Some(SimTime::from_us_f64(cfg.metrics.port_rate_interval_us));
+        let filters = &cfg.metrics.port_rate_ports;
+        world.rates.ports = (0..world.ports.len() as u32)
             .filter(|&p| !world.ports[p as usize].is_host_port)
             .filter(|&p| {
                 let name = world.port_name(p);
@@ -335,6 +347,7 @@ fn finish(cfg: &Config, mut world: World, stop: StopReason, wall_s: f64) -> Resu
             "late": c.late_packets,
         },
         "conservation_ok": conservation_ok,
+        "switches": world.switch_totals(),
         "sim_time_s": sim_time.as_secs_f64(),
         "wall_time_s": wall_s,
         "events": events,
@@ -354,6 +367,7 @@ fn finish(cfg: &Config, mut world: World, stop: StopReason, wall_s: f64) -> Resu
                 "uplink": !port.is_host_port && is_uplink(&world.topo, port.node, port.port_no),
                 "tx_packets": k.tx_packets, "tx_bytes": k.tx_bytes, "drops": k.drops,
                 "ecn_marks": k.ecn_marks, "max_depth_bytes": k.max_depth_bytes,
+                "made_tx_bytes": port.made_tx_bytes,
             })
         })
         .collect();
@@ -368,7 +382,14 @@ fn finish(cfg: &Config, mut world: World, stop: StopReason, wall_s: f64) -> Resu
         port: ps.iter().map(|&p| names[index[p as usize]].clone()).collect(),
         depth_bytes: ds,
     };
-    Ok(RunOutput { summary, flows: ft, queues, ports: Value::Array(ports) })
+    let r = std::mem::take(&mut world.rates);
+    let port_rates = PortRates {
+        time_us: r.time.iter().map(|t| t.as_us_f64()).collect(),
+        port: r.port.iter().map(|&p| world.port_name(p)).collect(),
+        tx_gbps: r.tx_gbps,
+        carried_gbps: r.carried_gbps,
+    };
+    Ok(RunOutput { summary, flows: ft, queues, port_rates, ports: Value::Array(ports) })
 }
 
 fn is_uplink(topo: &Topology, node: u32, port: u16) -> bool {

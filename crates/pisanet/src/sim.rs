@@ -39,6 +39,8 @@ pub enum Ev {
     NextFlow,
     LinkEvent(u32),
     Sample,
+    /// Sample the transmitted bytes of selected ports (link utilization series).
+    RateSample,
     /// A switch's own pending work is due (control plane, generator, recirculation).
     SwitchTimer(u32),
 }
@@ -62,6 +64,25 @@ pub struct Port {
     /// Index into `World::shared` of the switch's shared buffer, if any.
     pub shared: Option<u32>,
     pub is_host_port: bool,
+    /// Bytes put on the wire while the link was up (reached the peer or are on their way).
+    pub carried_bytes: u64,
+    /// Bytes of switch-made packets (probes, clones) transmitted.
+    pub made_tx_bytes: u64,
+}
+
+/// Per-port rate samples (`metrics.port_rate_interval_us`): at each interval,
+/// the rate each selected port transmitted at since the previous sample.
+#[derive(Default)]
+pub struct RateSampler {
+    pub interval: Option<SimTime>,
+    pub ports: Vec<PortIdx>,
+    /// (tx_bytes, carried_bytes) of each selected port at the previous sample.
+    last: Vec<(u64, u64)>,
+    last_time: SimTime,
+    pub time: Vec<SimTime>,
+    pub port: Vec<PortIdx>,
+    pub tx_gbps: Vec<f64>,
+    pub carried_gbps: Vec<f64>,
 }
 
 /// What every flow leaves behind, kept for the results (small and fixed-size).
@@ -135,6 +156,7 @@ pub struct World {
     pub sample_interval: Option<SimTime>,
     pub sample_ports: Vec<PortIdx>,
     pub samples: (Vec<SimTime>, Vec<PortIdx>, Vec<u64>),
+    pub rates: RateSampler,
     routes: Vec<Vec<Vec<PortNo>>>,
     /// The wake-up pending for each switch, if any.
     switch_timer: Vec<Option<SimTime>>,
@@ -211,6 +233,8 @@ impl World {
                     up: true,
                     wire: VecDeque::new(),
                     wire_lost: 0,
+                    carried_bytes: 0,
+                    made_tx_bytes: 0,
                     shared: sb,
                     is_host_port: is_host,
                 });
@@ -248,6 +272,7 @@ impl World {
             sample_interval: None,
             sample_ports: Vec::new(),
             samples: (Vec::new(), Vec::new(), Vec::new()),
+            rates: RateSampler::default(),
             routes,
             switch_timer: Vec::new(),
             emits: Vec::with_capacity(16),
@@ -276,6 +301,10 @@ impl World {
         }
         if let Some(iv) = self.sample_interval {
             self.q.schedule(iv, Ev::Sample);
+        }
+        if let Some(iv) = self.rates.interval {
+            self.rates.last = vec![(0, 0); self.rates.ports.len()];
+            self.q.schedule(iv, Ev::RateSample);
         }
         if let Forwarding::Pisa(switches) = &self.fwd {
             for sw in 0..switches.len() as u32 {
@@ -320,6 +349,7 @@ impl World {
             Ev::NextFlow => self.on_next_flow(now),
             Ev::LinkEvent(i) => self.on_link_event(now, i),
             Ev::Sample => self.on_sample(now),
+            Ev::RateSample => self.on_rate_sample(now),
             Ev::SwitchTimer(sw) => self.on_switch_timer(now, sw),
         }
     }
@@ -332,6 +362,7 @@ impl World {
         self.enqueue_queued(now, p, q);
     }
 
+    #[inline]
     fn enqueue_queued(&mut self, now: SimTime, p: PortIdx, q: Queued) {
         let port = &mut self.ports[p as usize];
         let shared = port.shared.map(|i| &mut self.shared[i as usize]);
@@ -436,7 +467,11 @@ impl World {
             port.tx_event = true;
             self.q.schedule(done, Ev::TxDone(p));
         }
+        if pkt.switch_made {
+            port.made_tx_bytes += pkt.size as u64;
+        }
         if port.up {
+            port.carried_bytes += pkt.size as u64;
             let arrive = done + port.delay;
             if port.wire.is_empty() {
                 self.q.schedule(arrive, Ev::Arrive(p));
@@ -603,6 +638,25 @@ impl World {
         }
     }
 
+    fn on_rate_sample(&mut self, now: SimTime) {
+        let r = &mut self.rates;
+        let dt_s = now.saturating_sub(r.last_time).as_secs_f64().max(1e-12);
+        for (i, &p) in r.ports.iter().enumerate() {
+            let port = &self.ports[p as usize];
+            let (tx, carried) = (port.queue.counters.tx_bytes, port.carried_bytes);
+            let (tx0, carried0) = r.last[i];
+            r.time.push(now);
+            r.port.push(p);
+            r.tx_gbps.push((tx - tx0) as f64 * 8.0 / dt_s / 1e9);
+            r.carried_gbps.push((carried - carried0) as f64 * 8.0 / dt_s / 1e9);
+            r.last[i] = (tx, carried);
+        }
+        r.last_time = now;
+        if let Some(iv) = r.interval {
+            self.q.schedule(now + iv, Ev::RateSample);
+        }
+    }
+
     // ---- hosts and flows --------------------------------------------------
 
     fn on_next_flow(&mut self, now: SimTime) {
@@ -674,7 +728,8 @@ impl World {
         });
         let src_addr = self.topo.host_addr[f.src as usize];
         let dst_addr = self.topo.host_addr[f.dst as usize];
-        let sport = 10_000 + (id % 50_000) as u16;
+        // A persistent connection (client-server) reuses its 5-tuple.
+        let sport = 10_000 + (f.conn.unwrap_or(id) % 50_000) as u16;
         let ends = pisanet_transport::FlowEnds {
             flow: id,
             src_addr,
@@ -874,6 +929,33 @@ impl World {
             Forwarding::Pisa(switches) => switches.iter().map(|s| s.stats().injected).sum(),
             Forwarding::Native(_) => 0,
         }
+    }
+
+    /// Totals over every switch: its pipeline's events (clones, recirculations,
+    /// packets to the CPU, control-plane writes) and each program counter
+    /// array summed over its cells, by name.
+    pub fn switch_totals(&self) -> serde_json::Value {
+        let Forwarding::Pisa(switches) = &self.fwd else { return serde_json::Value::Null };
+        let mut counters = serde_json::Map::new();
+        let (mut cloned, mut recirc, mut resub, mut to_cpu, mut writes, mut write_errors) = (0, 0, 0, 0, 0, 0);
+        for s in switches {
+            let st = s.stats();
+            cloned += st.cloned;
+            recirc += st.recirculated;
+            resub += st.resubmitted;
+            to_cpu += st.to_cpu;
+            writes += st.writes_applied;
+            write_errors += st.write_errors;
+            for (name, c) in s.pipeline().counter_totals() {
+                let e = counters.entry(name.to_string()).or_insert(serde_json::json!({"packets": 0u64, "bytes": 0u64}));
+                e["packets"] = (e["packets"].as_u64().unwrap_or(0) + c.packets).into();
+                e["bytes"] = (e["bytes"].as_u64().unwrap_or(0) + c.bytes).into();
+            }
+        }
+        serde_json::json!({
+            "cloned": cloned, "recirculated": recirc, "resubmitted": resub, "to_cpu": to_cpu,
+            "writes_applied": writes, "write_errors": write_errors, "counters": counters,
+        })
     }
 
     /// PISA rule violations by any switch program.

@@ -440,10 +440,19 @@ impl P4te {
         // A tag from another flow, or an ack beyond this segment, is unknown.
         let valid = cell >> ACK_BITS == tag && ack <= seq_end;
         let inflight = if valid { (seq_end - ack).min(u32::MAX as u64) } else { 0 };
-        // Section 4.3.1: no rate control within B bytes of the last one.
-        let rc = ctx.register_read(rc_seq, slot);
-        let since = (tcp.seq & SEQ32).wrapping_sub(rc & SEQ32) & SEQ32;
-        let hold = rc & RC_VALID != 0 && since < self.params.rate_control_window_bytes;
+        // Section 4.3.1: one packet per B bytes is open to rate control; the
+        // leaf flags the others (HOLD). A FACK that returns restarts the
+        // window at the packet it acted on.
+        let seq = tcp.seq & SEQ32;
+        let b = self.params.rate_control_window_bytes;
+        let hold = ctx.register(rc_seq, slot, |rc| {
+            let since = seq.wrapping_sub(rc & SEQ32) & SEQ32;
+            if rc & RC_VALID != 0 && since < b {
+                (rc, true)
+            } else {
+                (RC_VALID | seq, false)
+            }
+        });
         let mut flags = 0;
         if hold {
             flags |= Shim::HOLD;
@@ -743,3 +752,23 @@ impl Shim {
 
 #[cfg(test)]
 mod tests;
+
+/// The resource report of the leaf (`leaf = true`) or non-leaf program on a
+/// switch with `n_ports` ports, for `flow_slots` flows (section 6.2.3).
+pub fn resource_report(leaf: bool, n_ports: u16, flow_slots: u32) -> Result<pisanet_pisa::ResourceReport, String> {
+    let params = SchemeParams {
+        p4te: P4teParams {
+            flow_slots,
+            ..P4teParams::default()
+        },
+        ..SchemeParams::default()
+    };
+    let info = SwitchInfo {
+        n_ports,
+        tier: if leaf { 0 } else { 1 },
+        ..SwitchInfo::default()
+    };
+    let mut pipe = Pipeline::new("p4te");
+    P4te::new(&mut pipe, &params, &info)?;
+    Ok(pipe.resources())
+}

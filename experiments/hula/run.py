@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""Runs the HULA evaluation (seed 004, section 6) and writes the tables into
+docs/results/hula.md between the markers `<!-- results:begin -->` and
+`<!-- results:end -->`.
+
+Needs only the Rust toolchain and the Python standard library:
+`python3 experiments/hula/run.py [--quick] [--jobs N]`.
+Each run is `target/release/examples/run_columns CONFIG key=value ...`.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+BIN = ROOT / "target" / "release" / "examples" / "run_columns"
+DOC = ROOT / "docs" / "results" / "hula.md"
+
+SCHEMES = ["ecmp", "conga_prime", "hula"]
+NAMES = {"ecmp": "ECMP", "conga_prime": "CONGA'", "hula": "HULA", "hula10x": "HULA 10x T_p"}
+SEEDS = [1, 2, 3]
+WS_LOADS = [0.1, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9]
+DM_LOADS = [0.2, 0.5, 0.8]
+# Flows per point (the paper's runs are longer; see docs/results/hula.md).
+WS_FLOWS = 400
+DM_FLOWS = 200
+DM_MAX_MS = 300
+
+
+def run(config, sets):
+    cmd = [str(BIN), str(HERE / config)] + sets
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: {out.stderr.strip()}")
+    return json.loads(out.stdout)
+
+
+def fct_points(quick):
+    """(figure, topology config, cdf, scheme, load, seed, extra sets)."""
+    seeds = SEEDS[:1] if quick else SEEDS
+    ws = [0.3, 0.7] if quick else WS_LOADS
+    dm = [0.8] if quick else DM_LOADS
+    pts = []
+    for cfg in ["base.toml", "asym.toml"]:
+        for cdf, loads in [("websearch", ws), ("datamining", dm)]:
+            for scheme in SCHEMES:
+                for load in loads:
+                    for seed in seeds:
+                        pts.append((cfg, cdf, scheme, load, seed, []))
+    for load in ws:
+        for seed in seeds:
+            pts.append(("asym.toml", "websearch", "hula10x", load, seed, ["scheme.hula.probe_interval_us=2000"]))
+    return pts
+
+
+def sets_of(cdf, scheme, load, seed, extra):
+    kind = "hula" if scheme == "hula10x" else scheme
+    s = [f"scheme.kind={kind}", f"workload.cdf={cdf}", f"workload.load={load}", f"run.seed={seed}"]
+    if cdf == "datamining":
+        s += [f"workload.flows={DM_FLOWS}", f"run.max_sim_time_ms={DM_MAX_MS}"]
+    else:
+        s += [f"workload.flows={WS_FLOWS}"]
+    return s + extra
+
+
+def one(pt):
+    cfg, cdf, scheme, load, seed, extra = pt
+    d = run(cfg, sets_of(cdf, scheme, load, seed, extra))
+    s = d["summary"]
+    f = s["fct_us"]
+    q = d["queues"]["depth_bytes"]
+    return {
+        "cfg": cfg, "cdf": cdf, "scheme": scheme, "load": load, "seed": seed,
+        "mean": f["mean"], "p99": f["p99"], "small": f["lt_100KB"]["mean"], "large": f["gt_10MB"]["mean"],
+        "completed": s["flows"]["completed"], "total": s["flows"]["total"],
+        "drops": s["packets"]["dropped"], "queue": q,
+        "events_per_s": s["events_per_s"], "hops_per_s": s["packet_hops_per_s"], "wall": s["wall_time_s"],
+        "events": s["events"], "ports": d["ports"] if scheme == "hula" and seed == 1 and load == 0.6 else None,
+        "sim_s": s["sim_time_s"],
+    }
+
+
+def mean(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.mean(xs) if xs else None
+
+
+def fmt_ms(us):
+    return "-" if us is None else f"{us / 1000:.2f}"
+
+
+def table(rows, cfg, cdf, metric, schemes, loads):
+    out = ["| load | " + " | ".join(NAMES[s] for s in schemes) + " | ECMP / HULA |", "|---" * (len(schemes) + 2) + "|"]
+    for load in loads:
+        vals = {s: mean([r[metric] for r in rows if (r["cfg"], r["cdf"], r["scheme"], r["load"]) == (cfg, cdf, s, load)]) for s in schemes}
+        ratio = "-" if not vals.get("hula") or vals.get("ecmp") is None else f"{vals['ecmp'] / vals['hula']:.2f}x"
+        out.append(f"| {int(load * 100)}% | " + " | ".join(fmt_ms(vals[s]) for s in schemes) + f" | {ratio} |")
+    return "\n".join(out)
+
+
+def completion(rows, cfg, cdf, loads):
+    out = []
+    for s in SCHEMES:
+        c = sum(r["completed"] for r in rows if (r["cfg"], r["cdf"], r["scheme"]) == (cfg, cdf, s) and r["load"] in loads)
+        t = sum(r["total"] for r in rows if (r["cfg"], r["cdf"], r["scheme"]) == (cfg, cdf, s) and r["load"] in loads)
+        out.append(f"{NAMES[s]} {c}/{t}")
+    return ", ".join(out)
+
+
+def queue_cdf(rows, load):
+    out = ["| scheme | P(queue = 0) | p50 (KB) | p90 (KB) | p95 (KB) | p99 (KB) | max (KB) |", "|---|---|---|---|---|---|---|"]
+    for s in SCHEMES:
+        q = sorted(x for r in rows if (r["cfg"], r["cdf"], r["scheme"], r["load"]) == ("asym.toml", "websearch", s, load) for x in r["queue"])
+        if not q:
+            continue
+        pct = lambda p: q[min(len(q) - 1, int(p * len(q)))] / 1000
+        zero = sum(1 for x in q if x == 0) / len(q)
+        out.append(f"| {NAMES[s]} | {zero:.2f} | {pct(0.5):.1f} | {pct(0.9):.1f} | {pct(0.95):.1f} | {pct(0.99):.1f} | {q[-1] / 1000:.1f} |")
+    return "\n".join(out)
+
+
+def rate_series(config, scheme, down_ms, up_ms, every):
+    d = run(config, [f"scheme.kind={scheme}"])
+    r = d["port_rates"]
+    ports = sorted(set(p for p in r["port"] if p.endswith("A3") or p.endswith("A4")))
+    rows = {}
+    for t, p, c in zip(r["time_us"], r["port"], r["carried_gbps"]):
+        rows.setdefault(t, {})[p] = c
+    times = sorted(rows)
+    out = ["| t (ms) | " + " | ".join(ports) + " |", "|---" * (len(ports) + 1) + "|"]
+    for i, t in enumerate(times):
+        if i % every == 0 or (down_ms * 1000 - 100 <= t <= down_ms * 1000 + 1500):
+            out.append(f"| {t / 1000:.1f} | " + " | ".join(f"{rows[t].get(p, 0):.1f}" for p in ports) + " |")
+    # Time from the failure until nothing more is sent into the failed link.
+    last = max((t for t, p, tx in zip(r["time_us"], r["port"], r["tx_gbps"]) if p == "S2->A3" and down_ms * 1000 < t <= up_ms * 1000 and tx > 0.5), default=None)
+    moved = None if last is None else (last - down_ms * 1000) / 1000
+    return "\n".join(out), moved, d["summary"]
+
+
+def overhead(rows):
+    r = next((r for r in rows if r["ports"]), None)
+    if r is None:
+        return ""
+    # HULA section 4.5: probeSize * numToRs / (T_p * C), per link and direction.
+    bound = 64 * 8 * 4 / (200e-6 * 40e9)
+    out = ["| link | probe bytes | overhead (% of 40G) | paper's formula (% of 40G) |", "|---|---|---|---|"]
+    for p in r["ports"]:
+        if p["switch_port"] and p["made_tx_bytes"] > 0 and ("->A" in p["name"] or "->S" in p["name"] or p["name"].startswith("A") or p["name"].startswith("S")):
+            pct = p["made_tx_bytes"] * 8 / r["sim_s"] / 40e9 * 100
+            out.append(f"| {p['name']} | {p['made_tx_bytes']} | {pct:.4f} | {bound * 100:.4f} |")
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="one seed, two loads (a smoke test)")
+    ap.add_argument("--jobs", type=int, default=2)
+    a = ap.parse_args()
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "pisanet", "--example", "run_columns"], cwd=ROOT, check=True)
+    pts = fct_points(a.quick)
+    with ThreadPoolExecutor(a.jobs) as ex:
+        rows = list(ex.map(one, pts))
+    ws = [0.3, 0.7] if a.quick else WS_LOADS
+    dm = [0.8] if a.quick else DM_LOADS
+    parts = []
+    parts.append("### Fig. 5: average FCT (ms), symmetric topology\n\nWeb-search:\n\n" + table(rows, "base.toml", "websearch", "mean", SCHEMES, ws)
+                 + "\n\nData-mining:\n\n" + table(rows, "base.toml", "datamining", "mean", SCHEMES, dm)
+                 + f"\n\nFlows completed (data-mining, capped at {DM_MAX_MS} ms): " + completion(rows, "base.toml", "datamining", dm))
+    parts.append("### Fig. 6: web-search, asymmetric topology (S2-A4 down): average FCT (ms)\n\nAll flows:\n\n" + table(rows, "asym.toml", "websearch", "mean", SCHEMES, ws)
+                 + "\n\nSmall flows (< 100 KB):\n\n" + table(rows, "asym.toml", "websearch", "small", SCHEMES, ws)
+                 + "\n\nLarge flows (> 10 MB):\n\n" + table(rows, "asym.toml", "websearch", "large", SCHEMES, ws))
+    parts.append("### Fig. 7: data-mining, asymmetric topology: average FCT (ms)\n\nAll flows:\n\n" + table(rows, "asym.toml", "datamining", "mean", SCHEMES, dm)
+                 + "\n\nSmall flows (< 100 KB):\n\n" + table(rows, "asym.toml", "datamining", "small", SCHEMES, dm)
+                 + "\n\nLarge flows (> 10 MB):\n\n" + table(rows, "asym.toml", "datamining", "large", SCHEMES, dm)
+                 + f"\n\nFlows completed (capped at {DM_MAX_MS} ms): " + completion(rows, "asym.toml", "datamining", dm))
+    parts.append("### Fig. 8a, 8b: 99th percentile FCT (ms), asymmetric topology\n\nWeb-search:\n\n" + table(rows, "asym.toml", "websearch", "p99", SCHEMES, ws)
+                 + "\n\nData-mining:\n\n" + table(rows, "asym.toml", "datamining", "p99", SCHEMES, dm))
+    qload = 0.7 if 0.7 in ws else ws[-1]
+    parts.append(f"### Fig. 8c: queue depth at the bottleneck S2->A3 (sampled every 100 us), web-search {int(qload * 100)}%, asymmetric\n\n" + queue_cdf(rows, qload))
+    parts.append("### Fig. 9c: probe interval 1x (200 us) and 10x (2 ms), web-search, asymmetric: average FCT (ms)\n\n" + table(rows, "asym.toml", "websearch", "mean", ["ecmp", "conga_prime", "hula", "hula10x"], ws))
+    t9a, moved_a, _ = rate_series("failure_websearch.toml", "hula", 20.0, 40.0, 4)
+    parts.append("### Fig. 9a: spine-to-aggregation link rates (Gb/s, carried), web-search 60%, asymmetric; S2-A3 down at 20 ms, up at 40 ms (HULA)\n\n"
+                 + f"HULA stopped sending into the failed link {moved_a} ms after the failure (500 us samples).\n\n" + t9a)
+    t9b, moved_b, _ = rate_series("failure_longflows.toml", "hula", 6.0, 10.0, 5)
+    parts.append("### Fig. 9b: long-running flows; S2-A3 down at 6 ms, up at 10 ms (HULA)\n\n"
+                 + f"HULA stopped sending into the failed link {moved_b} ms after the failure (100 us samples).\n\n" + t9b)
+    parts.append("### Probe overhead (HULA, web-search 60%, symmetric, seed 1)\n\n" + overhead(rows))
+    speed = ["| scheme | events/s (M) | packet-hops/s (M) | events per run (M) | wall s per run |", "|---|---|---|---|---|"]
+    for s in SCHEMES:
+        rs = [r for r in rows if r["scheme"] == s and r["cdf"] == "websearch" and r["cfg"] == "asym.toml"]
+        speed.append(f"| {NAMES[s]} | {mean([r['events_per_s'] for r in rs]) / 1e6:.2f} | {mean([r['hops_per_s'] for r in rs]) / 1e6:.2f} | {mean([r['events'] for r in rs]) / 1e6:.2f} | {mean([r['wall'] for r in rs]):.2f} |")
+    parts.append("### Speed (asymmetric web-search runs, all loads and seeds, 2 jobs in parallel)\n\n" + "\n".join(speed))
+    body = "\n\n".join(parts)
+    text = DOC.read_text() if DOC.exists() else "<!-- results:begin -->\n<!-- results:end -->\n"
+    begin, end = "<!-- results:begin -->", "<!-- results:end -->"
+    i, j = text.index(begin) + len(begin), text.index(end)
+    DOC.write_text(text[:i] + "\n" + body + "\n" + text[j:])
+    print(body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
