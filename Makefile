@@ -24,11 +24,12 @@ test-python: setup ## Python tests only
 bench: setup ## Simulator speed on a standard scenario (SCENARIO=fat_tree_k8|fat_tree_k16)
 	$(VENV)/bin/pisanet bench --scenario $(SCENARIO)
 
-lint: setup ## clippy -D warnings, rustfmt --check, ruff, mypy stubtest
+lint: setup ## clippy -D warnings, rustfmt --check, ruff, mypy and stubtest
 	source scripts/env.sh && find_rust && cargo clippy --workspace --all-targets -- -D warnings
 	source scripts/env.sh && find_rust && cargo fmt --all -- --check
 	$(VENV)/bin/ruff check python tests/python
 	$(VENV)/bin/ruff format --check python tests/python
+	$(PY) -m mypy python/pisanet
 	$(PY) -m mypy.stubtest pisanet._core
 
 fmt: ## Format Rust and Python sources

@@ -16,9 +16,10 @@ from _support import TINY, cli_env
 CliResult = subprocess.CompletedProcess[str]
 
 # NOTE: CI explores the same examples every run; locally each run draws new ones.
-settings.register_profile("ci", derandomize=True, deadline=None)
-if os.environ.get("CI"):
-    settings.load_profile("ci")
+# Neither keeps an example database in the work tree.
+settings.register_profile("dev", database=None)
+settings.register_profile("ci", database=None, derandomize=True, deadline=None)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
 @pytest.fixture

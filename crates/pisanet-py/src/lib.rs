@@ -123,7 +123,9 @@ fn queue_columns<'py>(py: Python<'py>, q: &pisanet::QueueSamples) -> PyResult<Bo
 /// `Ok(false)` asks the run to stop.
 fn report(py: Python<'_>, callback: Option<&Py<PyAny>>, p: pisanet::Progress) -> PyResult<bool> {
     py.check_signals()?;
-    let Some(callback) = callback else { return Ok(true) };
+    let Some(callback) = callback else {
+        return Ok(true);
+    };
     let answer = callback.call1(py, (p.sim_time_s, p.flows_completed, p.flows_total))?;
     Ok(answer.is_none(py) || answer.bind(py).is_truthy()?)
 }

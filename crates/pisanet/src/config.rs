@@ -760,6 +760,24 @@ kind = "ecmp"
     }
 
     #[test]
+    fn hula_and_conga_keys_are_checked() {
+        let c = Config::parse(CONTRACT, &["scheme.hula.probe_interval_us=100".into()]).unwrap();
+        // Defaults follow the probe interval: keepalive 3x, tau 2x, suppression 3/4.
+        assert_eq!(c.scheme.hula.resolved(), (300.0, 200.0, 75.0));
+        assert_eq!(
+            err(CONTRACT, &["scheme.hula.tau_us=300"]),
+            "scheme.hula.tau_us: must be at least 2 x scheme.hula.probe_interval_us (400) (HULA section 4.2), got 300"
+        );
+        assert!(err(CONTRACT, &["scheme.hula.suppress_us=500"]).starts_with("scheme.hula.suppress_us:"));
+        assert!(err(CONTRACT, &["scheme.hula.keepalive_us=100"]).starts_with("scheme.hula.keepalive_us:"));
+        assert!(err(CONTRACT, &["scheme.conga.age_us=0"]).starts_with("scheme.conga.age_us:"));
+        assert!(err(CONTRACT, &["scheme.hula.probes=3"]).contains("probes"));
+        let c = Config::parse(CONTRACT, &["workload.pattern=client_server".into(), "workload.connections=2".into()]).unwrap();
+        assert_eq!(c.workload.connections, 2);
+        assert!(err(CONTRACT, &["workload.pattern=client_server", "workload.connections=0"]).starts_with("workload.connections:"));
+    }
+
+    #[test]
     fn overrides_parse_values() {
         let c = Config::parse(CONTRACT, &["run.seed=7".into(), "scheme.kind=rps".into()]).unwrap();
         assert_eq!(c.run.seed, 7);
