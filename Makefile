@@ -30,7 +30,7 @@ lint: setup ## clippy -D warnings, rustfmt --check, ruff, mypy and stubtest
 	$(VENV)/bin/ruff check python tests/python
 	$(VENV)/bin/ruff format --check python tests/python
 	$(PY) -m mypy python/pisanet
-	$(PY) -m mypy.stubtest pisanet._core
+	$(PY) -m mypy.stubtest --mypy-config-file pyproject.toml pisanet._core
 
 fmt: ## Format Rust and Python sources
 	source scripts/env.sh && find_rust && cargo fmt --all

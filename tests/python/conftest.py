@@ -15,6 +15,12 @@ from _support import TINY, cli_env
 
 CliResult = subprocess.CompletedProcess[str]
 
+# NOTE: Hypothesis keeps caches in a directory of its own; keep it out of the work tree.
+os.environ.setdefault(
+    "HYPOTHESIS_STORAGE_DIRECTORY",
+    str(Path(__file__).resolve().parents[2] / "target" / "hypothesis"),
+)
+
 # NOTE: CI explores the same examples every run; locally each run draws new ones.
 # Neither keeps an example database in the work tree.
 settings.register_profile("dev", database=None)

@@ -20,6 +20,12 @@
 //!   on_timer(now, &mut out)   ───────▶    (ignored if now < deadline)
 //! ```
 //!
+//! A TCP sender also takes back-pressure from the host (Linux TCP Small
+//! Queues): `set_send_budget(bytes)` before a call caps the wire bytes of new
+//! data it may emit (default unlimited); `is_budget_blocked()` after it says
+//! the budget, not a window, stopped it; `on_send_ready(now, &mut out)` is
+//! the call to make once the flow's packets have left the NIC.
+//!
 //! Guarantees: every packet pushed into `out` is fully built (headers, wire
 //! size, `flow`, `sent_at = now`) except its `uid`, which is 0: the host
 //! assigns uids. An endpoint never schedules anything itself; after each
@@ -27,7 +33,8 @@
 //! early `on_timer` calls are harmless, so the caller may keep a single
 //! pending timer event per endpoint and ignore cancellations.
 //!
-//! Leaves to others: when packets leave the host (the NIC queue), routing,
+//! Leaves to others: when packets leave the host (the NIC queue, and how
+//! much of it a flow may fill: the sender only obeys the budget), routing,
 //! and which flows exist (the workload).
 //!
 //! ```

@@ -142,6 +142,13 @@ pub struct TransportCfg {
     pub dctcp_g_shift: u8,
     /// UDP: sending rate of each flow (Gb/s).
     pub udp_rate_gbps: f64,
+    /// TCP Small Queues: wire bytes (KB = 1000 B) of one TCP flow's packets
+    /// its host's NIC queue may hold; the sender waits for its packets to
+    /// leave before sending more. Default 131.072 (131072 B, Linux's
+    /// `tcp_limit_output_bytes` default as TSQ introduced it: two 64 KB TSO
+    /// packets). 0 disables the limit (a flow may fill the NIC with its whole
+    /// window). Range >= 0. See docs/model.md, "Hosts".
+    pub tsq_kb: f64,
 }
 
 impl Default for TransportCfg {
@@ -158,6 +165,7 @@ impl Default for TransportCfg {
             rwnd_kb: 4096.0,
             dctcp_g_shift: 4,
             udp_rate_gbps: 1.0,
+            tsq_kb: 131.072,
         }
     }
 }
@@ -541,6 +549,7 @@ impl Config {
             return Err(Error::input(format!("transport.dctcp_g_shift: must be in 0..=16, got {}", tr.dctcp_g_shift)));
         }
         positive("transport.udp_rate_gbps", tr.udp_rate_gbps)?;
+        non_negative("transport.tsq_kb", tr.tsq_kb)?;
         let w = &self.workload;
         if !(w.load > 0.0 && w.load < 1.0) {
             return Err(Error::input(format!("workload.load: must be in (0, 1), got {}", w.load)));

@@ -171,6 +171,7 @@ pub fn run_config(
         udp_rate: (cfg.transport.kind == TransportKind::Udp).then(|| BitRate::from_gbps(cfg.transport.udp_rate_gbps)),
         total_flows,
         link_loss_rate: t.link_loss_rate,
+        tsq_bytes: (cfg.transport.tsq_kb > 0.0).then(|| (cfg.transport.tsq_kb * 1000.0).round() as u64),
     };
     let fwd = crate::forward::build(cfg, &topo, &streams)?;
     let mut world = World::new(topo, fwd, gen, params, &streams);

@@ -111,6 +111,12 @@ struct ActiveFlow {
     src_addr: u32,
     tx_timer: Option<SimTime>,
     rx_timer: Option<SimTime>,
+    /// TSQ: wire bytes of the sender's packets waiting in its host's NIC
+    /// queue (counted only when `World::tsq_bytes` is set).
+    nic_bytes: u64,
+    /// TSQ: the send budget, not a window, stopped the sender's last send;
+    /// it is offered budget again when one of its packets leaves the NIC.
+    tsq_blocked: bool,
 }
 
 /// Packet accounting for the conservation check.
@@ -163,6 +169,15 @@ pub struct World {
     emits: Vec<Emit>,
     /// Per-packet loss probability of every link, and its random stream.
     loss: Option<(f64, SimRng)>,
+    /// TSQ limit: wire bytes a TCP flow may have in its host's NIC queue
+    /// (`transport.tsq_kb`); `None` leaves senders unlimited.
+    tsq_bytes: Option<u64>,
+    /// Packets are being queued at a host NIC (`queue_at_host`): a TSQ
+    /// wake-up then waits until they all are, so a flow's packets keep
+    /// their order.
+    host_queueing: bool,
+    /// Reused buffer of TSQ wake-ups (`tsq_offer`).
+    tsq_out: Vec<Packet>,
 }
 
 /// How a run ended.
@@ -190,6 +205,8 @@ pub struct WorldParams {
     pub udp_rate: Option<BitRate>,
     pub total_flows: u64,
     pub link_loss_rate: f64,
+    /// TSQ limit per TCP flow in wire bytes; `None` disables it.
+    pub tsq_bytes: Option<u64>,
 }
 
 impl World {
@@ -277,6 +294,9 @@ impl World {
             switch_timer: Vec::new(),
             emits: Vec::with_capacity(16),
             loss,
+            tsq_bytes: params.tsq_bytes,
+            host_queueing: false,
+            tsq_out: Vec::with_capacity(64),
         }
     }
 
@@ -452,7 +472,12 @@ impl World {
                     }
                 }
             };
+            // TSQ: a host's packet leaves its NIC queue (flow, source, size).
+            let from_host = self.ports[p as usize].is_host_port.then_some((pkt.flow, pkt.ip.src, pkt.size));
             self.transmit(now, p, pkt);
+            if let Some((flow, src, size)) = from_host {
+                self.host_nic_dequeued(now, flow, src, size);
+            }
             return;
         }
     }
@@ -745,6 +770,10 @@ impl World {
             None => {
                 let mut tx = TcpSender::new(&self.tcp, ends, f.bytes);
                 let rx = TcpReceiver::new(&self.tcp, ends.reversed(), f.bytes);
+                if let Some(limit) = self.tsq_bytes {
+                    // Nothing of this flow is in the NIC yet.
+                    tx.set_send_budget(limit);
+                }
                 tx.on_start(now, &mut out);
                 Endpoints::Tcp { tx, rx }
             }
@@ -758,7 +787,15 @@ impl World {
         if self.active.len() <= id as usize {
             self.active.resize_with(id as usize + 1, || None);
         }
-        self.active[id as usize] = Some(Box::new(ActiveFlow { ends: ends_state, src_addr, tx_timer: None, rx_timer: None }));
+        let tsq_blocked = matches!(&ends_state, Endpoints::Tcp { tx, .. } if tx.is_budget_blocked());
+        self.active[id as usize] = Some(Box::new(ActiveFlow {
+            ends: ends_state,
+            src_addr,
+            tx_timer: None,
+            rx_timer: None,
+            nic_bytes: 0,
+            tsq_blocked,
+        }));
         self.active_count += 1;
         if !out.is_empty() {
             self.flows[id as usize].first_sent = Some(now);
@@ -768,13 +805,91 @@ impl World {
         self.arm_timers(id);
     }
 
+    /// Queues what an endpoint of `host` emitted at the host's NIC, then
+    /// offers a TSQ-blocked sender the budget freed meanwhile.
     fn send_from_host(&mut self, now: SimTime, host: HostId, out: &mut Vec<Packet>) {
+        if let Some(flow) = self.queue_at_host(now, host, out) {
+            self.tsq_offer(now, flow);
+        }
+    }
+
+    /// Charges a TCP sender's packets to its flow's NIC bytes (TSQ) and
+    /// queues them at the host's NIC. Returns the flow charged, if any.
+    fn queue_at_host(&mut self, now: SimTime, host: HostId, out: &mut Vec<Packet>) -> Option<FlowId> {
+        let mut charged = None;
+        if self.tsq_bytes.is_some() {
+            // Charge all first: the first packet may leave at once (idle NIC).
+            for pkt in out.iter() {
+                if let Some(af) = self.tsq_flow(pkt.flow, pkt.ip.src) {
+                    af.nic_bytes += pkt.size as u64;
+                    charged = Some(pkt.flow);
+                }
+            }
+        }
         let p = self.port_base[host as usize];
+        self.host_queueing = true;
         for mut pkt in out.drain(..) {
             pkt.uid = self.next_uid;
             self.next_uid += 1;
             self.counts.injected += 1;
             self.enqueue(now, p, pkt);
+        }
+        self.host_queueing = false;
+        charged
+    }
+
+    /// The active TCP flow whose sender emitted a packet of `flow` from
+    /// address `src`, if TSQ counts it (receivers' ACKs and UDP are not).
+    #[inline]
+    fn tsq_flow(&mut self, flow: FlowId, src: u32) -> Option<&mut ActiveFlow> {
+        let af = self.active.get_mut(flow as usize)?.as_deref_mut()?;
+        (matches!(af.ends, Endpoints::Tcp { .. }) && src == af.src_addr).then_some(af)
+    }
+
+    /// A host port started transmitting a packet: it has left the NIC queue.
+    /// Linux `tcp_wfree` -> `tcp_tsq_handler`: the flow's bytes below TCP
+    /// shrink, and a throttled flow may send again.
+    #[inline]
+    fn host_nic_dequeued(&mut self, now: SimTime, flow: FlowId, src: u32, size: u32) {
+        if self.tsq_bytes.is_none() {
+            return;
+        }
+        let Some(af) = self.tsq_flow(flow, src) else { return };
+        debug_assert!(af.nic_bytes >= size as u64, "flow {flow}: NIC bytes below zero");
+        af.nic_bytes = af.nic_bytes.saturating_sub(size as u64);
+        if af.tsq_blocked && !self.host_queueing {
+            self.tsq_offer(now, flow);
+        }
+    }
+
+    /// Gives a TSQ-blocked sender the budget its host's NIC has room for,
+    /// queues what it sends, and repeats while packets left the NIC at once
+    /// and the sender is still blocked. Does nothing for a flow not blocked.
+    fn tsq_offer(&mut self, now: SimTime, id: FlowId) {
+        let Some(limit) = self.tsq_bytes else { return };
+        let mut out = std::mem::take(&mut self.tsq_out);
+        let mut sent = false;
+        loop {
+            let Some(Some(af)) = self.active.get_mut(id as usize) else { break };
+            if !af.tsq_blocked || af.nic_bytes >= limit {
+                break;
+            }
+            let Endpoints::Tcp { tx, .. } = &mut af.ends else { break };
+            tx.set_send_budget(limit - af.nic_bytes);
+            out.clear();
+            tx.on_send_ready(now, &mut out);
+            af.tsq_blocked = tx.is_budget_blocked();
+            if out.is_empty() {
+                break;
+            }
+            sent = true;
+            let host = self.flows[id as usize].src;
+            self.queue_at_host(now, host, &mut out);
+        }
+        self.tsq_out = out;
+        if sent {
+            // New data may have started the retransmission timer.
+            self.arm_timers(id);
         }
     }
 
@@ -788,10 +903,15 @@ impl World {
         let mut out = std::mem::take(&mut self.out);
         out.clear();
         let to_sender = pkt.ip.dst == af.src_addr;
+        let budget = self.tsq_bytes.map(|limit| limit.saturating_sub(af.nic_bytes));
         match &mut af.ends {
             Endpoints::Tcp { tx, rx } => {
                 if to_sender {
+                    if let Some(b) = budget {
+                        tx.set_send_budget(b);
+                    }
                     tx.on_packet(now, &pkt, &mut out);
+                    af.tsq_blocked = tx.is_budget_blocked();
                 } else {
                     rx.on_packet(now, &pkt, &mut out);
                 }
@@ -818,8 +938,15 @@ impl World {
                 af.tx_timer = None;
             }
             host = self.flows[id as usize].src;
+            let budget = self.tsq_bytes.map(|limit| limit.saturating_sub(af.nic_bytes));
             match &mut af.ends {
-                Endpoints::Tcp { tx, .. } => tx.on_timer(now, &mut out),
+                Endpoints::Tcp { tx, .. } => {
+                    if let Some(b) = budget {
+                        tx.set_send_budget(b);
+                    }
+                    tx.on_timer(now, &mut out);
+                    af.tsq_blocked = tx.is_budget_blocked();
+                }
                 Endpoints::Udp { tx, .. } => tx.on_timer(now, &mut out),
             }
         } else {

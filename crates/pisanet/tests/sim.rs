@@ -54,6 +54,30 @@ fn one_flow_on_an_idle_path_reaches_line_rate() {
     }
 }
 
+/// Largest backlog (bytes) the port named `name` ever held.
+fn max_depth(out: &RunOutput, name: &str) -> u64 {
+    let ports = out.ports.as_array().expect("ports");
+    let port = ports.iter().find(|p| p["name"] == name).unwrap_or_else(|| panic!("no port {name}"));
+    port["max_depth_bytes"].as_u64().expect("max_depth_bytes")
+}
+
+#[test]
+fn tsq_keeps_a_lone_flows_nic_queue_small_at_line_rate() {
+    // One flow alone on an idle path: nothing in the fabric slows it below
+    // its NIC's rate, so without TSQ its window (up to rwnd, 4 MB) piles up
+    // in its own NIC. With TSQ the NIC holds at most the limit plus the one
+    // packet that may pass it (Linux `tcp_small_queue_check`), and the flow
+    // loses no throughput.
+    let flows = "0,0,3,20000000\n";
+    let on = run_flows("tsq-on", SMALL, flows, &["transport.tsq_kb=131.072"]);
+    let off = run_flows("tsq-off", SMALL, flows, &["transport.tsq_kb=0"]);
+    let (nic_on, nic_off) = (max_depth(&on, "h0->leaf0"), max_depth(&off, "h0->leaf0"));
+    assert!(nic_on <= 131_072 + 1518, "NIC held {nic_on} B with TSQ");
+    assert!(nic_off > 1_000_000, "NIC held only {nic_off} B without TSQ");
+    let (fct_on, fct_off) = (on.flows.fct_us[0], off.flows.fct_us[0]);
+    assert!(fct_on <= fct_off * 1.001, "FCT {fct_on} us with TSQ, {fct_off} us without");
+}
+
 #[test]
 fn two_flows_share_a_bottleneck_fairly() {
     // Hosts 0 and 1 (leaf 0) both send to host 2 (leaf 1): its 10G link is the bottleneck.

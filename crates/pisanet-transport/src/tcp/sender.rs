@@ -11,6 +11,28 @@
 //! retransmission of the segment at `snd_una` (fast retransmit, partial ACK,
 //! timeout) or a one-byte zero-window probe may exceed it, as the RFCs
 //! prescribe.
+//!
+//! Two host-facing refinements, both as Linux does them:
+//!
+//! * **Send budget** (Linux TCP Small Queues, `tcp_small_queue_check` in
+//!   net/ipv4/tcp_output.c): the host may cap how many more bytes this flow
+//!   may put into the NIC now ([`TcpSender::set_send_budget`], wire bytes;
+//!   default unlimited). New data (and go-back-N resends after a timeout)
+//!   leave only while the budget is positive, so the last packet may pass it
+//!   by less than one packet, as Linux throttles only once the queued bytes
+//!   exceed the limit. Every emitted packet is charged to the budget. The
+//!   retransmission of the segment at `snd_una` (fast retransmit, partial
+//!   ACK, timeout) and the zero-window probe are never held back by it:
+//!   they repair a loss or a stall and are one packet each. When the budget
+//!   stopped data that the windows allowed, [`TcpSender::is_budget_blocked`]
+//!   says so, and the host calls [`TcpSender::on_send_ready`] once budget
+//!   frees up (Linux's `tcp_tsq_handler` on TX completion).
+//! * **Congestion-window validation** (RFC 7661 section 4.2, as Linux's
+//!   `tcp_cwnd_validate` and `tcp_is_cwnd_limited`): after each send the
+//!   sender records, per window of data, whether it was cwnd-limited and the
+//!   largest flight; an ACK may grow cwnd only if the flow was cwnd-limited
+//!   in the current window, or, in slow start, if cwnd is below twice that
+//!   largest flight.
 
 use super::cc::{AckEvent, Cc, Controller, Window};
 use super::rto::RtoEstimator;
@@ -92,6 +114,21 @@ pub struct TcpSender {
     /// Set CWR on the next new data segment (RFC 3168 section 6.1.2).
     cwr_pending: bool,
 
+    /// Wire bytes the host still lets this flow put into its NIC now.
+    send_budget: u64,
+    /// The last send stopped because of `send_budget` while the windows
+    /// allowed more.
+    budget_blocked: bool,
+    /// Linux `tp->is_cwnd_limited`: the flow was cwnd-limited at some send
+    /// in the current tracking window.
+    is_cwnd_limited: bool,
+    /// Linux `tp->max_packets_out`, in bytes: the largest flight in the
+    /// current tracking window.
+    max_flight: u64,
+    /// Linux `tp->cwnd_usage_seq`: `snd_nxt` when the tracking window began;
+    /// once `snd_una` reaches it, a new one starts.
+    cwnd_usage_seq: u64,
+
     first_sent_at: Option<SimTime>,
     completed_at: Option<SimTime>,
 
@@ -138,6 +175,11 @@ impl TcpSender {
             rtt_probe: None,
             timer: None,
             cwr_pending: false,
+            send_budget: u64::MAX,
+            budget_blocked: false,
+            is_cwnd_limited: false,
+            max_flight: 0,
+            cwnd_usage_seq: 0,
             first_sent_at: None,
             completed_at: None,
             timeouts: 0,
@@ -222,6 +264,36 @@ impl TcpSender {
             self.on_retransmission_timeout(now, out);
         } else {
             self.send_window_probe(now, out);
+        }
+        self.send_new_data(now, out);
+    }
+
+    /// Sets how many more wire bytes this flow may put into the host's NIC
+    /// now (Linux TSQ: the limit minus what the flow already has queued).
+    /// Each packet the sender emits is charged against it; new data stops
+    /// while it is zero. `u64::MAX` (the default) means no limit.
+    pub fn set_send_budget(&mut self, bytes: u64) {
+        self.send_budget = bytes;
+    }
+
+    /// What is left of the send budget.
+    pub fn send_budget(&self) -> u64 {
+        self.send_budget
+    }
+
+    /// The send budget, not the windows, stopped new data at the last send:
+    /// the host should call [`TcpSender::on_send_ready`] when budget frees.
+    pub fn is_budget_blocked(&self) -> bool {
+        self.budget_blocked
+    }
+
+    /// Budget freed up (the flow's packets left the NIC): send what the
+    /// windows and the new budget allow (Linux `tcp_tsq_handler` ->
+    /// `tcp_write_xmit`). Harmless at any time.
+    pub fn on_send_ready(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        if self.is_complete() {
+            self.budget_blocked = false;
+            return;
         }
         self.send_new_data(now, out);
     }
@@ -379,6 +451,7 @@ impl TcpSender {
             snd_una: self.snd_una,
             snd_nxt: self.snd_nxt,
             in_recovery: was_in_recovery,
+            cwnd_limited: self.is_cwnd_limited(),
         };
         if self.cc.on_ack(&mut self.win, &ev) {
             self.ecn_cuts += 1;
@@ -450,12 +523,43 @@ impl TcpSender {
         self.timer = Some(now + self.rto.rto());
     }
 
-    /// Sends new segments while `min(cwnd, rwnd)` allows, then arms the
-    /// retransmission or persist timer as needed.
+    /// Linux `tcp_is_cwnd_limited` (include/net/tcp.h), RFC 7661 section
+    /// 4.2: the flow filled cwnd in the current window, or it is in slow
+    /// start and cwnd is below twice the largest flight ("ensure cwnd grows
+    /// to twice what was ACKed").
+    fn is_cwnd_limited(&self) -> bool {
+        self.is_cwnd_limited || (self.win.in_slow_start() && self.win.cwnd < 2 * self.max_flight)
+    }
+
+    /// Linux `tcp_cwnd_validate` (net/ipv4/tcp_output.c, after commit
+    /// f4ce91ce12a7): keep the strongest signal of cwnd use per window of
+    /// data. `limited` is Linux's `packets_in_flight >= cwnd`, in bytes: no
+    /// room is left for another full segment.
+    fn validate_cwnd(&mut self, sent: bool) {
+        let flight = self.snd_nxt - self.snd_una;
+        let limited = flight + self.mss > self.win.cwnd;
+        // Linux `tcp_write_xmit`: only if something was sent or cwnd-limited.
+        if !(sent || limited) {
+            return;
+        }
+        if self.snd_una >= self.cwnd_usage_seq
+            || limited
+            || (!self.is_cwnd_limited && flight > self.max_flight)
+        {
+            self.is_cwnd_limited = limited;
+            self.max_flight = flight;
+            self.cwnd_usage_seq = self.snd_nxt;
+        }
+    }
+
+    /// Sends new segments while `min(cwnd, rwnd)` and the send budget
+    /// allow, then arms the retransmission or persist timer as needed.
     fn send_new_data(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         if self.first_sent_at.is_none() {
             return;
         }
+        self.budget_blocked = false;
+        let mut sent = false;
         let wnd = self.win.cwnd.min(u64::from(self.last_window));
         while self.snd_nxt < self.size {
             let flight = self.snd_nxt - self.snd_una;
@@ -471,6 +575,12 @@ impl TcpSender {
             } else {
                 break;
             };
+            // Linux `tcp_small_queue_check`: throttled once the flow's bytes
+            // below TCP exceed the limit (the host's budget is spent).
+            if self.send_budget == 0 {
+                self.budget_blocked = true;
+                break;
+            }
             let seq = self.snd_nxt;
             if seq >= self.snd_max && self.rtt_probe.is_none() {
                 // RFC 6298 section 3: time one segment per round trip.
@@ -479,8 +589,18 @@ impl TcpSender {
             self.emit_data(now, seq, len, out);
             self.snd_nxt += len;
             self.snd_max = self.snd_max.max(self.snd_nxt);
+            sent = true;
         }
-        if self.timer.is_none() && !self.is_complete() {
+        self.validate_cwnd(sent);
+        if self.is_complete() {
+            return;
+        }
+        if self.snd_max == self.snd_una && self.budget_blocked {
+            // Nothing outstanding and the budget, not a zero window, holds
+            // the flow: no RTO and no persist timer; the host calls
+            // `on_send_ready` when the flow's packets leave the NIC.
+            self.timer = None;
+        } else if self.timer.is_none() {
             if self.snd_max > self.snd_una {
                 // RFC 6298 (5.1): data is outstanding, start the timer.
                 self.timer = Some(now + self.rto.rto());
@@ -531,6 +651,10 @@ impl TcpSender {
         }
         // `len` is at most one MSS, which is a u32.
         let payload = u32::try_from(len).unwrap_or(u32::MAX);
+        // Every packet, retransmissions included, is charged to the budget.
+        self.send_budget = self
+            .send_budget
+            .saturating_sub(u64::from(Packet::tcp_wire_size(payload)));
         out.push(build_packet(
             &self.ends,
             now,

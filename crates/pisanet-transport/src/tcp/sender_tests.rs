@@ -55,6 +55,24 @@ impl Script {
         s
     }
 
+    /// A sender of `size` bytes that started at t = 0 with a send budget of
+    /// `budget` wire bytes.
+    fn started_with_budget(cfg: &TcpConfig, size: u64, budget: u64) -> (Self, Vec<(u64, u32)>) {
+        let mut tx = TcpSender::new(cfg, ends(), size);
+        tx.set_send_budget(budget);
+        let mut out = Vec::new();
+        tx.on_start(SimTime::ZERO, &mut out);
+        (Script { tx }, segs(&out))
+    }
+
+    /// The host freed budget: `budget` bytes may go, then `on_send_ready`.
+    fn send_ready(&mut self, at_us: u64, budget: u64) -> Vec<(u64, u32)> {
+        self.tx.set_send_budget(budget);
+        let mut out = Vec::new();
+        self.tx.on_send_ready(us(at_us), &mut out);
+        segs(&out)
+    }
+
     fn ack(&mut self, at_us: u64, ack: u64) -> Vec<(u64, u32)> {
         self.ack_win(at_us, ack, RWND)
     }
@@ -348,13 +366,16 @@ fn advertised_window_of_two_segments_limits_the_flight() {
     };
     let (mut s, first) = Script::started(&two, BIG);
     assert_eq!(first, full_segments(0, 2));
-    // cwnd grows, the window does not: one segment out per segment acked.
+    // One segment out per segment acked; the flight never passes rwnd.
     for i in 1..=20 {
         let out = s.ack_win(10 * i, i * MSS, 2 * MSS as u32);
         assert_eq!(out, vec![((i + 1) * MSS, MSS as u32)]);
         assert!(s.tx.bytes_in_flight() <= 2 * MSS);
     }
-    assert!(s.cwnd() > 20 * MSS);
+    // RFC 7661 section 4.2 (Linux `tcp_is_cwnd_limited`): a flow limited by
+    // rwnd does not grow cwnd; in slow start cwnd may reach twice the
+    // largest flight (4 segments), and it already is 10.
+    assert_eq!(s.cwnd(), 10 * MSS);
 }
 
 #[test]
@@ -528,6 +549,141 @@ fn ssthresh_after_a_long_recovery_halves_cwnd_not_the_sequence_span() {
     assert_eq!((st.fast_retransmits, st.ssthresh_bytes), (2, 2750));
 }
 
+/// Wire bytes of one full test segment (1000 B payload).
+fn wire() -> u64 {
+    u64::from(Packet::tcp_wire_size(MSS as u32))
+}
+
+#[test]
+fn budget_blocks_new_data_and_send_ready_resumes_it() {
+    // Budget for exactly three packets: three leave, the budget stops the
+    // rest of the initial window, and the sender says so.
+    let (mut s, first) = Script::started_with_budget(&cfg(), BIG, 3 * wire());
+    assert_eq!(first, full_segments(0, 3));
+    assert_eq!(s.tx.send_budget(), 0);
+    assert!(s.tx.is_budget_blocked());
+    // Nothing freed yet: a call sends nothing and stays blocked.
+    assert!(s.send_ready(1, 0).is_empty());
+    assert!(s.tx.is_budget_blocked());
+    // Two packets left the NIC: two more segments.
+    assert_eq!(s.send_ready(2, 2 * wire()), full_segments(3 * MSS, 2));
+    assert!(s.tx.is_budget_blocked());
+    // Plenty of budget: the rest of cwnd (10 segments), then the window,
+    // not the budget, stops the flow.
+    assert_eq!(s.send_ready(3, u64::MAX), full_segments(5 * MSS, 5));
+    assert!(!s.tx.is_budget_blocked());
+    assert_eq!(s.tx.bytes_in_flight(), 10 * MSS);
+    // ACKs under a spent budget release nothing, though cwnd opened.
+    s.tx.set_send_budget(0);
+    assert!(s.ack(10, 2 * MSS).is_empty());
+    assert!(s.tx.is_budget_blocked());
+    assert_eq!(s.send_ready(11, u64::MAX).len(), 3);
+}
+
+#[test]
+fn budget_may_be_passed_by_less_than_one_packet() {
+    // Linux `tcp_small_queue_check` throttles once the limit is exceeded:
+    // 2.5 packets of budget let 3 packets out, not 2 and not 4.
+    let (s, first) = Script::started_with_budget(&cfg(), BIG, 5 * wire() / 2);
+    assert_eq!(first.len(), 3);
+    assert!(s.tx.is_budget_blocked());
+    // A zero budget sends nothing at all.
+    let (s, first) = Script::started_with_budget(&cfg(), BIG, 0);
+    assert!(first.is_empty());
+    assert!(s.tx.is_budget_blocked());
+    // Nothing sent is nothing to time: no timer until data leaves.
+    assert_eq!(s.tx.timer_deadline(), None);
+}
+
+#[test]
+fn retransmissions_pass_a_spent_budget() {
+    // Fast retransmit: the hole at 1000 is resent with no budget left.
+    let (mut s, _) = Script::started(&cfg(), BIG);
+    assert_eq!(s.ack(10, 1000).len(), 2);
+    s.tx.set_send_budget(0);
+    assert!(s.ack(11, 1000).is_empty());
+    assert!(s.ack(11, 1000).is_empty());
+    assert_eq!(s.ack(12, 1000), vec![(1000, 1000)]);
+    assert_eq!(s.tx.stats().fast_retransmits, 1);
+    // A partial ACK resends the next hole, still with no budget.
+    s.tx.set_send_budget(0);
+    assert_eq!(s.ack(30, 3000), vec![(3000, 1000)]);
+    // The retransmission timer resends snd_una with no budget either.
+    s.tx.set_send_budget(0);
+    let deadline = s.tx.timer_deadline().expect("data outstanding");
+    assert_eq!(s.timer(deadline), vec![(3000, 1000)]);
+    assert_eq!(s.tx.stats().timeouts, 1);
+}
+
+#[test]
+fn budget_limited_flow_does_not_grow_cwnd_in_congestion_avoidance() {
+    // Five packets of budget, cwnd 10: the host lets one packet out per
+    // packet that left, so the flight stays at 5 segments.
+    let (mut s, first) = Script::started_with_budget(&cfg(), BIG, 5 * wire());
+    assert_eq!(first.len(), 5);
+    s.tx.win.ssthresh = s.tx.win.cwnd;
+    for i in 1..=60 {
+        s.tx.set_send_budget(wire());
+        assert_eq!(s.ack(10 + i, i * MSS).len(), 1, "ack {i}");
+        assert_eq!(s.tx.bytes_in_flight(), 5 * MSS);
+    }
+    // Six windows' worth of ACKs would have added 5 SMSS (RFC 5681); the
+    // flow never used its window (RFC 7661 section 4.2), so nothing.
+    assert_eq!(s.cwnd(), 10 * MSS);
+}
+
+#[test]
+fn budget_limited_slow_start_grows_cwnd_to_twice_the_flight_only() {
+    // Linux `tcp_is_cwnd_limited`: in slow start cwnd may grow while it is
+    // below twice the largest flight of the window (6 segments here).
+    let (mut s, first) = Script::started_with_budget(&cfg(), BIG, 6 * wire());
+    assert_eq!(first.len(), 6);
+    for i in 1..=30 {
+        s.tx.set_send_budget(wire());
+        assert_eq!(s.ack(10 + i, i * MSS).len(), 1, "ack {i}");
+    }
+    assert_eq!(s.cwnd(), 12 * MSS);
+    // The budget lifts: the flow fills cwnd and slow start resumes.
+    assert_eq!(s.send_ready(50, u64::MAX).len(), 6);
+    assert_eq!(s.ack(60, 31 * MSS).len(), 2);
+    assert_eq!(s.cwnd(), 13 * MSS);
+}
+
+#[test]
+fn dctcp_budget_limited_flow_does_not_grow_but_still_cuts() {
+    let dctcp = TcpConfig {
+        cc: CcKind::DCTCP,
+        ..cfg()
+    };
+    let (mut s, _) = Script::started_with_budget(&dctcp, BIG, 4 * wire());
+    s.tx.win.ssthresh = s.tx.win.cwnd;
+    for i in 1..=40 {
+        s.tx.set_send_budget(wire());
+        s.ack(10 + i, i * MSS);
+    }
+    assert_eq!(s.cwnd(), 10 * MSS);
+    // An ECN echo still cuts, by alpha / 2 (RFC 8257 section 3.3).
+    s.tx.set_send_budget(wire());
+    s.ack_ece(60, 41 * MSS);
+    let alpha = s.tx.stats().dctcp_alpha.unwrap_or(f64::NAN);
+    assert!(alpha > 0.0 && alpha < 1.0, "alpha {alpha}");
+    assert_eq!(s.cwnd(), (10.0 * MSS as f64 * (1.0 - alpha / 2.0)) as u64);
+    assert_eq!(s.tx.stats().ecn_cuts, 1);
+}
+
+#[test]
+fn send_ready_is_harmless_before_start_and_after_completion() {
+    let mut tx = TcpSender::new(&cfg(), ends(), 2500);
+    let mut out = Vec::new();
+    tx.on_send_ready(us(1), &mut out);
+    assert!(out.is_empty());
+    let (mut s, _) = Script::started(&cfg(), 2500);
+    s.ack(10, 2500);
+    assert!(s.tx.is_complete());
+    assert!(s.send_ready(11, u64::MAX).is_empty());
+    assert!(!s.tx.is_budget_blocked());
+}
+
 mod properties {
     use super::*;
     use proptest::prelude::*;
@@ -539,22 +695,35 @@ mod properties {
             eighths: u64,
             window: u32,
             ece: bool,
+            budget: u64,
         },
-        Timer,
+        Timer {
+            budget: u64,
+        },
+        SendReady {
+            budget: u64,
+        },
+    }
+
+    fn budget() -> impl Strategy<Value = u64> {
+        prop::sample::select(vec![0u64, 500, 1058, 3000, 64_000, u64::MAX])
     }
 
     fn step() -> impl Strategy<Value = Step> {
         prop_oneof![
-            4 => (0u64..=8, prop::sample::select(vec![0u32, 300, 2000, 5000, 64_000, RWND]), any::<bool>())
-                .prop_map(|(eighths, window, ece)| Step::Ack { eighths, window, ece }),
-            1 => Just(Step::Timer),
+            4 => (0u64..=8, prop::sample::select(vec![0u32, 300, 2000, 5000, 64_000, RWND]), any::<bool>(), budget())
+                .prop_map(|(eighths, window, ece, budget)| Step::Ack { eighths, window, ece, budget }),
+            1 => budget().prop_map(|budget| Step::Timer { budget }),
+            1 => budget().prop_map(|budget| Step::SendReady { budget }),
         ]
     }
 
     proptest! {
-        /// Whatever the ACKs and timeouts, the sequence space stays ordered,
-        /// nothing past the flow's end is sent, and new data never leaves
-        /// more than min(cwnd, rwnd) in flight (a one-byte probe aside).
+        /// Whatever the ACKs, timeouts and send budgets, the sequence space
+        /// stays ordered, nothing past the flow's end is sent, new data never
+        /// leaves more than min(cwnd, rwnd) in flight (a one-byte probe
+        /// aside), and no new data leaves once earlier packets of the same
+        /// call have spent the budget.
         #[test]
         fn flight_respects_the_windows(
             steps in prop::collection::vec(step(), 1..200),
@@ -568,20 +737,45 @@ mod properties {
             for st in steps {
                 now += us(7);
                 let before_max = s.tx.stats().snd_max;
+                let before_una = s.tx.stats().bytes_acked;
                 let mut out = Vec::new();
-                match st {
-                    Step::Ack { eighths, window, ece } => {
+                let budget = match st {
+                    Step::Ack { eighths, window, ece, budget } => {
+                        s.tx.set_send_budget(budget);
                         let una = s.tx.stats().bytes_acked;
                         let ack = una + (s.tx.stats().snd_max - una) * eighths / 8;
                         s.tx.on_packet(now, &ack_pkt(ack, window, ece), &mut out);
+                        budget
                     }
-                    Step::Timer => {
+                    Step::Timer { budget } => {
+                        s.tx.set_send_budget(budget);
                         if let Some(d) = s.tx.timer_deadline() {
                             now = now.max(d);
                         }
                         s.tx.on_timer(now, &mut out);
+                        budget
                     }
+                    Step::SendReady { budget } => {
+                        s.tx.set_send_budget(budget);
+                        s.tx.on_send_ready(now, &mut out);
+                        budget
+                    }
+                };
+                let mut left = budget;
+                let mut max_sent = before_max;
+                // The zero-window probe (a timer firing with nothing
+                // outstanding) is exempt from the budget, as retransmissions.
+                let probe = matches!(st, Step::Timer { .. }) && before_max == before_una;
+                for (i, p) in out.iter().enumerate() {
+                    let t = p.tcp().expect("tcp");
+                    let end = t.seq + u64::from(t.payload);
+                    if end > max_sent && !(probe && i == 0) {
+                        prop_assert!(left > 0, "new data past a spent budget of {budget}");
+                        max_sent = end;
+                    }
+                    left = left.saturating_sub(u64::from(p.size));
                 }
+                prop_assert_eq!(s.tx.send_budget(), left);
                 let st = s.tx.stats();
                 prop_assert!(st.bytes_acked <= st.snd_nxt && st.snd_nxt <= st.snd_max);
                 prop_assert!(st.snd_max <= size);
@@ -596,7 +790,11 @@ mod properties {
                     prop_assert!(s.tx.bytes_in_flight() <= wnd, "{st:?}");
                 }
                 prop_assert_eq!(s.tx.is_complete(), st.bytes_acked == size);
-                prop_assert_eq!(s.tx.timer_deadline().is_none(), s.tx.is_complete() || (st.snd_max == st.bytes_acked && st.snd_nxt >= size));
+                // A timer runs unless the flow is done, or nothing is
+                // outstanding and either nothing is left to send or the
+                // budget (not a zero window) holds it back.
+                let idle = st.snd_max == st.bytes_acked && (st.snd_nxt >= size || s.tx.is_budget_blocked());
+                prop_assert_eq!(s.tx.timer_deadline().is_none(), s.tx.is_complete() || idle);
             }
         }
     }

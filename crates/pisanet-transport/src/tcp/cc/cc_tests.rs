@@ -9,6 +9,7 @@ fn ack(acked: u64, snd_una: u64, snd_nxt: u64, ece: bool) -> AckEvent {
         snd_una,
         snd_nxt,
         in_recovery: false,
+        cwnd_limited: true,
     }
 }
 

@@ -72,6 +72,10 @@ pub struct AckEvent {
     pub snd_nxt: u64,
     /// The sender is in fast recovery (the window is managed by RFC 6582).
     pub in_recovery: bool,
+    /// The flow used its window before this ACK (RFC 7661 section 4.2, as
+    /// Linux's `tcp_is_cwnd_limited`): the window may grow only then. The
+    /// sender computes it ([`super::TcpSender`] docs); false keeps cwnd as is.
+    pub cwnd_limited: bool,
 }
 
 /// Hooks of a congestion controller. All default to doing nothing.

@@ -13,6 +13,12 @@ impl Controller for NewReno {
         if ev.in_recovery {
             return false;
         }
+        // RFC 7661 section 4.2 / Linux `tcp_reno_cong_avoid`: a flow that
+        // did not use its window (limited by the application, the receive
+        // window or the host's send budget) does not grow it.
+        if !ev.cwnd_limited {
+            return false;
+        }
         if w.in_slow_start() {
             // RFC 5681 section 3.1, equation (2): cwnd += min(N, SMSS).
             w.cwnd += ev.acked.min(w.mss);
