@@ -166,6 +166,9 @@ pub struct World {
     routes: Vec<Vec<Vec<PortNo>>>,
     /// The wake-up pending for each switch, if any.
     switch_timer: Vec<Option<SimTime>>,
+    /// Whether each switch's program has an egress control (kept here, in
+    /// one small array, so a dequeue does not touch the switch's state).
+    switch_egress: Vec<bool>,
     emits: Vec<Emit>,
     /// Per-packet loss probability of every link, and its random stream.
     loss: Option<(f64, SimRng)>,
@@ -265,6 +268,10 @@ impl World {
         }
         let routes = topo.compute_routes();
         let loss = (params.link_loss_rate > 0.0).then(|| (params.link_loss_rate, streams.stream(StreamKind::Link, 0)));
+        let switch_egress = match &fwd {
+            Forwarding::Pisa(switches) => switches.iter().map(|s| s.has_egress()).collect(),
+            Forwarding::Native(_) => Vec::new(),
+        };
         World {
             topo,
             q: EventQueue::new(),
@@ -292,6 +299,7 @@ impl World {
             rates: RateSampler::default(),
             routes,
             switch_timer: Vec::new(),
+            switch_egress,
             emits: Vec::with_capacity(16),
             loss,
             tsq_bytes: params.tsq_bytes,
@@ -429,7 +437,7 @@ impl World {
                     return;
                 };
                 let sw = port.node - self.topo.n_hosts;
-                if !switches[sw as usize].has_egress() {
+                if !self.switch_egress[sw as usize] {
                     self.transmit(now, p, q.pkt);
                     return;
                 }
@@ -514,11 +522,15 @@ impl World {
         for e in emits.drain(..) {
             match e {
                 Emit::Enqueue { port, pkt, meta } => {
-                    if port as usize >= self.topo.nodes[node as usize].ports.len() {
+                    // Port count from the compact port index (not the topology's
+                    // node records, which the hot path should not touch).
+                    let base = self.port_base[node as usize];
+                    let end = self.port_base.get(node as usize + 1).copied().unwrap_or(self.ports.len() as PortIdx);
+                    if base + port as PortIdx >= end {
                         self.counts.dropped += 1;
                         continue;
                     }
-                    let p = self.port_base[node as usize] + port as PortIdx;
+                    let p = base + port as PortIdx;
                     let q = Queued {
                         pkt,
                         enq_time: now,
@@ -869,8 +881,7 @@ impl World {
         let Some(limit) = self.tsq_bytes else { return };
         let mut out = std::mem::take(&mut self.tsq_out);
         let mut sent = false;
-        loop {
-            let Some(Some(af)) = self.active.get_mut(id as usize) else { break };
+        while let Some(Some(af)) = self.active.get_mut(id as usize) {
             if !af.tsq_blocked || af.nic_bytes >= limit {
                 break;
             }
