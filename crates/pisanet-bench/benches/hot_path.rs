@@ -32,14 +32,33 @@ fn event_queue(c: &mut Criterion) {
 }
 
 fn egress_queue(c: &mut Criterion) {
-    let cfg = QueueConfig { buffer_bytes: 1 << 30, ecn_threshold_bytes: Some(65_000), priorities: 1 };
+    let cfg = QueueConfig {
+        buffer_bytes: 1 << 30,
+        ecn_threshold_bytes: Some(65_000),
+        priorities: 1,
+    };
     c.bench_function("egress_queue/enqueue_dequeue_1000", |b| {
         b.iter_batched(
             || EgressQueue::new(cfg),
             |mut q| {
                 for i in 0..1000u32 {
-                    let pkt = Packet { size: 1518, uid: i as u64, ..Default::default() };
-                    let _ = q.enqueue(Queued { pkt, enq_time: SimTime::ZERO, enq_qdepth: 0, user_meta: [0; 2], instance_type: 0, ingress_port: 0, egress_rid: 0 }, None);
+                    let pkt = Packet {
+                        size: 1518,
+                        uid: i as u64,
+                        ..Default::default()
+                    };
+                    let _ = q.enqueue(
+                        Queued {
+                            pkt,
+                            enq_time: SimTime::ZERO,
+                            enq_qdepth: 0,
+                            user_meta: [0; 2],
+                            instance_type: 0,
+                            ingress_port: 0,
+                            egress_rid: 0,
+                        },
+                        None,
+                    );
                 }
                 while q.dequeue(None).is_some() {}
                 q

@@ -38,7 +38,9 @@ fn splitmix64(mut x: u64) -> u64 {
 
 impl RngStreams {
     pub fn new(master_seed: u64) -> Self {
-        RngStreams { master: master_seed }
+        RngStreams {
+            master: master_seed,
+        }
     }
 
     pub fn master_seed(&self) -> u64 {

@@ -112,7 +112,10 @@ mod tests {
     #[test]
     fn tx_time_of_a_full_frame_at_10g() {
         // 1500 bytes at 10 Gb/s: 1.2 us exactly.
-        assert_eq!(BitRate::from_gbps(10.0).tx_time(1500), SimTime::from_ns(1200));
+        assert_eq!(
+            BitRate::from_gbps(10.0).tx_time(1500),
+            SimTime::from_ns(1200)
+        );
         // 1 byte at 3 b/s rounds up.
         assert_eq!(BitRate(3).tx_time(1), SimTime(2_666_666_666_667));
     }

@@ -204,6 +204,10 @@ mod tests {
     #[test]
     fn packet_stays_small() {
         // Packets are moved by value through every queue: keep them compact.
-        assert!(std::mem::size_of::<Packet>() <= 112, "{}", std::mem::size_of::<Packet>());
+        assert!(
+            std::mem::size_of::<Packet>() <= 112,
+            "{}",
+            std::mem::size_of::<Packet>()
+        );
     }
 }

@@ -204,13 +204,29 @@ mod tests {
     use super::*;
 
     fn pkt(size: u32, prio: u8, ecn: Ecn) -> Queued {
-        let mut p = Packet { size, prio, ..Default::default() };
+        let mut p = Packet {
+            size,
+            prio,
+            ..Default::default()
+        };
         p.ip.ecn = ecn;
-        Queued { pkt: p, enq_time: SimTime::ZERO, enq_qdepth: 0, user_meta: [0; 2], instance_type: 0, ingress_port: 0, egress_rid: 0 }
+        Queued {
+            pkt: p,
+            enq_time: SimTime::ZERO,
+            enq_qdepth: 0,
+            user_meta: [0; 2],
+            instance_type: 0,
+            ingress_port: 0,
+            egress_rid: 0,
+        }
     }
 
     fn cfg(buffer: u64, k: Option<u64>, prios: u8) -> QueueConfig {
-        QueueConfig { buffer_bytes: buffer, ecn_threshold_bytes: k, priorities: prios }
+        QueueConfig {
+            buffer_bytes: buffer,
+            ecn_threshold_bytes: k,
+            priorities: prios,
+        }
     }
 
     #[test]
@@ -235,8 +251,13 @@ mod tests {
         q.enqueue(pkt(1500, 0, Ecn::Ect0), None).unwrap();
         q.enqueue(pkt(1500, 0, Ecn::Ect0), None).unwrap();
         q.enqueue(pkt(1500, 0, Ecn::NotEct), None).unwrap();
-        let ecns: Vec<Ecn> = std::iter::from_fn(|| q.dequeue(None)).map(|q| q.pkt.ip.ecn).collect();
-        assert_eq!(ecns, vec![Ecn::Ect0, Ecn::Ect0, Ecn::Ect0, Ecn::Ce, Ecn::NotEct]);
+        let ecns: Vec<Ecn> = std::iter::from_fn(|| q.dequeue(None))
+            .map(|q| q.pkt.ip.ecn)
+            .collect();
+        assert_eq!(
+            ecns,
+            vec![Ecn::Ect0, Ecn::Ect0, Ecn::Ect0, Ecn::Ce, Ecn::NotEct]
+        );
         assert_eq!(q.counters.ecn_marks, 1);
     }
 
@@ -247,7 +268,9 @@ mod tests {
         q.enqueue(pkt(200, 1, Ecn::NotEct), None).unwrap();
         q.enqueue(pkt(300, 0, Ecn::NotEct), None).unwrap();
         q.enqueue(pkt(400, 7, Ecn::NotEct), None).unwrap(); // clamps to the last queue
-        let sizes: Vec<u32> = std::iter::from_fn(|| q.dequeue(None)).map(|q| q.pkt.size).collect();
+        let sizes: Vec<u32> = std::iter::from_fn(|| q.dequeue(None))
+            .map(|q| q.pkt.size)
+            .collect();
         assert_eq!(sizes, vec![300, 200, 100, 400]);
     }
 
@@ -257,7 +280,9 @@ mod tests {
         for _ in 0..3 {
             q.enqueue(pkt(100, 0, Ecn::NotEct), None).unwrap();
         }
-        let depths: Vec<u32> = std::iter::from_fn(|| q.dequeue(None)).map(|q| q.enq_qdepth).collect();
+        let depths: Vec<u32> = std::iter::from_fn(|| q.dequeue(None))
+            .map(|q| q.enq_qdepth)
+            .collect();
         assert_eq!(depths, vec![0, 1, 2]);
     }
 

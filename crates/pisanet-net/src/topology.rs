@@ -21,7 +21,9 @@ use crate::packet::{HostId, NodeId, PortNo};
 pub enum NodeKind {
     Host,
     /// A switch; tier 0 is a ToR/leaf/edge, 1 an aggregation/spine, 2 a core.
-    Switch { tier: u8 },
+    Switch {
+        tier: u8,
+    },
 }
 
 /// One end of a link, seen from the port that owns it.
@@ -94,13 +96,20 @@ impl Topology {
         links: &[LinkSpec],
         plan: AddrPlan,
     ) -> Result<Topology, String> {
-        let n_hosts = nodes.iter().take_while(|(_, k)| *k == NodeKind::Host).count();
+        let n_hosts = nodes
+            .iter()
+            .take_while(|(_, k)| *k == NodeKind::Host)
+            .count();
         if nodes[n_hosts..].iter().any(|(_, k)| *k == NodeKind::Host) {
             return Err("hosts must be listed before switches".into());
         }
         let mut out: Vec<Node> = nodes
             .into_iter()
-            .map(|(name, kind)| Node { name, kind, ports: Vec::new() })
+            .map(|(name, kind)| Node {
+                name,
+                kind,
+                ports: Vec::new(),
+            })
             .collect();
         for l in links {
             let n = out.len() as NodeId;
@@ -108,12 +117,25 @@ impl Topology {
                 return Err(format!("link {}-{}: unknown node", l.a, l.b));
             }
             if l.a == l.b {
-                return Err(format!("link {0}-{0}: a node cannot link to itself", out[l.a as usize].name));
+                return Err(format!(
+                    "link {0}-{0}: a node cannot link to itself",
+                    out[l.a as usize].name
+                ));
             }
             let pa = out[l.a as usize].ports.len() as PortNo;
             let pb = out[l.b as usize].ports.len() as PortNo;
-            out[l.a as usize].ports.push(PortSpec { peer_node: l.b, peer_port: pb, rate: l.rate, delay: l.delay });
-            out[l.b as usize].ports.push(PortSpec { peer_node: l.a, peer_port: pa, rate: l.rate, delay: l.delay });
+            out[l.a as usize].ports.push(PortSpec {
+                peer_node: l.b,
+                peer_port: pb,
+                rate: l.rate,
+                delay: l.delay,
+            });
+            out[l.b as usize].ports.push(PortSpec {
+                peer_node: l.a,
+                peer_port: pa,
+                rate: l.rate,
+                delay: l.delay,
+            });
         }
         // Racks: each switch with hosts is a ToR; racks numbered by ToR node id.
         let mut racks: Vec<NodeId> = Vec::new();
@@ -122,11 +144,18 @@ impl Topology {
         for (h, rack) in host_rack.iter_mut().enumerate() {
             let node = &out[h];
             if node.ports.len() != 1 {
-                return Err(format!("host {}: must have exactly one link, has {}", node.name, node.ports.len()));
+                return Err(format!(
+                    "host {}: must have exactly one link, has {}",
+                    node.name,
+                    node.ports.len()
+                ));
             }
             let tor = node.ports[0].peer_node;
             if out[tor as usize].kind == NodeKind::Host {
-                return Err(format!("host {}: must link to a switch, not host {}", node.name, out[tor as usize].name));
+                return Err(format!(
+                    "host {}: must link to a switch, not host {}",
+                    node.name, out[tor as usize].name
+                ));
             }
             *rack = *rack_of_tor.entry(tor).or_insert_with(|| {
                 racks.push(tor);
@@ -151,7 +180,11 @@ impl Topology {
         let mut host_addr = vec![0u32; n_hosts];
         for (r, hosts) in rack_hosts.iter().enumerate() {
             if hosts.len() > 250 {
-                return Err(format!("rack of {}: at most 250 hosts per switch, has {}", out[racks[r] as usize].name, hosts.len()));
+                return Err(format!(
+                    "rack of {}: at most 250 hosts per switch, has {}",
+                    out[racks[r] as usize].name,
+                    hosts.len()
+                ));
             }
             for (j, &h) in hosts.iter().enumerate() {
                 host_addr[h as usize] = rack_prefix(plan, r as u32) | (j as u32 + 2);
@@ -187,7 +220,10 @@ impl Topology {
             }
         }
         match seen.iter().position(|s| !s) {
-            Some(i) => Err(format!("topology is disconnected: {} cannot be reached from {}", self.nodes[i].name, self.nodes[0].name)),
+            Some(i) => Err(format!(
+                "topology is disconnected: {} cannot be reached from {}",
+                self.nodes[i].name, self.nodes[0].name
+            )),
             None => Ok(()),
         }
     }
@@ -201,7 +237,10 @@ impl Topology {
     }
 
     pub fn node_by_name(&self, name: &str) -> Option<NodeId> {
-        self.nodes.iter().position(|n| n.name == name).map(|i| i as NodeId)
+        self.nodes
+            .iter()
+            .position(|n| n.name == name)
+            .map(|i| i as NodeId)
     }
 
     /// The rack an address belongs to, or None for an address outside the plan.
@@ -282,7 +321,12 @@ impl Topology {
 
     /// The links (rate, delay) of one shortest path from host `src` to host
     /// `dst`, following the first next hop at each switch.
-    pub fn path_links(&self, routes: &[Vec<Vec<PortNo>>], src: HostId, dst: HostId) -> Vec<(BitRate, SimTime)> {
+    pub fn path_links(
+        &self,
+        routes: &[Vec<Vec<PortNo>>],
+        src: HostId,
+        dst: HostId,
+    ) -> Vec<(BitRate, SimTime)> {
         let mut links = Vec::with_capacity(8);
         let up = self.nodes[src as usize].ports[0];
         links.push((up.rate, up.delay));
@@ -335,12 +379,22 @@ pub fn leaf_spine(
     let mut links = Vec::new();
     for l in 0..leaves {
         for j in 0..hosts_per_leaf {
-            links.push(LinkSpec { a: l * hosts_per_leaf + j, b: leaf0 + l, rate: host_rate, delay });
+            links.push(LinkSpec {
+                a: l * hosts_per_leaf + j,
+                b: leaf0 + l,
+                rate: host_rate,
+                delay,
+            });
         }
     }
     for l in 0..leaves {
         for s in 0..spines {
-            links.push(LinkSpec { a: leaf0 + l, b: spine0 + s, rate: fabric_rate, delay });
+            links.push(LinkSpec {
+                a: leaf0 + l,
+                b: spine0 + s,
+                rate: fabric_rate,
+                delay,
+            });
         }
     }
     Topology::from_links("leaf_spine", nodes, &links, AddrPlan::Flat)
@@ -348,7 +402,12 @@ pub fn leaf_spine(
 
 /// A k-ary fat tree (Al-Fares et al. 2008): k pods of k/2 edge and k/2
 /// aggregation switches, (k/2)^2 cores, k^3/4 hosts. `k` must be even.
-pub fn fat_tree(k: u32, host_rate: BitRate, fabric_rate: BitRate, delay: SimTime) -> Result<Topology, String> {
+pub fn fat_tree(
+    k: u32,
+    host_rate: BitRate,
+    fabric_rate: BitRate,
+    delay: SimTime,
+) -> Result<Topology, String> {
     if k < 2 || !k.is_multiple_of(2) || k > 64 {
         return Err(format!("topology.k: must be even and in 2..=64, got {k}"));
     }
@@ -381,14 +440,24 @@ pub fn fat_tree(k: u32, host_rate: BitRate, fabric_rate: BitRate, delay: SimTime
     for p in 0..k {
         for e in 0..h {
             for j in 0..h {
-                links.push(LinkSpec { a: (p * h + e) * h + j, b: edge0 + p * h + e, rate: host_rate, delay });
+                links.push(LinkSpec {
+                    a: (p * h + e) * h + j,
+                    b: edge0 + p * h + e,
+                    rate: host_rate,
+                    delay,
+                });
             }
         }
     }
     for p in 0..k {
         for e in 0..h {
             for a in 0..h {
-                links.push(LinkSpec { a: edge0 + p * h + e, b: agg0 + p * h + a, rate: fabric_rate, delay });
+                links.push(LinkSpec {
+                    a: edge0 + p * h + e,
+                    b: agg0 + p * h + a,
+                    rate: fabric_rate,
+                    delay,
+                });
             }
         }
     }
@@ -396,7 +465,12 @@ pub fn fat_tree(k: u32, host_rate: BitRate, fabric_rate: BitRate, delay: SimTime
     for p in 0..k {
         for a in 0..h {
             for i in 0..h {
-                links.push(LinkSpec { a: agg0 + p * h + a, b: core0 + a * h + i, rate: fabric_rate, delay });
+                links.push(LinkSpec {
+                    a: agg0 + p * h + a,
+                    b: core0 + a * h + i,
+                    rate: fabric_rate,
+                    delay,
+                });
             }
         }
     }
@@ -407,7 +481,12 @@ pub fn fat_tree(k: u32, host_rate: BitRate, fabric_rate: BitRate, delay: SimTime
 /// S1, S2; two pods, each of two aggregation switches (A1, A2 | A3, A4) and
 /// two ToRs (T1, T2 | T3, T4); every aggregation switch links to both
 /// spines and to both ToRs of its pod; 8 servers per ToR.
-pub fn hula3tier(host_rate: BitRate, fabric_rate: BitRate, delay: SimTime, hosts_per_tor: u32) -> Result<Topology, String> {
+pub fn hula3tier(
+    host_rate: BitRate,
+    fabric_rate: BitRate,
+    delay: SimTime,
+    hosts_per_tor: u32,
+) -> Result<Topology, String> {
     let mut nodes = Vec::new();
     for h in 0..4 * hosts_per_tor {
         nodes.push((format!("h{h}"), NodeKind::Host));
@@ -427,19 +506,34 @@ pub fn hula3tier(host_rate: BitRate, fabric_rate: BitRate, delay: SimTime, hosts
     let mut links = Vec::new();
     for t in 0..4 {
         for j in 0..hosts_per_tor {
-            links.push(LinkSpec { a: t * hosts_per_tor + j, b: t0 + t, rate: host_rate, delay });
+            links.push(LinkSpec {
+                a: t * hosts_per_tor + j,
+                b: t0 + t,
+                rate: host_rate,
+                delay,
+            });
         }
     }
     for pod in 0..2 {
         for t in 0..2 {
             for a in 0..2 {
-                links.push(LinkSpec { a: t0 + pod * 2 + t, b: a0 + pod * 2 + a, rate: fabric_rate, delay });
+                links.push(LinkSpec {
+                    a: t0 + pod * 2 + t,
+                    b: a0 + pod * 2 + a,
+                    rate: fabric_rate,
+                    delay,
+                });
             }
         }
     }
     for a in 0..4 {
         for s in 0..2 {
-            links.push(LinkSpec { a: a0 + a, b: s0 + s, rate: fabric_rate, delay });
+            links.push(LinkSpec {
+                a: a0 + a,
+                b: s0 + s,
+                rate: fabric_rate,
+                delay,
+            });
         }
     }
     Topology::from_links("hula3tier", nodes, &links, AddrPlan::Flat)
@@ -519,8 +613,18 @@ mod tests {
             ("s2".to_string(), NodeKind::Switch { tier: 0 }),
         ];
         let links = [
-            LinkSpec { a: 0, b: 2, rate: g(1.0), delay: SimTime::ZERO },
-            LinkSpec { a: 1, b: 3, rate: g(1.0), delay: SimTime::ZERO },
+            LinkSpec {
+                a: 0,
+                b: 2,
+                rate: g(1.0),
+                delay: SimTime::ZERO,
+            },
+            LinkSpec {
+                a: 1,
+                b: 3,
+                rate: g(1.0),
+                delay: SimTime::ZERO,
+            },
         ];
         let e = Topology::from_links("custom", nodes, &links, AddrPlan::Flat).unwrap_err();
         assert!(e.contains("disconnected"), "{e}");

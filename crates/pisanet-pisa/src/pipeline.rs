@@ -343,10 +343,13 @@ impl Pipeline {
         self.counters
             .iter()
             .map(|c| {
-                let sum = c.cells.iter().fold(CounterData::default(), |a, x| CounterData {
-                    packets: a.packets + x.packets,
-                    bytes: a.bytes + x.bytes,
-                });
+                let sum = c
+                    .cells
+                    .iter()
+                    .fold(CounterData::default(), |a, x| CounterData {
+                        packets: a.packets + x.packets,
+                        bytes: a.bytes + x.bytes,
+                    });
                 (c.spec.name, sum)
             })
             .collect()

@@ -413,7 +413,10 @@ impl Switch {
     /// Packets sent to the CPU were consumed when they left the data plane.
     /// O(pending work).
     pub fn held_packets(&self) -> u64 {
-        self.pending.iter().filter(|p| matches!(p.work, Work::Reenter { .. })).count() as u64
+        self.pending
+            .iter()
+            .filter(|p| matches!(p.work, Work::Reenter { .. }))
+            .count() as u64
     }
 
     /// Runs the pending work due at or before `now`.

@@ -485,7 +485,9 @@ impl Table {
                 let v = key[0];
                 let mut best = None;
                 for (mask, map) in by_len {
-                    let Some(&x) = map.get(&(v & mask)) else { break };
+                    let Some(&x) = map.get(&(v & mask)) else {
+                        break;
+                    };
                     if x & LPM_NONE != LPM_NONE {
                         best = Some(x & LPM_NONE);
                     }

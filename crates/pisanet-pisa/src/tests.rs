@@ -480,9 +480,15 @@ fn clone_session_replicas_reach_a_port_the_cpu_and_the_recirculation_port() {
     run_until(&mut sw, at(100), &mut later);
     assert_eq!(later.len(), 1);
     let (rport, _, rmeta) = enqueued(&later[0]);
-    assert_eq!((rport, rmeta.instance_type), (2, InstanceType::Recirculated));
+    assert_eq!(
+        (rport, rmeta.instance_type),
+        (2, InstanceType::Recirculated)
+    );
     let s = sw.stats();
-    assert_eq!((s.cloned, s.injected, s.recirculated, s.to_cpu), (3, 3, 1, 1));
+    assert_eq!(
+        (s.cloned, s.injected, s.recirculated, s.to_cpu),
+        (3, 3, 1, 1)
+    );
     let log = log.lock().unwrap();
     assert_eq!(log.len(), 1);
     assert_eq!((log[0].0, log[0].2), (at(1) + CP.to_cpu_latency, 55));

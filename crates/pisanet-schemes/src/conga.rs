@@ -29,9 +29,8 @@ use crate::l3::{self, RouteAgent, FIVE_TUPLE_FIELDS, L3, SET_ECMP_GROUP, SET_NHO
 use crate::SchemeParams;
 use pisanet_net::{ExtHeader, Packet, PortNo};
 use pisanet_pisa::{
-    ControlAgent, CpuApi, Ctx, DataPlane, EstimatorId, EstimatorSpec, HashAlgo, HashId,
-    HashInput, HashSpec, Pipeline, RegisterId, RegisterSpec, StandardMetadata, SwitchInfo,
-    TableId, UserMeta,
+    ControlAgent, CpuApi, Ctx, DataPlane, EstimatorId, EstimatorSpec, HashAlgo, HashId, HashInput,
+    HashSpec, Pipeline, RegisterId, RegisterSpec, StandardMetadata, SwitchInfo, TableId, UserMeta,
 };
 
 /// `ExtHeader::kind` of the CONGA overlay header.
@@ -83,14 +82,20 @@ impl CongaHeader {
             src_leaf: h.fields[0] as u32,
             lbtag: h.fields[1] & 0xff,
             ce: (h.fields[1] >> 8) & 0xff,
-            fb: (h.fields[2] >> 16 & 1 == 1).then_some((h.fields[2] & 0xff, (h.fields[2] >> 8) & 0xff)),
+            fb: (h.fields[2] >> 16 & 1 == 1)
+                .then_some((h.fields[2] & 0xff, (h.fields[2] >> 8) & 0xff)),
             hash: h.fields[3] as u32,
         })
     }
 
     fn fields(&self) -> [u64; 4] {
         let fb = self.fb.map_or(0, |(t, m)| t | m << 8 | 1 << 16);
-        [self.src_leaf as u64, self.lbtag | self.ce << 8, fb, self.hash as u64]
+        [
+            self.src_leaf as u64,
+            self.lbtag | self.ce << 8,
+            fb,
+            self.hash as u64,
+        ]
     }
 
     /// Encapsulates: the packet grows by the header.
@@ -171,13 +176,24 @@ impl Conga {
             return Err(format!("flowlet_slots must be a power of two, got {slots}"));
         }
         let leaf = info.rack.is_some();
-        let uplinks = if leaf { info.uplinks.clone() } else { Vec::new() };
+        let uplinks = if leaf {
+            info.uplinks.clone()
+        } else {
+            Vec::new()
+        };
         if uplinks.len() > MAX_UPLINKS {
-            return Err(format!("a CONGA leaf has at most {MAX_UPLINKS} uplinks, {} has {}", info.name, uplinks.len()));
+            return Err(format!(
+                "a CONGA leaf has at most {MAX_UPLINKS} uplinks, {} has {}",
+                info.name,
+                uplinks.len()
+            ));
         }
         let leaves = c.leaf_slots;
         if info.n_racks > leaves {
-            return Err(format!("scheme.conga.leaf_slots ({leaves}) is smaller than the number of leaves ({})", info.n_racks));
+            return Err(format!(
+                "scheme.conga.leaf_slots ({leaves}) is smaller than the number of leaves ({})",
+                info.n_racks
+            ));
         }
         let l3 = L3::declare(pipe, HashAlgo::Crc32);
         let get_dst_tor = declare_get_dst_tor(pipe);
@@ -217,7 +233,8 @@ impl Conga {
                     name: CTL_NAMES[u],
                     width: 35,
                     size: leaves,
-                    holds: "per destination leaf, via this uplink: metric (3) | update time (32, ns)",
+                    holds:
+                        "per destination leaf, via this uplink: metric (3) | update time (32, ns)",
                 })
             })
             .collect();
@@ -408,12 +425,7 @@ impl Conga {
 
     /// The destination leaf: record the path's CE and the feedback, then
     /// decapsulate (CONGA section 3.3).
-    fn at_destination_leaf(
-        &mut self,
-        ctx: &mut Ctx<'_>,
-        pkt: &mut Packet,
-        hdr: CongaHeader,
-    ) {
+    fn at_destination_leaf(&mut self, ctx: &mut Ctx<'_>, pkt: &mut Packet, hdr: CongaHeader) {
         if hdr.lbtag != LBTAG_ECMP && (hdr.lbtag as usize) < MAX_UPLINKS {
             let index = hdr.src_leaf * MAX_UPLINKS as u32 + hdr.lbtag as u32;
             ctx.register_write(self.congestion_from_leaf, index, hdr.ce.min(METRIC_MAX));

@@ -179,7 +179,9 @@ pub fn dst_tor_entries(table: TableId, info: &SwitchInfo) -> Vec<Write> {
 #[allow(clippy::integer_division)]
 pub fn util_scale(rate_bps: u64, tau: SimTime, levels: u64) -> u64 {
     let full_bytes = (rate_bps as u128 * tau.ps() as u128 / 8_000_000_000_000u128).max(1);
-    ((levels as u128) << 32).checked_div(full_bytes).unwrap_or(0) as u64
+    ((levels as u128) << 32)
+        .checked_div(full_bytes)
+        .unwrap_or(0) as u64
 }
 
 /// Quantizes an estimator value with a scale from [`util_scale`].
@@ -562,7 +564,10 @@ pub fn mcast_groups(info: &SwitchInfo) -> Vec<(PortNo, Vec<PortNo>)> {
     let tier = info.tier as i8;
     let ports = 0..info.n_ports;
     let peer = |p: PortNo| info.peer_tier.get(p as usize).copied().unwrap_or(-1);
-    let down: Vec<PortNo> = ports.clone().filter(|&p| peer(p) >= 0 && peer(p) < tier).collect();
+    let down: Vec<PortNo> = ports
+        .clone()
+        .filter(|&p| peer(p) >= 0 && peer(p) < tier)
+        .collect();
     let up: Vec<PortNo> = ports.clone().filter(|&p| peer(p) > tier).collect();
     let mut out = Vec::new();
     if info.rack.is_some() && !up.is_empty() {
@@ -571,7 +576,11 @@ pub fn mcast_groups(info: &SwitchInfo) -> Vec<(PortNo, Vec<PortNo>)> {
     for p in ports {
         let t = peer(p);
         let group: Vec<PortNo> = if t >= 0 && t < tier {
-            down.iter().chain(up.iter()).copied().filter(|&q| q != p).collect()
+            down.iter()
+                .chain(up.iter())
+                .copied()
+                .filter(|&q| q != p)
+                .collect()
         } else if t > tier {
             down.clone()
         } else {

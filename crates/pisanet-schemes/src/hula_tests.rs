@@ -64,7 +64,11 @@ fn hula3tier_infos() -> HashMap<String, SwitchInfo> {
             port_rates: n.ports.iter().map(|p| p.rate).collect(),
             tier,
             name: n.name.clone(),
-            rack: t.racks.iter().position(|&r| r == i as u32).map(|r| r as u32),
+            rack: t
+                .racks
+                .iter()
+                .position(|&r| r == i as u32)
+                .map(|r| r as u32),
             n_racks: 4,
             peer_tier,
             ..Default::default()
@@ -161,7 +165,10 @@ fn probe_replication_covers_every_path_and_never_loops() {
     for p in &paths {
         assert!(p.len() <= 5, "{p:?}");
         let tiers: Vec<u8> = p.iter().map(|n| tier(n)).collect();
-        let peak = tiers.iter().position(|&t| t == *tiers.iter().max().unwrap()).unwrap();
+        let peak = tiers
+            .iter()
+            .position(|&t| t == *tiers.iter().max().unwrap())
+            .unwrap();
         assert!(tiers[..=peak].windows(2).all(|w| w[0] < w[1]), "{p:?}");
         assert!(tiers[peak..].windows(2).all(|w| w[0] > w[1]), "{p:?}");
     }
@@ -406,7 +413,7 @@ fn tx_utilization_is_quantized_to_8_bits_of_line_rate() {
         let mut p = tcp(ip(10, 0, 0, 2), ip(10, 0, 2, 2), 1);
         p.size = 1500;
         sw.egress(t, 2, p.clone(), deq, &mut out);
-        if k % 4 == 0 {
+        if k.is_multiple_of(4) {
             sw.egress(t, 3, p, deq, &mut out);
         }
         t += SimTime::from_ns(300);
@@ -455,7 +462,10 @@ fn flowlets_keep_their_hop_and_new_ones_take_the_best() {
     }
     assert_eq!(fwd(&mut sw, us(800), flow.clone()), 2);
     // Traffic to a local host: the host port.
-    assert_eq!(fwd(&mut sw, us(900), tcp(ip(10, 0, 2, 5), ip(10, 0, 0, 3), 1)), 1);
+    assert_eq!(
+        fwd(&mut sw, us(900), tcp(ip(10, 0, 2, 5), ip(10, 0, 0, 3), 1)),
+        1
+    );
     // A probe from an uplink ends at the ToR (consumed, not forwarded).
     let out = probe_in(&mut sw, us(950), 2, 3, 7);
     assert!(matches!(&out[..], [Emit::Consumed(_)]));
@@ -470,11 +480,21 @@ fn a_packet_from_upstream_never_goes_back_up() {
     probe_in(&mut sw, us(10), 3, 1, 3);
     let mut out = Vec::new();
     // From ToR 0 (downstream): up to the spine, as HULA chose.
-    sw.ingress(us(20), 0, tcp(ip(10, 0, 0, 2), ip(10, 0, 1, 2), 5), &mut out);
+    sw.ingress(
+        us(20),
+        0,
+        tcp(ip(10, 0, 0, 2), ip(10, 0, 1, 2), 5),
+        &mut out,
+    );
     assert!(matches!(out[0], Emit::Enqueue { port: 3, .. }));
     // From a spine: down on the shortest path (port 1), never back up.
     out.clear();
-    sw.ingress(us(20), 2, tcp(ip(10, 0, 2, 2), ip(10, 0, 1, 2), 6), &mut out);
+    sw.ingress(
+        us(20),
+        2,
+        tcp(ip(10, 0, 2, 2), ip(10, 0, 1, 2), 6),
+        &mut out,
+    );
     assert!(matches!(out[0], Emit::Enqueue { port: 1, .. }));
     sw.assert_no_violations();
 }
@@ -512,7 +532,13 @@ fn hula_parameters_are_checked() {
     let mut params = SchemeParams::default();
     params.hula.tau = us(300);
     let rng = RngStreams::new(3).stream(StreamKind::Switch, 0);
-    let e = build("hula", &params, &agg(), rng.clone(), ControlPlaneConfig::default());
+    let e = build(
+        "hula",
+        &params,
+        &agg(),
+        rng.clone(),
+        ControlPlaneConfig::default(),
+    );
     assert!(e.err().unwrap().contains("twice"));
     let mut params = SchemeParams::default();
     params.hula.tor_slots = 2;
@@ -561,7 +587,7 @@ fn conga_handles(info: &SwitchInfo) -> crate::conga::Conga {
 }
 
 fn enq(out: &[Emit]) -> (PortNo, Packet) {
-    match &out[..] {
+    match out {
         [Emit::Enqueue { port, pkt, .. }] => (*port, pkt.clone()),
         other => panic!("{other:?}"),
     }
@@ -576,7 +602,12 @@ fn conga_feedback_loop_steers_new_flowlets() {
     let mut b = build_with("conga", &params, &b_info);
     // 1. Leaf A encapsulates a host's packet towards leaf B.
     let mut out = Vec::new();
-    a.ingress(us(10), 0, tcp(ip(10, 0, 0, 2), ip(10, 0, 1, 2), 40), &mut out);
+    a.ingress(
+        us(10),
+        0,
+        tcp(ip(10, 0, 0, 2), ip(10, 0, 1, 2), 40),
+        &mut out,
+    );
     let (port, pkt) = enq(&out);
     let hdr = CongaHeader::of(&pkt).unwrap();
     assert_eq!((hdr.src_leaf, hdr.lbtag as PortNo + 2), (0, port));
@@ -584,7 +615,13 @@ fn conga_feedback_loop_steers_new_flowlets() {
     // 2. Leaf B sees it arrive over lbtag 1 with CE 5 (a congested spine
     // downlink): Congestion-From-Leaf[A][1] = 5; B decapsulates.
     let mut c2 = tcp(ip(10, 0, 0, 2), ip(10, 0, 1, 2), 40);
-    CongaHeader { lbtag: 1, ce: 5, fb: None, ..hdr }.push(&mut c2);
+    CongaHeader {
+        lbtag: 1,
+        ce: 5,
+        fb: None,
+        ..hdr
+    }
+    .push(&mut c2);
     out.clear();
     b.ingress(us(20), 3, c2, &mut out);
     let (port, pkt) = enq(&out);
@@ -595,7 +632,12 @@ fn conga_feedback_loop_steers_new_flowlets() {
     let mut fbs = Vec::new();
     for k in 0..2u16 {
         out.clear();
-        b.ingress(us(30), 0, tcp(ip(10, 0, 1, 2), ip(10, 0, 0, 2), 80 + k), &mut out);
+        b.ingress(
+            us(30),
+            0,
+            tcp(ip(10, 0, 1, 2), ip(10, 0, 0, 2), 80 + k),
+            &mut out,
+        );
         let (_, pkt) = enq(&out);
         fbs.push(CongaHeader::of(&pkt).unwrap());
     }
@@ -608,11 +650,19 @@ fn conga_feedback_loop_steers_new_flowlets() {
         out.clear();
         a.ingress(us(40), 2, p, &mut out);
     }
-    assert_eq!(a.pipeline().read_register(ha.congestion_to_leaf[1], 1) >> 32, 5);
+    assert_eq!(
+        a.pipeline().read_register(ha.congestion_to_leaf[1], 1) >> 32,
+        5
+    );
     // 5. ... and every new flowlet to B now takes uplink 0.
     for sport in 100..140 {
         out.clear();
-        a.ingress(us(50), 1, tcp(ip(10, 0, 0, 3), ip(10, 0, 1, 3), sport), &mut out);
+        a.ingress(
+            us(50),
+            1,
+            tcp(ip(10, 0, 0, 3), ip(10, 0, 1, 3), sport),
+            &mut out,
+        );
         assert_eq!(enq(&out).0, 2, "sport {sport}");
     }
     // 6. With the metric aged out, both uplinks are used again.
@@ -620,7 +670,12 @@ fn conga_feedback_loop_steers_new_flowlets() {
     let mut ports = std::collections::BTreeSet::new();
     for sport in 200..240 {
         out.clear();
-        a.ingress(later, 1, tcp(ip(10, 0, 0, 3), ip(10, 0, 1, 3), sport), &mut out);
+        a.ingress(
+            later,
+            1,
+            tcp(ip(10, 0, 0, 3), ip(10, 0, 1, 3), sport),
+            &mut out,
+        );
         ports.insert(enq(&out).0);
     }
     assert_eq!(ports.into_iter().collect::<Vec<_>>(), vec![2, 3]);
@@ -684,7 +739,12 @@ fn conga_prime_is_conga_in_the_pod_and_flowlet_ecmp_across() {
     let mut sw = build_with("conga_prime", &params, &info);
     let mut out = Vec::new();
     // Same pod (rack 1): CONGA, with an lbtag and feedback.
-    sw.ingress(us(10), 0, tcp(ip(10, 0, 0, 2), ip(10, 0, 1, 2), 5), &mut out);
+    sw.ingress(
+        us(10),
+        0,
+        tcp(ip(10, 0, 0, 2), ip(10, 0, 1, 2), 5),
+        &mut out,
+    );
     let (_, p) = enq(&out);
     let h = CongaHeader::of(&p).unwrap();
     assert!(h.lbtag < 2 && h.fb.is_some());
@@ -735,9 +795,18 @@ fn conga_prime_is_conga_in_the_pod_and_flowlet_ecmp_across() {
 fn hula_and_conga_resource_reports() {
     let r = resources("hula").unwrap();
     let names: Vec<&str> = r.registers.iter().map(|x| x.spec.name).collect();
-    assert_eq!(names, vec!["best_path", "flowlet_time", "flowlet_hop", "last_sent"]);
+    assert_eq!(
+        names,
+        vec!["best_path", "flowlet_time", "flowlet_hop", "last_sent"]
+    );
     let t: Vec<&str> = r.tables.iter().map(|x| x.name).collect();
-    assert!(t.contains(&"hula_mcast") && t.contains(&"get_dst_tor"), "{t:?}");
+    assert!(
+        t.contains(&"hula_mcast") && t.contains(&"get_dst_tor"),
+        "{t:?}"
+    );
     let r = resources("conga_prime").unwrap();
-    assert!(r.registers.iter().any(|x| x.spec.name == "congestion_from_leaf"));
+    assert!(r
+        .registers
+        .iter()
+        .any(|x| x.spec.name == "congestion_from_leaf"));
 }

@@ -27,7 +27,15 @@ use pisanet_pisa::{
 };
 
 /// The schemes [`build`] knows.
-pub const KINDS: &[&str] = &["ecmp", "flowlet_ecmp", "rps", "hula", "conga", "conga_prime", "p4te"];
+pub const KINDS: &[&str] = &[
+    "ecmp",
+    "flowlet_ecmp",
+    "rps",
+    "hula",
+    "conga",
+    "conga_prime",
+    "p4te",
+];
 
 /// Parameters of the schemes (the facade maps the `[scheme]` TOML table here).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -181,6 +189,6 @@ pub fn resources(kind: &str) -> Result<ResourceReport, String> {
 }
 
 #[cfg(test)]
-mod tests;
-#[cfg(test)]
 mod hula_tests;
+#[cfg(test)]
+mod tests;

@@ -88,7 +88,10 @@ impl WorkloadSpec {
     fn is_poisson(&self) -> bool {
         matches!(
             self.pattern,
-            Pattern::Uniform | Pattern::Stride | Pattern::Permutation | Pattern::ClientServer { .. }
+            Pattern::Uniform
+                | Pattern::Stride
+                | Pattern::Permutation
+                | Pattern::ClientServer { .. }
         )
     }
 }
@@ -273,7 +276,9 @@ impl FlowGenerator {
             Mode::Poisson { dest, .. } => dest.heap_bytes(),
             Mode::Incast { senders, .. } => 4 * senders.capacity(),
             Mode::File(rest) => std::mem::size_of::<FlowSpec>() * rest.len(),
-            Mode::ClientServer { clients, server_of, .. } => 4 * (clients.capacity() + server_of.capacity()),
+            Mode::ClientServer {
+                clients, server_of, ..
+            } => 4 * (clients.capacity() + server_of.capacity()),
         };
         self.index.heap_bytes() + mode + std::mem::size_of_val(self.cdf.points())
     }
@@ -338,7 +343,12 @@ impl Iterator for FlowGenerator {
                 conn = Some(c as u32 * *connections + k);
                 let bytes = self.cdf.sample(&mut self.rng);
                 let offset = SimTime(clock_ps.round() as u64);
-                (clients[c], server_of[c], bytes, self.start.saturating_add(offset))
+                (
+                    clients[c],
+                    server_of[c],
+                    bytes,
+                    self.start.saturating_add(offset),
+                )
             }
             Mode::File(rest) => {
                 let f = rest.next()?;

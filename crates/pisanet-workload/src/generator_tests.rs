@@ -372,10 +372,21 @@ fn client_server_uses_fixed_pairs_and_persistent_connections() {
     assert!((g.arrival_rate_per_s() - want).abs() / want < 1e-12);
     // Another seed, another assignment.
     let other: Vec<FlowSpec> = generator(pattern, 200, &layout, 10).collect();
-    assert!(other.iter().any(|f| server_of[f.src as usize] != Some(f.dst)));
+    assert!(other
+        .iter()
+        .any(|f| server_of[f.src as usize] != Some(f.dst)));
     // One rack cannot be split into clients and servers.
-    let err = new_err(spec(Pattern::ClientServer { connections: 3 }, 0.5, 10), &HostLayout::uniform(1, 4));
-    assert!(err.contains("client_server: needs at least 2 racks"), "{err}");
-    let err = new_err(spec(Pattern::ClientServer { connections: 0 }, 0.5, 10), &layout);
+    let err = new_err(
+        spec(Pattern::ClientServer { connections: 3 }, 0.5, 10),
+        &HostLayout::uniform(1, 4),
+    );
+    assert!(
+        err.contains("client_server: needs at least 2 racks"),
+        "{err}"
+    );
+    let err = new_err(
+        spec(Pattern::ClientServer { connections: 0 }, 0.5, 10),
+        &layout,
+    );
     assert!(err.contains("connections"), "{err}");
 }

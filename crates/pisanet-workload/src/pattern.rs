@@ -172,19 +172,28 @@ pub(crate) fn permutation(idx: &RackIndex, rng: &mut SimRng) -> Vec<HostId> {
 
 /// The clients (hosts of racks 0 .. m/2) and the server of each (hosts of
 /// racks m/2 .. m, shuffled, assigned round robin); m >= 2 racks.
-pub(crate) fn client_server(idx: &RackIndex, rng: &mut SimRng) -> Result<(Vec<HostId>, Vec<HostId>), String> {
+pub(crate) fn client_server(
+    idx: &RackIndex,
+    rng: &mut SimRng,
+) -> Result<(Vec<HostId>, Vec<HostId>), String> {
     let m = idx.n_racks();
     if m < 2 {
         return Err("workload.pattern.client_server: needs at least 2 racks (clients in the first half, servers in the second)".into());
     }
     let half = m / 2;
-    let clients: Vec<HostId> = (0..half).flat_map(|r| idx.hosts(r).iter().copied()).collect();
-    let mut servers: Vec<HostId> = (half..m).flat_map(|r| idx.hosts(r).iter().copied()).collect();
+    let clients: Vec<HostId> = (0..half)
+        .flat_map(|r| idx.hosts(r).iter().copied())
+        .collect();
+    let mut servers: Vec<HostId> = (half..m)
+        .flat_map(|r| idx.hosts(r).iter().copied())
+        .collect();
     for i in (1..servers.len()).rev() {
         let j = rng.gen_range(0..=i);
         servers.swap(i, j);
     }
-    let server_of = (0..clients.len()).map(|i| servers[i % servers.len()]).collect();
+    let server_of = (0..clients.len())
+        .map(|i| servers[i % servers.len()])
+        .collect();
     Ok((clients, server_of))
 }
 

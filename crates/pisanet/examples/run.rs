@@ -23,10 +23,17 @@ fn main() {
             let v = serde_json::json!({"summary": out.summary, "ports": out.ports});
             println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default())
         }
-        Ok(out) => println!("{}", serde_json::to_string_pretty(&out.summary).unwrap_or_default()),
+        Ok(out) => println!(
+            "{}",
+            serde_json::to_string_pretty(&out.summary).unwrap_or_default()
+        ),
         Err(e) => {
             eprintln!("error: {e}");
-            std::process::exit(if e.kind == pisanet::ErrorKind::Input { 2 } else { 1 });
+            std::process::exit(if e.kind == pisanet::ErrorKind::Input {
+                2
+            } else {
+                1
+            });
         }
     }
 }

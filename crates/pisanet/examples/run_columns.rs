@@ -33,7 +33,11 @@ fn main() {
         }
         Err(e) => {
             eprintln!("error: {e}");
-            std::process::exit(if e.kind == pisanet::ErrorKind::Input { 2 } else { 1 });
+            std::process::exit(if e.kind == pisanet::ErrorKind::Input {
+                2
+            } else {
+                1
+            });
         }
     }
 }

@@ -23,10 +23,16 @@ pub struct Error {
 
 impl Error {
     pub fn input(message: impl Into<String>) -> Self {
-        Error { kind: ErrorKind::Input, message: message.into() }
+        Error {
+            kind: ErrorKind::Input,
+            message: message.into(),
+        }
     }
     pub fn invariant(message: impl Into<String>) -> Self {
-        Error { kind: ErrorKind::Invariant, message: message.into() }
+        Error {
+            kind: ErrorKind::Invariant,
+            message: message.into(),
+        }
     }
 }
 

@@ -35,7 +35,10 @@ pub struct RunCfg {
 
 impl Default for RunCfg {
     fn default() -> Self {
-        RunCfg { seed: 1, max_sim_time_ms: 1000.0 }
+        RunCfg {
+            seed: 1,
+            max_sim_time_ms: 1000.0,
+        }
     }
 }
 
@@ -240,7 +243,13 @@ pub struct SchemeCfg {
 
 impl Default for SchemeCfg {
     fn default() -> Self {
-        SchemeCfg { kind: "ecmp".into(), flowlet_timeout_us: 100.0, hula: HulaCfg::default(), conga: CongaCfg::default(), p4te: P4teCfg::default() }
+        SchemeCfg {
+            kind: "ecmp".into(),
+            flowlet_timeout_us: 100.0,
+            hula: HulaCfg::default(),
+            conga: CongaCfg::default(),
+            p4te: P4teCfg::default(),
+        }
     }
 }
 
@@ -261,7 +270,13 @@ pub struct HulaCfg {
 
 impl Default for HulaCfg {
     fn default() -> Self {
-        HulaCfg { probe_interval_us: 200.0, keepalive_us: None, tau_us: None, suppress_us: None, tor_slots: 1024 }
+        HulaCfg {
+            probe_interval_us: 200.0,
+            keepalive_us: None,
+            tau_us: None,
+            suppress_us: None,
+            tor_slots: 1024,
+        }
     }
 }
 
@@ -269,7 +284,11 @@ impl HulaCfg {
     /// (keepalive, tau, suppress) in us, defaults resolved.
     pub fn resolved(&self) -> (f64, f64, f64) {
         let tp = self.probe_interval_us;
-        (self.keepalive_us.unwrap_or(3.0 * tp), self.tau_us.unwrap_or(2.0 * tp), self.suppress_us.unwrap_or(0.75 * tp))
+        (
+            self.keepalive_us.unwrap_or(3.0 * tp),
+            self.tau_us.unwrap_or(2.0 * tp),
+            self.suppress_us.unwrap_or(0.75 * tp),
+        )
     }
 }
 
@@ -286,7 +305,11 @@ pub struct CongaCfg {
 
 impl Default for CongaCfg {
     fn default() -> Self {
-        CongaCfg { tau_us: 200.0, age_us: 10_000.0, leaf_slots: 1024 }
+        CongaCfg {
+            tau_us: 200.0,
+            age_us: 10_000.0,
+            leaf_slots: 1024,
+        }
     }
 }
 
@@ -356,7 +379,11 @@ pub struct ControlPlaneCfg {
 
 impl Default for ControlPlaneCfg {
     fn default() -> Self {
-        ControlPlaneCfg { to_cpu_latency_us: 10.0, write_latency_us: 50.0, write_interval_us: 5.0 }
+        ControlPlaneCfg {
+            to_cpu_latency_us: 10.0,
+            write_latency_us: 50.0,
+            write_interval_us: 5.0,
+        }
     }
 }
 
@@ -375,7 +402,12 @@ pub struct MetricsCfg {
 
 impl Default for MetricsCfg {
     fn default() -> Self {
-        MetricsCfg { queue_sample_interval_us: 0.0, queue_sample_ports: Vec::new(), port_rate_interval_us: 0.0, port_rate_ports: Vec::new() }
+        MetricsCfg {
+            queue_sample_interval_us: 0.0,
+            queue_sample_ports: Vec::new(),
+            port_rate_interval_us: 0.0,
+            port_rate_ports: Vec::new(),
+        }
     }
 }
 
@@ -440,7 +472,9 @@ fn positive(key: &str, v: f64) -> Result<(), Error> {
     if v.is_finite() && v > 0.0 {
         Ok(())
     } else {
-        Err(Error::input(format!("{key}: must be a positive number, got {v}")))
+        Err(Error::input(format!(
+            "{key}: must be a positive number, got {v}"
+        )))
     }
 }
 
@@ -448,7 +482,9 @@ fn non_negative(key: &str, v: f64) -> Result<(), Error> {
     if v.is_finite() && v >= 0.0 {
         Ok(())
     } else {
-        Err(Error::input(format!("{key}: must be zero or positive, got {v}")))
+        Err(Error::input(format!(
+            "{key}: must be zero or positive, got {v}"
+        )))
     }
 }
 
@@ -456,16 +492,21 @@ fn at_least(key: &str, v: u64, min: u64) -> Result<(), Error> {
     if v >= min {
         Ok(())
     } else {
-        Err(Error::input(format!("{key}: must be at least {min}, got {v}")))
+        Err(Error::input(format!(
+            "{key}: must be at least {min}, got {v}"
+        )))
     }
 }
 
 impl Config {
     /// Parses TOML text, applying `overrides` (`key.path=value`) first.
     pub fn parse(text: &str, overrides: &[String]) -> Result<Config, Error> {
-        let mut value: toml::Table = text
-            .parse()
-            .map_err(|e: toml::de::Error| Error::input(format!("config: invalid TOML: {}", one_line(&e.to_string()))))?;
+        let mut value: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            Error::input(format!(
+                "config: invalid TOML: {}",
+                one_line(&e.to_string())
+            ))
+        })?;
         for o in overrides {
             apply_override(&mut value, o)?;
         }
@@ -495,10 +536,16 @@ impl Config {
         non_negative("topology.shared_buffer_kb", t.shared_buffer_kb)?;
         positive("topology.shared_buffer_alpha", t.shared_buffer_alpha)?;
         if !(t.link_loss_rate >= 0.0 && t.link_loss_rate < 1.0) {
-            return Err(Error::input(format!("topology.link_loss_rate: must be in [0, 1), got {}", t.link_loss_rate)));
+            return Err(Error::input(format!(
+                "topology.link_loss_rate: must be in [0, 1), got {}",
+                t.link_loss_rate
+            )));
         }
         if !(1..=8).contains(&t.priorities) {
-            return Err(Error::input(format!("topology.priorities: must be in 1..=8, got {}", t.priorities)));
+            return Err(Error::input(format!(
+                "topology.priorities: must be in 1..=8, got {}",
+                t.priorities
+            )));
         }
         match t.kind {
             TopologyKind::LeafSpine => {
@@ -506,15 +553,23 @@ impl Config {
                 at_least("topology.spines", t.spines as u64, 1)?;
                 at_least("topology.hosts_per_leaf", t.hosts_per_leaf as u64, 1)?;
                 if t.hosts_per_leaf > 250 {
-                    return Err(Error::input(format!("topology.hosts_per_leaf: must be at most 250, got {}", t.hosts_per_leaf)));
+                    return Err(Error::input(format!(
+                        "topology.hosts_per_leaf: must be at most 250, got {}",
+                        t.hosts_per_leaf
+                    )));
                 }
                 if t.leaves * t.hosts_per_leaf < 2 {
-                    return Err(Error::input("topology: a leaf_spine needs at least 2 hosts in all"));
+                    return Err(Error::input(
+                        "topology: a leaf_spine needs at least 2 hosts in all",
+                    ));
                 }
             }
             TopologyKind::FatTree => {
                 if t.k < 2 || !t.k.is_multiple_of(2) || t.k > 64 {
-                    return Err(Error::input(format!("topology.k: must be even and in 2..=64, got {}", t.k)));
+                    return Err(Error::input(format!(
+                        "topology.k: must be even and in 2..=64, got {}",
+                        t.k
+                    )));
                 }
             }
             TopologyKind::Hula3tier => {
@@ -522,7 +577,9 @@ impl Config {
             }
             TopologyKind::Custom => {
                 if t.file.is_none() {
-                    return Err(Error::input("topology.file: required when topology.kind = \"custom\""));
+                    return Err(Error::input(
+                        "topology.file: required when topology.kind = \"custom\"",
+                    ));
                 }
             }
         }
@@ -537,22 +594,34 @@ impl Config {
             )));
         }
         if !(64..=9000).contains(&tr.mss) {
-            return Err(Error::input(format!("transport.mss: must be in 64..=9000, got {}", tr.mss)));
+            return Err(Error::input(format!(
+                "transport.mss: must be in 64..=9000, got {}",
+                tr.mss
+            )));
         }
         at_least("transport.init_cwnd", tr.init_cwnd as u64, 1)?;
         positive("transport.delayed_ack_us", tr.delayed_ack_us)?;
         positive("transport.rwnd_kb", tr.rwnd_kb)?;
         if tr.rwnd_kb * 1000.0 > u32::MAX as f64 {
-            return Err(Error::input(format!("transport.rwnd_kb: must be at most 4294967, got {}", tr.rwnd_kb)));
+            return Err(Error::input(format!(
+                "transport.rwnd_kb: must be at most 4294967, got {}",
+                tr.rwnd_kb
+            )));
         }
         if tr.dctcp_g_shift > 16 {
-            return Err(Error::input(format!("transport.dctcp_g_shift: must be in 0..=16, got {}", tr.dctcp_g_shift)));
+            return Err(Error::input(format!(
+                "transport.dctcp_g_shift: must be in 0..=16, got {}",
+                tr.dctcp_g_shift
+            )));
         }
         positive("transport.udp_rate_gbps", tr.udp_rate_gbps)?;
         non_negative("transport.tsq_kb", tr.tsq_kb)?;
         let w = &self.workload;
         if !(w.load > 0.0 && w.load < 1.0) {
-            return Err(Error::input(format!("workload.load: must be in (0, 1), got {}", w.load)));
+            return Err(Error::input(format!(
+                "workload.load: must be in (0, 1), got {}",
+                w.load
+            )));
         }
         at_least("workload.flows", w.flows, 1)?;
         non_negative("workload.start_us", w.start_us)?;
@@ -563,7 +632,9 @@ impl Config {
             at_least("workload.connections", w.connections as u64, 1)?;
         }
         if w.pattern == PatternKind::File && w.file.is_none() {
-            return Err(Error::input("workload.file: required when workload.pattern = \"file\""));
+            return Err(Error::input(
+                "workload.file: required when workload.pattern = \"file\"",
+            ));
         }
         if let Some(th) = w.short_threshold_bytes {
             at_least("workload.short_threshold_bytes", th, 1)?;
@@ -601,28 +672,45 @@ impl Config {
             )));
         }
         if keepalive >= 4.0e6 || tau >= 4.0e6 {
-            return Err(Error::input("scheme.hula.keepalive_us, tau_us: must be below 4 s (32-bit ns timestamps)"));
+            return Err(Error::input(
+                "scheme.hula.keepalive_us, tau_us: must be below 4 s (32-bit ns timestamps)",
+            ));
         }
         if !(1..=65536).contains(&h.tor_slots) {
-            return Err(Error::input(format!("scheme.hula.tor_slots: must be in 1..=65536, got {}", h.tor_slots)));
+            return Err(Error::input(format!(
+                "scheme.hula.tor_slots: must be in 1..=65536, got {}",
+                h.tor_slots
+            )));
         }
         let c = &self.scheme.conga;
         positive("scheme.conga.tau_us", c.tau_us)?;
         positive("scheme.conga.age_us", c.age_us)?;
         if c.age_us >= 4.0e6 {
-            return Err(Error::input(format!("scheme.conga.age_us: must be below 4e6 (32-bit ns timestamps), got {}", c.age_us)));
+            return Err(Error::input(format!(
+                "scheme.conga.age_us: must be below 4e6 (32-bit ns timestamps), got {}",
+                c.age_us
+            )));
         }
         if !(1..=65536).contains(&c.leaf_slots) {
-            return Err(Error::input(format!("scheme.conga.leaf_slots: must be in 1..=65536, got {}", c.leaf_slots)));
+            return Err(Error::input(format!(
+                "scheme.conga.leaf_slots: must be in 1..=65536, got {}",
+                c.leaf_slots
+            )));
         }
         let p = &self.scheme.p4te;
         positive("scheme.p4te.flowlet_interval_us", p.flowlet_interval_us)?;
         positive("scheme.p4te.util_burst_window_us", p.util_burst_window_us)?;
         positive("scheme.p4te.class_burst_window_us", p.class_burst_window_us)?;
-        positive("scheme.p4te.rate_control_window_kb", p.rate_control_window_kb)?;
+        positive(
+            "scheme.p4te.rate_control_window_kb",
+            p.rate_control_window_kb,
+        )?;
         at_least("scheme.p4te.delta_pkts", p.delta_pkts as u64, 1)?;
         if !(1..=64).contains(&p.queue_groups) {
-            return Err(Error::input(format!("scheme.p4te.queue_groups: must be in 1..=64, got {}", p.queue_groups)));
+            return Err(Error::input(format!(
+                "scheme.p4te.queue_groups: must be in 1..=64, got {}",
+                p.queue_groups
+            )));
         }
         if p.util_cir_pct == 0 || p.util_cir_pct > p.util_pir_pct || p.util_pir_pct > 100 {
             return Err(Error::input(format!(
@@ -630,7 +718,11 @@ impl Config {
                 p.util_cir_pct, p.util_pir_pct
             )));
         }
-        for (key, v) in [("scheme.p4te.util_burst_pct", p.util_burst_pct), ("scheme.p4te.short_safe_pct", p.short_safe_pct), ("scheme.p4te.large_safe_pct", p.large_safe_pct)] {
+        for (key, v) in [
+            ("scheme.p4te.util_burst_pct", p.util_burst_pct),
+            ("scheme.p4te.short_safe_pct", p.short_safe_pct),
+            ("scheme.p4te.large_safe_pct", p.large_safe_pct),
+        ] {
             if !(1..=100).contains(&v) {
                 return Err(Error::input(format!("{key}: must be in 1..=100, got {v}")));
             }
@@ -639,16 +731,37 @@ impl Config {
             return Err(Error::input(format!("scheme.p4te.flowlet_interval_us: must be below 2.8e8 (48-bit ps timestamps), got {}", p.flowlet_interval_us)));
         }
         if p.rate_control_window_kb * 1000.0 >= 2.0e9 {
-            return Err(Error::input(format!("scheme.p4te.rate_control_window_kb: must be below 2e6, got {}", p.rate_control_window_kb)));
+            return Err(Error::input(format!(
+                "scheme.p4te.rate_control_window_kb: must be below 2e6, got {}",
+                p.rate_control_window_kb
+            )));
         }
         if !p.flow_slots.is_power_of_two() || p.flow_slots > 1 << 24 {
-            return Err(Error::input(format!("scheme.p4te.flow_slots: must be a power of two in 1..=16777216, got {}", p.flow_slots)));
+            return Err(Error::input(format!(
+                "scheme.p4te.flow_slots: must be a power of two in 1..=16777216, got {}",
+                p.flow_slots
+            )));
         }
-        non_negative("control_plane.to_cpu_latency_us", self.control_plane.to_cpu_latency_us)?;
-        non_negative("control_plane.write_latency_us", self.control_plane.write_latency_us)?;
-        non_negative("control_plane.write_interval_us", self.control_plane.write_interval_us)?;
-        non_negative("metrics.queue_sample_interval_us", self.metrics.queue_sample_interval_us)?;
-        non_negative("metrics.port_rate_interval_us", self.metrics.port_rate_interval_us)?;
+        non_negative(
+            "control_plane.to_cpu_latency_us",
+            self.control_plane.to_cpu_latency_us,
+        )?;
+        non_negative(
+            "control_plane.write_latency_us",
+            self.control_plane.write_latency_us,
+        )?;
+        non_negative(
+            "control_plane.write_interval_us",
+            self.control_plane.write_interval_us,
+        )?;
+        non_negative(
+            "metrics.queue_sample_interval_us",
+            self.metrics.queue_sample_interval_us,
+        )?;
+        non_negative(
+            "metrics.port_rate_interval_us",
+            self.metrics.port_rate_interval_us,
+        )?;
         for (i, e) in self.events.iter().enumerate() {
             non_negative(&format!("events[{i}].at_ms"), e.at_ms)?;
             if e.link.split_once('-').is_none() {
@@ -690,7 +803,9 @@ fn apply_override(root: &mut toml::Table, o: &str) -> Result<(), Error> {
     let parts: Vec<&str> = key.split('.').collect();
     let mut table = root;
     for p in &parts[..parts.len() - 1] {
-        let entry = table.entry(p.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        let entry = table
+            .entry(p.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
         table = entry
             .as_table_mut()
             .ok_or_else(|| Error::input(format!("--set {o:?}: {p} is not a table")))?;
@@ -746,7 +861,10 @@ kind = "ecmp"
 
     #[test]
     fn errors_name_the_key_and_the_range() {
-        assert_eq!(err(CONTRACT, &["workload.load=1.2"]), "workload.load: must be in (0, 1), got 1.2");
+        assert_eq!(
+            err(CONTRACT, &["workload.load=1.2"]),
+            "workload.load: must be in (0, 1), got 1.2"
+        );
         assert_eq!(
             err(CONTRACT, &["topology.kind=fat_tree", "topology.k=5"]),
             "topology.k: must be even and in 2..=64, got 5"
@@ -777,13 +895,27 @@ kind = "ecmp"
             err(CONTRACT, &["scheme.hula.tau_us=300"]),
             "scheme.hula.tau_us: must be at least 2 x scheme.hula.probe_interval_us (400) (HULA section 4.2), got 300"
         );
-        assert!(err(CONTRACT, &["scheme.hula.suppress_us=500"]).starts_with("scheme.hula.suppress_us:"));
-        assert!(err(CONTRACT, &["scheme.hula.keepalive_us=100"]).starts_with("scheme.hula.keepalive_us:"));
+        assert!(
+            err(CONTRACT, &["scheme.hula.suppress_us=500"]).starts_with("scheme.hula.suppress_us:")
+        );
+        assert!(err(CONTRACT, &["scheme.hula.keepalive_us=100"])
+            .starts_with("scheme.hula.keepalive_us:"));
         assert!(err(CONTRACT, &["scheme.conga.age_us=0"]).starts_with("scheme.conga.age_us:"));
         assert!(err(CONTRACT, &["scheme.hula.probes=3"]).contains("probes"));
-        let c = Config::parse(CONTRACT, &["workload.pattern=client_server".into(), "workload.connections=2".into()]).unwrap();
+        let c = Config::parse(
+            CONTRACT,
+            &[
+                "workload.pattern=client_server".into(),
+                "workload.connections=2".into(),
+            ],
+        )
+        .unwrap();
         assert_eq!(c.workload.connections, 2);
-        assert!(err(CONTRACT, &["workload.pattern=client_server", "workload.connections=0"]).starts_with("workload.connections:"));
+        assert!(err(
+            CONTRACT,
+            &["workload.pattern=client_server", "workload.connections=0"]
+        )
+        .starts_with("workload.connections:"));
     }
 
     #[test]

@@ -14,7 +14,8 @@ use pisanet_schemes::SchemeParams;
 use crate::api::Error;
 use crate::config::Config;
 
-const CRC32: crc::Crc<u32, crc::Table<16>> = crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISO_HDLC);
+const CRC32: crc::Crc<u32, crc::Table<16>> =
+    crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISO_HDLC);
 
 /// The CRC-32 of a packet's 5-tuple, as a switch's hash unit computes it.
 pub fn hash_five_tuple(pkt: &Packet) -> u32 {
@@ -43,14 +44,21 @@ pub struct NativeEcmp {
 impl NativeEcmp {
     pub fn new(topo: &Topology) -> Self {
         let groups = topo.compute_routes();
-        let host_port = (0..topo.n_hosts).map(|h| topo.nodes[h as usize].ports[0].peer_port).collect();
+        let host_port = (0..topo.n_hosts)
+            .map(|h| topo.nodes[h as usize].ports[0].peer_port)
+            .collect();
         let tier = (topo.n_hosts..topo.nodes.len() as u32)
             .map(|n| match topo.nodes[n as usize].kind {
                 NodeKind::Switch { tier } => tier,
                 NodeKind::Host => 0,
             })
             .collect();
-        NativeEcmp { groups, tier, host_port, topo: topo.clone() }
+        NativeEcmp {
+            groups,
+            tier,
+            host_port,
+            topo: topo.clone(),
+        }
     }
 
     /// The egress port for `pkt` at switch `sw`, or None to drop.
@@ -65,7 +73,8 @@ impl NativeEcmp {
             0 => None,
             1 => Some(g[0]),
             n => {
-                let h = pisanet_schemes::l3::member_hash(hash_five_tuple(pkt), self.tier[sw as usize]);
+                let h =
+                    pisanet_schemes::l3::member_hash(hash_five_tuple(pkt), self.tier[sw as usize]);
                 Some(g[h as usize % n])
             }
         }
@@ -74,7 +83,7 @@ impl NativeEcmp {
 
 /// The forwarding of every switch in a run.
 pub enum Forwarding {
-    Native(NativeEcmp),
+    Native(Box<NativeEcmp>),
     Pisa(Vec<Switch>),
 }
 
@@ -94,7 +103,9 @@ pub fn switch_info(topo: &Topology, routes: &[Vec<Vec<PortNo>>], sw: u32) -> Swi
             NodeKind::Switch { tier } => tier as i8,
         })
         .collect();
-    let host_ports: Vec<PortNo> = (0..n.ports.len() as PortNo).filter(|&i| peer_tier[i as usize] < 0).collect();
+    let host_ports: Vec<PortNo> = (0..n.ports.len() as PortNo)
+        .filter(|&i| peer_tier[i as usize] < 0)
+        .collect();
     let rack = topo.racks.iter().position(|&t| t == node).map(|r| r as u32);
     let mut out_routes = Vec::new();
     for (r, ports) in routes[sw as usize].iter().enumerate() {
@@ -102,10 +113,20 @@ pub fn switch_info(topo: &Topology, routes: &[Vec<Vec<PortNo>>], sw: u32) -> Swi
         if Some(r as u32) == rack {
             for &h in &topo.rack_hosts[r] {
                 let port = topo.nodes[h as usize].ports[0].peer_port;
-                out_routes.push(Route { prefix: topo.host_addr[h as usize], len: 32, ports: vec![port], rack: Some(r as u32) });
+                out_routes.push(Route {
+                    prefix: topo.host_addr[h as usize],
+                    len: 32,
+                    ports: vec![port],
+                    rack: Some(r as u32),
+                });
             }
         } else if !ports.is_empty() {
-            out_routes.push(Route { prefix, len: 24, ports: ports.clone(), rack: Some(r as u32) });
+            out_routes.push(Route {
+                prefix,
+                len: 24,
+                ports: ports.clone(),
+                rack: Some(r as u32),
+            });
         }
     }
     let pod = match topo.kind.as_str() {
@@ -141,7 +162,8 @@ pub fn switch_info(topo: &Topology, routes: &[Vec<Vec<PortNo>>], sw: u32) -> Swi
 /// smallest rack in its connected component below the top tier, divided by
 /// the racks per pod.
 fn pod_of(topo: &Topology, node: u32) -> u32 {
-    let below_top = |n: u32| matches!(topo.nodes[n as usize].kind, NodeKind::Switch { tier } if tier < 2);
+    let below_top =
+        |n: u32| matches!(topo.nodes[n as usize].kind, NodeKind::Switch { tier } if tier < 2);
     let mut seen = vec![false; topo.nodes.len()];
     let mut stack = vec![node];
     seen[node as usize] = true;
@@ -219,7 +241,7 @@ pub fn control_plane(cfg: &Config) -> ControlPlaneConfig {
 /// Builds every switch of `topo` for the configured scheme.
 pub fn build(cfg: &Config, topo: &Topology, streams: &RngStreams) -> Result<Forwarding, Error> {
     if cfg.scheme.kind == "ecmp_native" {
-        return Ok(Forwarding::Native(NativeEcmp::new(topo)));
+        return Ok(Forwarding::Native(Box::new(NativeEcmp::new(topo))));
     }
     let routes = topo.compute_routes();
     let params = scheme_params(cfg);
@@ -228,8 +250,12 @@ pub fn build(cfg: &Config, topo: &Topology, streams: &RngStreams) -> Result<Forw
     for sw in 0..topo.n_switches() {
         let info = switch_info(topo, &routes, sw);
         let rng = streams.stream(StreamKind::Switch, sw as u64);
-        let s = pisanet_schemes::build(&cfg.scheme.kind, &params, &info, rng, cp)
-            .map_err(|e| Error::input(format!("scheme.kind ({}): switch {}: {e}", cfg.scheme.kind, info.name)))?;
+        let s = pisanet_schemes::build(&cfg.scheme.kind, &params, &info, rng, cp).map_err(|e| {
+            Error::input(format!(
+                "scheme.kind ({}): switch {}: {e}",
+                cfg.scheme.kind, info.name
+            ))
+        })?;
         switches.push(s);
     }
     Ok(Forwarding::Pisa(switches))

@@ -30,7 +30,11 @@ pub fn run_toml(
 }
 
 /// Validates the config and returns it resolved, every default filled in, as TOML.
-pub fn resolve_toml(text: &str, base_dir: Option<&Path>, overrides: &[String]) -> Result<String, Error> {
+pub fn resolve_toml(
+    text: &str,
+    base_dir: Option<&Path>,
+    overrides: &[String],
+) -> Result<String, Error> {
     let cfg = config::Config::parse(text, overrides)?;
     // Building the topology and the workload checks files and cross-field rules too.
     run::check_inputs(&cfg, base_dir)?;

@@ -36,7 +36,9 @@ pub fn build_topology(cfg: &Config, base: Option<&Path>) -> Result<Topology, Err
     let fabric = BitRate::from_gbps(t.fabric_link_gbps);
     let delay = SimTime::from_us_f64(t.link_delay_us);
     let topo = match t.kind {
-        TopologyKind::LeafSpine => topology::leaf_spine(t.leaves, t.spines, t.hosts_per_leaf, host, fabric, delay),
+        TopologyKind::LeafSpine => {
+            topology::leaf_spine(t.leaves, t.spines, t.hosts_per_leaf, host, fabric, delay)
+        }
         TopologyKind::FatTree => topology::fat_tree(t.k, host, fabric, delay),
         TopologyKind::Hula3tier => topology::hula3tier(host, fabric, delay, t.hosts_per_tor),
         TopologyKind::Custom => {
@@ -45,7 +47,10 @@ pub fn build_topology(cfg: &Config, base: Option<&Path>) -> Result<Topology, Err
             let custom: CustomTopology = toml::from_str(&text).map_err(|e| {
                 Error::input(format!(
                     "topology.file ({file}): {}",
-                    e.to_string().split_whitespace().collect::<Vec<_>>().join(" ")
+                    e.to_string()
+                        .split_whitespace()
+                        .collect::<Vec<_>>()
+                        .join(" ")
                 ))
             })?;
             build_custom(&custom).map_err(|e| format!("topology.file ({file}): {e}"))
@@ -61,7 +66,12 @@ fn build_custom(c: &CustomTopology) -> Result<Topology, String> {
         match n.kind.as_str() {
             "host" => hosts.push((n.name.clone(), NodeKind::Host)),
             "switch" => switches.push((n.name.clone(), NodeKind::Switch { tier: n.tier })),
-            other => return Err(format!("node {}: kind must be \"host\" or \"switch\", got {other:?}", n.name)),
+            other => {
+                return Err(format!(
+                    "node {}: kind must be \"host\" or \"switch\", got {other:?}",
+                    n.name
+                ))
+            }
         }
     }
     if hosts.len() < 2 {
@@ -76,15 +86,30 @@ fn build_custom(c: &CustomTopology) -> Result<Topology, String> {
     }
     let mut links = Vec::new();
     for (i, l) in c.links.iter().enumerate() {
-        let a = *index.get(&l.a).ok_or_else(|| format!("links[{i}].a: unknown node {:?}", l.a))?;
-        let b = *index.get(&l.b).ok_or_else(|| format!("links[{i}].b: unknown node {:?}", l.b))?;
+        let a = *index
+            .get(&l.a)
+            .ok_or_else(|| format!("links[{i}].a: unknown node {:?}", l.a))?;
+        let b = *index
+            .get(&l.b)
+            .ok_or_else(|| format!("links[{i}].b: unknown node {:?}", l.b))?;
         if !(l.gbps.is_finite() && l.gbps > 0.0) {
-            return Err(format!("links[{i}].gbps: must be a positive number, got {}", l.gbps));
+            return Err(format!(
+                "links[{i}].gbps: must be a positive number, got {}",
+                l.gbps
+            ));
         }
         if !(l.delay_us.is_finite() && l.delay_us >= 0.0) {
-            return Err(format!("links[{i}].delay_us: must be zero or positive, got {}", l.delay_us));
+            return Err(format!(
+                "links[{i}].delay_us: must be zero or positive, got {}",
+                l.delay_us
+            ));
         }
-        links.push(LinkSpec { a, b, rate: BitRate::from_gbps(l.gbps), delay: SimTime::from_us_f64(l.delay_us) });
+        links.push(LinkSpec {
+            a,
+            b,
+            rate: BitRate::from_gbps(l.gbps),
+            delay: SimTime::from_us_f64(l.delay_us),
+        });
     }
     Topology::from_links("custom", nodes, &links, AddrPlan::Flat)
 }
@@ -95,7 +120,10 @@ fn build_cdf(cfg: &Config, base: Option<&Path>) -> Result<Cdf, Error> {
         return Ok(c);
     }
     let text = read_file("workload.cdf", base, name).map_err(|e| {
-        Error::input(format!("{} (not a built-in: websearch, datamining)", e.message))
+        Error::input(format!(
+            "{} (not a built-in: websearch, datamining)",
+            e.message
+        ))
     })?;
     Cdf::parse(&text, &format!("workload.cdf ({name})")).map_err(Error::input)
 }
@@ -113,7 +141,9 @@ fn tcp_config(cfg: &Config) -> TcpConfig {
         rwnd_bytes: (t.rwnd_kb * 1000.0) as u32,
         dupack_threshold: 3,
         cc: match t.kind {
-            TransportKind::Dctcp => CcKind::Dctcp { g_shift: t.dctcp_g_shift },
+            TransportKind::Dctcp => CcKind::Dctcp {
+                g_shift: t.dctcp_g_shift,
+            },
             _ => CcKind::NewReno,
         },
     }
@@ -129,23 +159,37 @@ pub fn run_config(
     let topo = build_topology(cfg, base)?;
     let streams = RngStreams::new(cfg.run.seed);
     let cdf = build_cdf(cfg, base)?;
-    let short_threshold = cfg.workload.short_threshold_bytes.unwrap_or_else(|| cdf.quantile(0.9));
+    let short_threshold = cfg
+        .workload
+        .short_threshold_bytes
+        .unwrap_or_else(|| cdf.quantile(0.9));
     let w = &cfg.workload;
     let pattern = match w.pattern {
         PatternKind::Uniform => Pattern::Uniform,
         PatternKind::Stride => Pattern::Stride,
         PatternKind::Permutation => Pattern::Permutation,
-        PatternKind::Incast => Pattern::Incast { senders: w.incast_senders, bytes: w.incast_bytes },
-        PatternKind::ClientServer => Pattern::ClientServer { connections: w.connections },
+        PatternKind::Incast => Pattern::Incast {
+            senders: w.incast_senders,
+            bytes: w.incast_bytes,
+        },
+        PatternKind::ClientServer => Pattern::ClientServer {
+            connections: w.connections,
+        },
         PatternKind::File => {
             let file = w.file.as_deref().unwrap_or_default();
             let text = read_file("workload.file", base, file)?;
-            let flows = pisanet_workload::parse_flow_file_for_hosts(&text, &format!("workload.file ({file})"), topo.n_hosts)
-                .map_err(Error::input)?;
+            let flows = pisanet_workload::parse_flow_file_for_hosts(
+                &text,
+                &format!("workload.file ({file})"),
+                topo.n_hosts,
+            )
+            .map_err(Error::input)?;
             Pattern::File(flows)
         }
     };
-    let layout = HostLayout { racks: topo.rack_hosts.clone() };
+    let layout = HostLayout {
+        racks: topo.rack_hosts.clone(),
+    };
     let spec = WorkloadSpec {
         cdf,
         load: w.load,
@@ -155,23 +199,28 @@ pub fn run_config(
         short_threshold_bytes: short_threshold,
         start: SimTime::from_us_f64(w.start_us),
     };
-    let gen = FlowGenerator::new(spec, &layout, streams.stream(StreamKind::Workload, 0)).map_err(Error::input)?;
+    let gen = FlowGenerator::new(spec, &layout, streams.stream(StreamKind::Workload, 0))
+        .map_err(Error::input)?;
     let total_flows = gen.total_flows();
 
     let t = &cfg.topology;
     let switch_queue = QueueConfig {
         buffer_bytes: (t.buffer_kb * 1000.0) as u64,
-        ecn_threshold_bytes: (t.ecn_threshold_kb > 0.0).then(|| (t.ecn_threshold_kb * 1000.0) as u64),
+        ecn_threshold_bytes: (t.ecn_threshold_kb > 0.0)
+            .then_some((t.ecn_threshold_kb * 1000.0) as u64),
         priorities: t.priorities,
     };
     let params = WorldParams {
         switch_queue,
-        shared_buffer: (t.shared_buffer_kb > 0.0).then(|| ((t.shared_buffer_kb * 1000.0) as u64, t.shared_buffer_alpha)),
+        shared_buffer: (t.shared_buffer_kb > 0.0)
+            .then_some(((t.shared_buffer_kb * 1000.0) as u64, t.shared_buffer_alpha)),
         tcp: tcp_config(cfg),
-        udp_rate: (cfg.transport.kind == TransportKind::Udp).then(|| BitRate::from_gbps(cfg.transport.udp_rate_gbps)),
+        udp_rate: (cfg.transport.kind == TransportKind::Udp)
+            .then(|| BitRate::from_gbps(cfg.transport.udp_rate_gbps)),
         total_flows,
         link_loss_rate: t.link_loss_rate,
-        tsq_bytes: (cfg.transport.tsq_kb > 0.0).then(|| (cfg.transport.tsq_kb * 1000.0).round() as u64),
+        tsq_bytes: (cfg.transport.tsq_kb > 0.0)
+            .then(|| (cfg.transport.tsq_kb * 1000.0).round() as u64),
     };
     let fwd = crate::forward::build(cfg, &topo, &streams)?;
     let mut world = World::new(topo, fwd, gen, params, &streams);
@@ -213,7 +262,10 @@ pub fn run_config(
     let max_time = SimTime::from_us_f64(cfg.run.max_sim_time_ms * 1000.0);
     let stop = world.run(max_time, progress);
     if stop == StopReason::Interrupted {
-        return Err(Error { kind: crate::api::ErrorKind::Interrupted, message: "run interrupted".into() });
+        return Err(Error {
+            kind: crate::api::ErrorKind::Interrupted,
+            message: "run interrupted".into(),
+        });
     }
     world.check_unfinished();
     let wall_s = wall.elapsed().as_secs_f64();
@@ -224,7 +276,11 @@ fn find_link(world: &World, a: &str, b: &str) -> Option<[u32; 2]> {
     let na = world.topo.node_by_name(a)?;
     let nb = world.topo.node_by_name(b)?;
     let base = world.port_base[na as usize];
-    let (i, _) = world.topo.nodes[na as usize].ports.iter().enumerate().find(|(_, p)| p.peer_node == nb)?;
+    let (i, _) = world.topo.nodes[na as usize]
+        .ports
+        .iter()
+        .enumerate()
+        .find(|(_, p)| p.peer_node == nb)?;
     let pa = base + i as u32;
     Some([pa, world.ports[pa as usize].peer])
 }
@@ -234,9 +290,11 @@ pub fn peak_rss_mb() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse::<f64>().ok()))
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|v| v.parse::<f64>().ok())
+            })
         })
         .map(|kb| kb / 1024.0)
         .unwrap_or(0.0)
@@ -259,7 +317,12 @@ fn stats(mut v: Vec<f64>) -> Value {
     })
 }
 
-fn finish(cfg: &Config, mut world: World, stop: StopReason, wall_s: f64) -> Result<RunOutput, Error> {
+fn finish(
+    cfg: &Config,
+    mut world: World,
+    stop: StopReason,
+    wall_s: f64,
+) -> Result<RunOutput, Error> {
     let n = world.flows.len();
     let mut ft = FlowTable::default();
     let mut hasher = Sha256::new();
@@ -268,7 +331,11 @@ fn finish(cfg: &Config, mut world: World, stop: StopReason, wall_s: f64) -> Resu
         let (finish_us, fct_us, slowdown) = match f.finish {
             Some(fin) => {
                 let fct = fin.saturating_sub(start);
-                (fin.as_us_f64(), fct.as_us_f64(), fct.ps() as f64 / f.ideal.ps().max(1) as f64)
+                (
+                    fin.as_us_f64(),
+                    fct.as_us_f64(),
+                    fct.ps() as f64 / f.ideal.ps().max(1) as f64,
+                )
             }
             None => (f64::NAN, f64::NAN, f64::NAN),
         };
@@ -283,20 +350,42 @@ fn finish(cfg: &Config, mut world: World, stop: StopReason, wall_s: f64) -> Resu
         ft.slowdown.push(slowdown);
         ft.retransmissions.push(f.retransmissions);
         ft.reordered.push(f.reordered);
-        for x in [id as u64, f.src as u64, f.dst as u64, f.bytes, start.ps(), f.finish.map_or(u64::MAX, |t| t.ps()), f.retransmissions as u64, f.reordered as u64] {
+        for x in [
+            id as u64,
+            f.src as u64,
+            f.dst as u64,
+            f.bytes,
+            start.ps(),
+            f.finish.map_or(u64::MAX, |t| t.ps()),
+            f.retransmissions as u64,
+            f.reordered as u64,
+        ] {
             hasher.update(x.to_le_bytes());
         }
     }
-    let digest: String = hasher.finalize()[..16].iter().map(|b| format!("{b:02x}")).collect();
+    let digest: String = hasher.finalize()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
 
     let done = |i: usize| !ft.fct_us[i].is_nan();
-    let pick = |pred: &dyn Fn(usize) -> bool| -> Vec<f64> { (0..n).filter(|&i| done(i) && pred(i)).map(|i| ft.fct_us[i]).collect() };
+    let pick = |pred: &dyn Fn(usize) -> bool| -> Vec<f64> {
+        (0..n)
+            .filter(|&i| done(i) && pred(i))
+            .map(|i| ft.fct_us[i])
+            .collect()
+    };
     let fct_all = stats(pick(&|_| true));
     let fct_short = stats(pick(&|i| ft.class[i] == pisanet_net::TC_SHORT));
     let fct_large = stats(pick(&|i| ft.class[i] == pisanet_net::TC_LARGE));
     let fct_lt100k = stats(pick(&|i| ft.bytes[i] < 100_000));
     let fct_gt10m = stats(pick(&|i| ft.bytes[i] > 10_000_000));
-    let slow = stats((0..n).filter(|&i| done(i)).map(|i| ft.slowdown[i]).collect());
+    let slow = stats(
+        (0..n)
+            .filter(|&i| done(i))
+            .map(|i| ft.slowdown[i])
+            .collect(),
+    );
     let retrans: u64 = ft.retransmissions.iter().map(|&r| r as u64).sum();
     let reordered: u64 = ft.reordered.iter().map(|&r| r as u64).sum();
 
@@ -314,7 +403,11 @@ fn finish(cfg: &Config, mut world: World, stop: StopReason, wall_s: f64) -> Resu
     }
     if let Some(first) = world.violations.first() {
         let more = world.violations.len() - 1;
-        let msg = if more > 0 { format!("invariant violated: {first} (and {more} more)") } else { format!("invariant violated: {first}") };
+        let msg = if more > 0 {
+            format!("invariant violated: {first} (and {more} more)")
+        } else {
+            format!("invariant violated: {first}")
+        };
         return Err(Error::invariant(msg));
     }
     let sim_time = world.q.now();
@@ -372,7 +465,11 @@ fn finish(cfg: &Config, mut world: World, stop: StopReason, wall_s: f64) -> Resu
             })
         })
         .collect();
-    let names: Vec<String> = world.sample_ports.iter().map(|&p| world.port_name(p)).collect();
+    let names: Vec<String> = world
+        .sample_ports
+        .iter()
+        .map(|&p| world.port_name(p))
+        .collect();
     let mut index = vec![usize::MAX; world.ports.len()];
     for (i, &p) in world.sample_ports.iter().enumerate() {
         index[p as usize] = i;
@@ -380,7 +477,10 @@ fn finish(cfg: &Config, mut world: World, stop: StopReason, wall_s: f64) -> Resu
     let (ts, ps, ds) = std::mem::take(&mut world.samples);
     let queues = QueueSamples {
         time_us: ts.iter().map(|t| t.as_us_f64()).collect(),
-        port: ps.iter().map(|&p| names[index[p as usize]].clone()).collect(),
+        port: ps
+            .iter()
+            .map(|&p| names[index[p as usize]].clone())
+            .collect(),
         depth_bytes: ds,
     };
     let r = std::mem::take(&mut world.rates);
@@ -390,7 +490,13 @@ fn finish(cfg: &Config, mut world: World, stop: StopReason, wall_s: f64) -> Resu
         tx_gbps: r.tx_gbps,
         carried_gbps: r.carried_gbps,
     };
-    Ok(RunOutput { summary, flows: ft, queues, port_rates, ports: Value::Array(ports) })
+    Ok(RunOutput {
+        summary,
+        flows: ft,
+        queues,
+        port_rates,
+        ports: Value::Array(ports),
+    })
 }
 
 fn is_uplink(topo: &Topology, node: u32, port: u16) -> bool {
@@ -404,8 +510,12 @@ pub fn check_inputs(cfg: &Config, base: Option<&Path>) -> Result<(), Error> {
     if cfg.workload.pattern == PatternKind::File {
         let file = cfg.workload.file.as_deref().unwrap_or_default();
         let text = read_file("workload.file", base, file)?;
-        pisanet_workload::parse_flow_file_for_hosts(&text, &format!("workload.file ({file})"), topo.n_hosts)
-            .map_err(Error::input)?;
+        pisanet_workload::parse_flow_file_for_hosts(
+            &text,
+            &format!("workload.file ({file})"),
+            topo.n_hosts,
+        )
+        .map_err(Error::input)?;
     }
     let _ = cdf;
     Ok(())

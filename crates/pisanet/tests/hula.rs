@@ -4,7 +4,6 @@
 //! a millisecond of simulated time (HULA sections 6.2 and 6.3).
 
 use pisanet::{run_toml, RunOutput};
-use std::path::PathBuf;
 
 const HULA3TIER: &str = r#"
 [run]
@@ -40,7 +39,13 @@ fn mean_fct(out: &RunOutput) -> f64 {
 
 /// Bytes the ports whose name contains `name` transmitted.
 fn tx_bytes(out: &RunOutput, name: &str) -> f64 {
-    out.ports.as_array().unwrap().iter().filter(|p| p["name"].as_str().unwrap().contains(name)).map(|p| p["tx_bytes"].as_f64().unwrap()).sum()
+    out.ports
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["name"].as_str().unwrap().contains(name))
+        .map(|p| p["tx_bytes"].as_f64().unwrap())
+        .sum()
 }
 
 #[test]
@@ -62,7 +67,8 @@ fn hula_beats_ecmp_on_the_asymmetric_topology_at_high_load() {
             assert_eq!(out.summary["flows"]["completed"], 300, "{kind} seed {seed}");
             sum += mean_fct(&out);
             // The bottleneck S2->A3 carries what crosses the pods through S2.
-            share += tx_bytes(&out, "S2->A3") / (tx_bytes(&out, "S1->A3") + tx_bytes(&out, "S1->A4") + tx_bytes(&out, "S2->A3"));
+            share += tx_bytes(&out, "S2->A3")
+                / (tx_bytes(&out, "S1->A3") + tx_bytes(&out, "S1->A4") + tx_bytes(&out, "S2->A3"));
         }
         fct.insert(kind, (sum / 2.0, share / 2.0));
     }
@@ -71,7 +77,12 @@ fn hula_beats_ecmp_on_the_asymmetric_topology_at_high_load() {
     // balances the three remaining spine-to-pod-2 links (a third each).
     assert!(ecmp.1 > 0.4, "ecmp bottleneck share {:.2}", ecmp.1);
     assert!(hula.1 < 0.37, "hula bottleneck share {:.2}", hula.1);
-    assert!(hula.0 < ecmp.0, "mean FCT: hula {:.0} us, ecmp {:.0} us", hula.0, ecmp.0);
+    assert!(
+        hula.0 < ecmp.0,
+        "mean FCT: hula {:.0} us, ecmp {:.0} us",
+        hula.0,
+        ecmp.0
+    );
 }
 
 #[test]
@@ -80,7 +91,9 @@ fn hula_moves_traffic_off_a_failed_link_within_a_millisecond() {
     std::fs::create_dir_all(&dir).unwrap();
     // Long-running flows (Fig. 9b): each pod-1 server sends to one in pod 2.
     // Ten flows (100 Gb/s) start 150 us apart, after the first probes.
-    let flows: String = (0..10).map(|i| format!("{},{i},{},200000000\n", 500 + 150 * i, 16 + (i * 5) % 16)).collect();
+    let flows: String = (0..10)
+        .map(|i| format!("{},{i},{},200000000\n", 500 + 150 * i, 16 + (i * 5) % 16))
+        .collect();
     std::fs::write(dir.join("flows.csv"), flows).unwrap();
     let text = format!(
         "{HULA3TIER}\n[metrics]\nport_rate_interval_us = 100\nport_rate_ports = [\"S1->A\", \"S2->A\"]\n"
@@ -103,16 +116,30 @@ fn hula_moves_traffic_off_a_failed_link_within_a_millisecond() {
         v.iter().sum::<f64>() / v.len().max(1) as f64
     };
     let down = down_ms * 1000.0;
-    let into_pod2 = |from: f64, to: f64| ["S1->A3", "S1->A4", "S2->A3", "S2->A4"].iter().map(|p| at(p, from, to, false)).sum::<f64>();
+    let into_pod2 = |from: f64, to: f64| {
+        ["S1->A3", "S1->A4", "S2->A3", "S2->A4"]
+            .iter()
+            .map(|p| at(p, from, to, false))
+            .sum::<f64>()
+    };
     let before = into_pod2(down - 2000.0, down);
-    assert!(at("S2->A3", down - 2000.0, down, true) > 20.0, "S2->A3 was in use before the failure");
+    assert!(
+        at("S2->A3", down - 2000.0, down, true) > 20.0,
+        "S2->A3 was in use before the failure"
+    );
     // Within about a millisecond nothing is sent into the failed link ...
     let stuck = at("S2->A3", down + 1000.0, down + 3000.0, true);
-    assert!(stuck < 1.0, "HULA still sends {stuck:.1} Gb/s into the failed link");
+    assert!(
+        stuck < 1.0,
+        "HULA still sends {stuck:.1} Gb/s into the failed link"
+    );
     // ... and the three links left carry the flows that used it: the
     // flows stalled by the failure start new flowlets on other paths.
     let after = into_pod2(down + 1500.0, down + 4000.0);
-    assert!(after > 0.7 * before, "into pod 2: {before:.1} Gb/s before, {after:.1} after");
+    assert!(
+        after > 0.7 * before,
+        "into pod 2: {before:.1} Gb/s before, {after:.1} after"
+    );
     // NOTE: long-running flows move back only at flowlet gaps, which steady
     // flows do not have: no assertion on the recovered link here (Fig. 9a's
     // web-search run in experiments/hula shows the return).

@@ -31,7 +31,10 @@ kind = "p4te"
 
 /// A switch CPU whose writes keep up with alg. 1's events (docs/schemes/p4te.md:
 /// with the default 5 us per write, alg. 3 falls behind at 10G).
-const FAST_CPU: [&str; 2] = ["control_plane.write_latency_us=1", "control_plane.write_interval_us=0.1"];
+const FAST_CPU: [&str; 2] = [
+    "control_plane.write_latency_us=1",
+    "control_plane.write_interval_us=0.1",
+];
 
 fn run(sets: &[&str]) -> RunOutput {
     let o: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
@@ -39,7 +42,10 @@ fn run(sets: &[&str]) -> RunOutput {
 }
 
 fn at(v: &serde_json::Value, path: &str) -> f64 {
-    path.split('.').fold(v, |v, k| &v[k]).as_f64().unwrap_or_else(|| panic!("{path} missing in {v}"))
+    path.split('.')
+        .fold(v, |v, k| &v[k])
+        .as_f64()
+        .unwrap_or_else(|| panic!("{path} missing in {v}"))
 }
 
 #[test]
@@ -47,7 +53,10 @@ fn p4te_short_flows_finish_sooner_than_ecmp_at_high_load() {
     for seed in ["run.seed=1", "run.seed=2"] {
         let ecmp = run(&[seed, "scheme.kind=ecmp"]);
         let p4te = run(&[seed, FAST_CPU[0], FAST_CPU[1]]);
-        let (e, p) = (at(&ecmp.summary, "fct_us.short.mean"), at(&p4te.summary, "fct_us.short.mean"));
+        let (e, p) = (
+            at(&ecmp.summary, "fct_us.short.mean"),
+            at(&p4te.summary, "fct_us.short.mean"),
+        );
         assert!(p < e, "{seed}: P4TE short {p:.0} us, ECMP {e:.0} us");
         assert_eq!(at(&p4te.summary, "flows.completed"), 300.0);
     }
@@ -108,6 +117,11 @@ kind = "p4te"
     let o: Vec<String> = vec![];
     let out = run_toml(ft, None, &o, &mut |_| true).unwrap_or_else(|e| panic!("fat tree: {e}"));
     assert_eq!(at(&out.summary, "flows.completed"), 60.0);
-    let incast = run(&["workload.pattern=\"incast\"", "workload.incast_senders=8", "workload.incast_bytes=500000", "workload.flows=8"]);
+    let incast = run(&[
+        "workload.pattern=\"incast\"",
+        "workload.incast_senders=8",
+        "workload.incast_bytes=500000",
+        "workload.flows=8",
+    ]);
     assert!(at(&incast.summary, "flows.completed") > 0.0);
 }

@@ -40,16 +40,28 @@ kind = "dctcp"
 "#;
 
 fn f64_at(v: &serde_json::Value, path: &str) -> f64 {
-    path.split('.').fold(v, |v, k| &v[k]).as_f64().unwrap_or_else(|| panic!("{path} missing"))
+    path.split('.')
+        .fold(v, |v, k| &v[k])
+        .as_f64()
+        .unwrap_or_else(|| panic!("{path} missing"))
 }
 
 #[test]
 fn one_flow_on_an_idle_path_reaches_line_rate() {
     for transport in ["dctcp", "newreno"] {
-        let out = run_flows("line-rate", SMALL, "0,0,3,20000000\n", &[&format!("transport.kind={transport}")]);
+        let out = run_flows(
+            "line-rate",
+            SMALL,
+            "0,0,3,20000000\n",
+            &[&format!("transport.kind={transport}")],
+        );
         let fct_s = out.flows.fct_us[0] * 1e-6;
         let goodput = 20e6 * 8.0 / fct_s;
-        assert!(goodput >= 0.95 * 10e9, "{transport}: goodput {:.3} Gb/s", goodput / 1e9);
+        assert!(
+            goodput >= 0.95 * 10e9,
+            "{transport}: goodput {:.3} Gb/s",
+            goodput / 1e9
+        );
         assert_eq!(out.flows.retransmissions[0], 0);
     }
 }
@@ -57,7 +69,10 @@ fn one_flow_on_an_idle_path_reaches_line_rate() {
 /// Largest backlog (bytes) the port named `name` ever held.
 fn max_depth(out: &RunOutput, name: &str) -> u64 {
     let ports = out.ports.as_array().expect("ports");
-    let port = ports.iter().find(|p| p["name"] == name).unwrap_or_else(|| panic!("no port {name}"));
+    let port = ports
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("no port {name}"));
     port["max_depth_bytes"].as_u64().expect("max_depth_bytes")
 }
 
@@ -75,17 +90,29 @@ fn tsq_keeps_a_lone_flows_nic_queue_small_at_line_rate() {
     assert!(nic_on <= 131_072 + 1518, "NIC held {nic_on} B with TSQ");
     assert!(nic_off > 1_000_000, "NIC held only {nic_off} B without TSQ");
     let (fct_on, fct_off) = (on.flows.fct_us[0], off.flows.fct_us[0]);
-    assert!(fct_on <= fct_off * 1.001, "FCT {fct_on} us with TSQ, {fct_off} us without");
+    assert!(
+        fct_on <= fct_off * 1.001,
+        "FCT {fct_on} us with TSQ, {fct_off} us without"
+    );
 }
 
 #[test]
 fn two_flows_share_a_bottleneck_fairly() {
     // Hosts 0 and 1 (leaf 0) both send to host 2 (leaf 1): its 10G link is the bottleneck.
     for transport in ["dctcp", "newreno"] {
-        let out = run_flows("fair", SMALL, "0,0,2,20000000\n0,1,2,20000000\n", &[&format!("transport.kind={transport}")]);
+        let out = run_flows(
+            "fair",
+            SMALL,
+            "0,0,2,20000000\n0,1,2,20000000\n",
+            &[&format!("transport.kind={transport}")],
+        );
         let x: Vec<f64> = out.flows.fct_us.iter().map(|fct| 20e6 / fct).collect();
-        let jain = x.iter().sum::<f64>().powi(2) / (x.len() as f64 * x.iter().map(|v| v * v).sum::<f64>());
-        assert!(jain >= 0.9, "{transport}: Jain's index {jain:.3} from {x:?}");
+        let jain =
+            x.iter().sum::<f64>().powi(2) / (x.len() as f64 * x.iter().map(|v| v * v).sum::<f64>());
+        assert!(
+            jain >= 0.9,
+            "{transport}: Jain's index {jain:.3} from {x:?}"
+        );
         // And together they fill the bottleneck.
         let total_s = out.flows.finish_us.iter().cloned().fold(0.0, f64::max) * 1e-6;
         assert!(40e6 * 8.0 / total_s > 0.9 * 10e9);
@@ -120,21 +147,51 @@ fn same_seed_same_digest_other_seed_other_digest() {
 
 #[test]
 fn a_loaded_fabric_conserves_packets_and_reports_every_key() {
-    let cfg = format!("{SMALL}\n[workload]\nflows = 300\nload = 0.8\n[metrics]\nqueue_sample_interval_us = 50\n");
+    let cfg = format!(
+        "{SMALL}\n[workload]\nflows = 300\nload = 0.8\n[metrics]\nqueue_sample_interval_us = 50\n"
+    );
     let out = run(&cfg, &["topology.buffer_kb=30", "transport.kind=newreno"]);
     let s = &out.summary;
     for key in [
-        "flows.total", "flows.completed", "fct_us.mean", "fct_us.p50", "fct_us.p99", "fct_us.short.mean",
-        "fct_us.short.p99", "fct_us.large.mean", "slowdown.mean", "slowdown.p99", "retransmissions",
-        "packets.injected", "packets.delivered", "packets.dropped", "packets.in_flight", "packets.ecn_marked",
-        "sim_time_s", "wall_time_s", "events", "packet_hops", "events_per_s", "packet_hops_per_s", "peak_rss_mb",
+        "flows.total",
+        "flows.completed",
+        "fct_us.mean",
+        "fct_us.p50",
+        "fct_us.p99",
+        "fct_us.short.mean",
+        "fct_us.short.p99",
+        "fct_us.large.mean",
+        "slowdown.mean",
+        "slowdown.p99",
+        "retransmissions",
+        "packets.injected",
+        "packets.delivered",
+        "packets.dropped",
+        "packets.in_flight",
+        "packets.ecn_marked",
+        "sim_time_s",
+        "wall_time_s",
+        "events",
+        "packet_hops",
+        "events_per_s",
+        "packet_hops_per_s",
+        "peak_rss_mb",
     ] {
         f64_at(s, key);
     }
     assert!(s["conservation_ok"].as_bool().unwrap());
     assert!(s["digest"].as_str().unwrap().len() == 32);
-    assert!(s["packets"]["dropped"].as_u64().unwrap() > 0, "a 30 KB buffer at 80% load drops");
-    let slow_min = out.flows.slowdown.iter().cloned().filter(|x| !x.is_nan()).fold(f64::MAX, f64::min);
+    assert!(
+        s["packets"]["dropped"].as_u64().unwrap() > 0,
+        "a 30 KB buffer at 80% load drops"
+    );
+    let slow_min = out
+        .flows
+        .slowdown
+        .iter()
+        .cloned()
+        .filter(|x| !x.is_nan())
+        .fold(f64::MAX, f64::min);
     assert!(slow_min >= 0.999, "slowdown below 1: {slow_min}");
     assert!(!out.queues.time_us.is_empty());
 }
@@ -158,10 +215,21 @@ incast_bytes = 4000000
     let d = run(cfg, &["transport.kind=dctcp"]);
     let r = run(cfg, &["transport.kind=newreno"]);
     let max_depth = |o: &RunOutput| {
-        o.ports.as_array().unwrap().iter().map(|p| p["max_depth_bytes"].as_u64().unwrap()).max().unwrap()
+        o.ports
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["max_depth_bytes"].as_u64().unwrap())
+            .max()
+            .unwrap()
     };
     assert!(d.summary["packets"]["ecn_marked"].as_u64().unwrap() > 0);
-    assert!(max_depth(&d) < max_depth(&r), "dctcp {} vs newreno {}", max_depth(&d), max_depth(&r));
+    assert!(
+        max_depth(&d) < max_depth(&r),
+        "dctcp {} vs newreno {}",
+        max_depth(&d),
+        max_depth(&r)
+    );
 }
 
 #[test]
@@ -182,7 +250,10 @@ fn bad_input_is_one_line_naming_the_key() {
         ("workload.load=1.0", Some("workload.load")),
         ("topology.leaves=0", Some("topology.leaves")),
         ("workload.cdf=/nonexistent.cdf", Some("workload.cdf")),
-        ("events=[{at_ms=1, kind=\"link_down\", link=\"leaf0-spine9\"}]", Some("events[0].link")),
+        (
+            "events=[{at_ms=1, kind=\"link_down\", link=\"leaf0-spine9\"}]",
+            Some("events[0].link"),
+        ),
     ] {
         let r = run_toml(SMALL, None, &o(set), &mut |_| true);
         match expect {
@@ -217,10 +288,22 @@ links = [
 "#,
     )
     .unwrap();
-    let cfg = "[topology]\nkind = \"custom\"\nfile = \"t.toml\"\n[workload]\nflows = 20\nload = 0.3\n";
+    let cfg =
+        "[topology]\nkind = \"custom\"\nfile = \"t.toml\"\n[workload]\nflows = 20\nload = 0.3\n";
     let out = run_toml(cfg, Some(&d), &[], &mut |_| true).unwrap();
     assert_eq!(out.summary["flows"]["completed"], 20);
     std::fs::write(d.join("bad.toml"), "nodes = [{ name = \"a\", kind = \"host\" }, { name = \"b\", kind = \"host\" }, { name = \"s\", kind = \"switch\" }, { name = \"t\", kind = \"switch\" }]\nlinks = [{ a = \"a\", b = \"s\", gbps = 1 }, { a = \"b\", b = \"t\", gbps = 1 }]\n").unwrap();
-    let e = run_toml(&cfg.replace("t.toml", "bad.toml"), Some(&d), &[], &mut |_| true).err().unwrap();
-    assert!(e.message.starts_with("topology.file") && e.message.contains("disconnected"), "{}", e.message);
+    let e = run_toml(
+        &cfg.replace("t.toml", "bad.toml"),
+        Some(&d),
+        &[],
+        &mut |_| true,
+    )
+    .err()
+    .unwrap();
+    assert!(
+        e.message.starts_with("topology.file") && e.message.contains("disconnected"),
+        "{}",
+        e.message
+    );
 }

@@ -39,8 +39,10 @@ fn run(kind: &str) -> RunOutput {
     let d = std::env::temp_dir().join(format!("pisanet-spread-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     std::fs::write(d.join("flows.csv"), FLOWS).unwrap();
-    run_toml(CFG, Some(&d), &[format!("scheme.kind={kind}")], &mut |_| true)
-        .unwrap_or_else(|e| panic!("{kind}: {e}"))
+    run_toml(CFG, Some(&d), &[format!("scheme.kind={kind}")], &mut |_| {
+        true
+    })
+    .unwrap_or_else(|e| panic!("{kind}: {e}"))
 }
 
 /// Coefficient of variation of the bytes sent on leaf0's uplinks.
@@ -50,7 +52,9 @@ fn uplink_cv(out: &RunOutput) -> f64 {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|p| p["uplink"].as_bool().unwrap() && p["name"].as_str().unwrap().starts_with("leaf0->"))
+        .filter(|p| {
+            p["uplink"].as_bool().unwrap() && p["name"].as_str().unwrap().starts_with("leaf0->")
+        })
         .map(|p| p["tx_bytes"].as_f64().unwrap())
         .collect();
     assert_eq!(bytes.len(), 4);
@@ -91,7 +95,10 @@ flows = 300
 load = 0.6
 "#;
     let a = run_toml(cfg, None, &["scheme.kind=ecmp".into()], &mut |_| true).unwrap();
-    let b = run_toml(cfg, None, &["scheme.kind=ecmp_native".into()], &mut |_| true).unwrap();
+    let b = run_toml(cfg, None, &["scheme.kind=ecmp_native".into()], &mut |_| {
+        true
+    })
+    .unwrap();
     assert_eq!(a.summary["digest"], b.summary["digest"]);
     assert_eq!(a.summary["packets"], b.summary["packets"]);
 }

@@ -158,7 +158,9 @@ pub struct P4teAgent {
 /// The longest prefix common to every route's destination, as (value, mask).
 fn common_prefix(info: &SwitchInfo) -> (u64, u64) {
     let mut it = info.routes.iter().map(|r| r.prefix as u64);
-    let Some(first) = it.next() else { return (0, 0) };
+    let Some(first) = it.next() else {
+        return (0, 0);
+    };
     let mut len = 32;
     for p in it {
         let diff = (first ^ p) as u32;
@@ -166,7 +168,11 @@ fn common_prefix(info: &SwitchInfo) -> (u64, u64) {
             len = len.min(diff.leading_zeros());
         }
     }
-    let mask = if len == 0 { 0 } else { (u32::MAX << (32 - len)) as u64 };
+    let mask = if len == 0 {
+        0
+    } else {
+        (u32::MAX << (32 - len)) as u64
+    };
     (first & mask, mask)
 }
 
@@ -194,7 +200,11 @@ impl P4teAgent {
     /// one open-ended.
     pub fn queue_group(&self, depth: u64) -> u32 {
         let delta = self.params.delta_pkts as u64;
-        let g = if depth <= delta { 0 } else { (depth - 1) / delta };
+        let g = if depth <= delta {
+            0
+        } else {
+            (depth - 1) / delta
+        };
         g.min(self.params.queue_groups as u64 - 1) as u32
     }
 }
@@ -236,7 +246,8 @@ impl ControlAgent for P4teAgent {
             // srTCM a two-colour meter.
             for (class, pct) in [p.short_safe_pct, p.large_safe_pct].into_iter().enumerate() {
                 let cir = rate * pct as u64 / 100;
-                let cbs = (cir as u128 * p.class_burst_window.ps() as u128 / 1_000_000_000_000) as u64;
+                let cbs =
+                    (cir as u128 * p.class_burst_window.ps() as u128 / 1_000_000_000_000) as u64;
                 cpu.write(Write::Meter {
                     meter: self.incoming_rate,
                     index: port as u32 * 2 + class as u32,
@@ -268,7 +279,8 @@ impl ControlAgent for P4teAgent {
             self.queue_depth.move_port(port, Some(g), cpu);
         }
         if m.util_event() != EVT_NONE && self.link_util.group_of(port).is_some() {
-            self.link_util.move_port(port, Some(m.new_color() as u32), cpu);
+            self.link_util
+                .move_port(port, Some(m.new_color() as u32), cpu);
         }
     }
 

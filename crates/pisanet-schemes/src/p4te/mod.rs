@@ -132,13 +132,19 @@ impl Default for P4teParams {
 impl P4teParams {
     pub fn validate(&self) -> Result<(), String> {
         if !self.flow_slots.is_power_of_two() {
-            return Err(format!("flow_slots must be a power of two, got {}", self.flow_slots));
+            return Err(format!(
+                "flow_slots must be a power of two, got {}",
+                self.flow_slots
+            ));
         }
         if self.delta_pkts == 0 {
             return Err("delta_pkts must be at least 1".into());
         }
         if !(1..=64).contains(&self.queue_groups) {
-            return Err(format!("queue_groups must be in 1..=64, got {}", self.queue_groups));
+            return Err(format!(
+                "queue_groups must be in 1..=64, got {}",
+                self.queue_groups
+            ));
         }
         if self.util_cir_pct == 0 || self.util_cir_pct > self.util_pir_pct {
             return Err("util_cir_pct must be positive and at most util_pir_pct".into());
@@ -204,7 +210,11 @@ fn ternary_dst() -> Vec<KeyField> {
 impl P4te {
     /// Declares the program's objects in `pipe`. A tier-0 switch runs the
     /// leaf program (with the per-flow rate-adaptation registers).
-    pub fn new(pipe: &mut Pipeline, params: &SchemeParams, info: &SwitchInfo) -> Result<Self, String> {
+    pub fn new(
+        pipe: &mut Pipeline,
+        params: &SchemeParams,
+        info: &SwitchInfo,
+    ) -> Result<Self, String> {
         let p = params.p4te.clone();
         p.validate()?;
         let leaf = info.tier == 0;
@@ -439,7 +449,11 @@ impl P4te {
         let ack = cell & ACK_MASK;
         // A tag from another flow, or an ack beyond this segment, is unknown.
         let valid = cell >> ACK_BITS == tag && ack <= seq_end;
-        let inflight = if valid { (seq_end - ack).min(u32::MAX as u64) } else { 0 };
+        let inflight = if valid {
+            (seq_end - ack).min(u32::MAX as u64)
+        } else {
+            0
+        };
         // Section 4.3.1: one packet per B bytes is open to rate control; the
         // leaf flags the others (HOLD). A FACK that returns restarts the
         // window at the packet it acted on.
@@ -513,7 +527,11 @@ impl P4te {
             (low_queue_depth, low_util)
         };
         let status = ctx.register_read(self.port_utilizations, first as u32);
-        let choice = if status == Color::Green as u64 { first } else { second };
+        let choice = if status == Color::Green as u64 {
+            first
+        } else {
+            second
+        };
         // Lines 15, 23 and 26 (a never-written slot starts a flowlet).
         let port = ctx.register(self.flowlet_port, slot, |last| {
             if new_flowlet || last == 0 {
@@ -540,7 +558,11 @@ impl DataPlane for P4te {
                 if m.util_event() != EVT_NONE {
                     // Section 4.1.2: the recirculated feedback makes the
                     // port's colour visible to ingress.
-                    ctx.register_write(self.port_utilizations, m.event_port() as u32, m.new_color());
+                    ctx.register_write(
+                        self.port_utilizations,
+                        m.event_port() as u32,
+                        m.new_color(),
+                    );
                     if m.fack() == FACK_NONE {
                         // Alg. 1, line 24: the feedback packet to the CPU.
                         sm.send_to_cpu();
@@ -566,9 +588,17 @@ impl DataPlane for P4te {
         // T1, section 4.1.3: the class's incoming rate on this port.
         if from_switch_port && sm.instance_type == InstanceType::Normal {
             let class = (pkt.ip.dscp & TC_LARGE) as u32;
-            let c = ctx.execute_meter(self.incoming_rate, in_port as u32 * 2 + class, sm.packet_length);
+            let c = ctx.execute_meter(
+                self.incoming_rate,
+                in_port as u32 * 2 + class,
+                sm.packet_length,
+            );
             let mut m = Meta(*meta);
-            m.set_incoming(if c == Color::Green { Color::Green } else { Color::Yellow });
+            m.set_incoming(if c == Color::Green {
+                Color::Green
+            } else {
+                Color::Yellow
+            });
             *meta = m.0;
         }
         let shim = Shim::of(pkt);
@@ -653,7 +683,9 @@ impl DataPlane for P4te {
         // Lines 12-20.
         let hit = ctx.apply(self.mat_link_util_rate, [port as u64, 0, 0, 0]);
         let color = ctx.read_direct_meter(self.mat_link_util_rate, &hit, sm.packet_length);
-        let last_color = ctx.register(self.old_packet_colors, port as u32, |old| (color as u64, old));
+        let last_color = ctx.register(self.old_packet_colors, port as u32, |old| {
+            (color as u64, old)
+        });
         let util_event = match (color as u64).cmp(&last_color) {
             std::cmp::Ordering::Greater => EVT_INCREASE,
             std::cmp::Ordering::Less => EVT_DECREASE,
@@ -717,12 +749,15 @@ impl DataPlane for P4te {
 impl Shim {
     /// The shim header of `pkt`, if it carries one.
     pub fn of(pkt: &Packet) -> Option<Shim> {
-        pkt.ext.as_deref().filter(|e| e.kind == SHIM_KIND).map(|e| Shim {
-            flags: e.fields[0],
-            ack: e.fields[1],
-            inflight: e.fields[2],
-            trigger: e.fields[3],
-        })
+        pkt.ext
+            .as_deref()
+            .filter(|e| e.kind == SHIM_KIND)
+            .map(|e| Shim {
+                flags: e.fields[0],
+                ack: e.fields[1],
+                inflight: e.fields[2],
+                trigger: e.fields[3],
+            })
     }
 
     /// Emits this shim on `pkt` (the caller accounts for its bytes).
@@ -738,7 +773,10 @@ impl Shim {
     pub fn strip(pkt: &mut Packet) {
         if pkt.ext.as_deref().is_some_and(|e| e.kind == SHIM_KIND) {
             pkt.ext = None;
-            pkt.size = pkt.size.saturating_sub(SHIM_BYTES).max(pisanet_net::MIN_FRAME_BYTES);
+            pkt.size = pkt
+                .size
+                .saturating_sub(SHIM_BYTES)
+                .max(pisanet_net::MIN_FRAME_BYTES);
         }
     }
 
@@ -755,7 +793,11 @@ mod tests;
 
 /// The resource report of the leaf (`leaf = true`) or non-leaf program on a
 /// switch with `n_ports` ports, for `flow_slots` flows (section 6.2.3).
-pub fn resource_report(leaf: bool, n_ports: u16, flow_slots: u32) -> Result<pisanet_pisa::ResourceReport, String> {
+pub fn resource_report(
+    leaf: bool,
+    n_ports: u16,
+    flow_slots: u32,
+) -> Result<pisanet_pisa::ResourceReport, String> {
     let params = SchemeParams {
         p4te: P4teParams {
             flow_slots,

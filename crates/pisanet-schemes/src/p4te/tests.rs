@@ -118,7 +118,12 @@ fn ack_pkt(src: u32, dst: u32, dport: u16, ack: u64) -> Packet {
 }
 
 /// Ingress: the single packet queued (port, packet, metadata).
-fn through(sw: &mut Switch, now: SimTime, port: PortNo, pkt: Packet) -> (PortNo, Packet, QueueMeta) {
+fn through(
+    sw: &mut Switch,
+    now: SimTime,
+    port: PortNo,
+    pkt: Packet,
+) -> (PortNo, Packet, QueueMeta) {
     let mut out = Vec::new();
     sw.ingress(now, port, pkt, &mut out);
     assert_eq!(out.len(), 1, "{out:?}");
@@ -166,7 +171,9 @@ fn handles(info: &SwitchInfo, params: &SchemeParams) -> P4te {
 }
 
 fn to_cpu(out: &[Emit]) -> usize {
-    out.iter().filter(|e| matches!(e, Emit::Consumed(_))).count()
+    out.iter()
+        .filter(|e| matches!(e, Emit::Consumed(_)))
+        .count()
 }
 
 // ---- T3: alg. 1 ----
@@ -177,10 +184,24 @@ fn queue_depth_events_fire_at_delta_and_move_the_port() {
     let p = params(|p| p.delta_pkts = 8);
     let h = handles(&info, &p);
     let mut sw = switch(&info, &p);
-    let q = through(&mut sw, us(0), 0, tcp_pkt(H0, REMOTE, 1000, 0, 1460, TC_SHORT));
+    let q = through(
+        &mut sw,
+        us(0),
+        0,
+        tcp_pkt(H0, REMOTE, 1000, 0, 1460, TC_SHORT),
+    );
     // Alg. 1 lines 3 and 7: an event when the depth moves by delta from the
     // last reported one; packets 200 us apart keep the meter GREEN.
-    let script = [(0, false), (7, false), (8, true), (15, false), (16, true), (9, false), (8, true), (0, true)];
+    let script = [
+        (0, false),
+        (7, false),
+        (8, true),
+        (15, false),
+        (16, true),
+        (9, false),
+        (8, true),
+        (0, true),
+    ];
     let mut t = 0;
     for (depth, event) in script {
         t += 200;
@@ -205,7 +226,12 @@ fn colour_changes_recirculate_feedback_that_updates_port_utilizations() {
     let p = SchemeParams::default();
     let h = handles(&info, &p);
     let mut sw = switch(&info, &p);
-    let q = through(&mut sw, us(0), 0, tcp_pkt(H0, REMOTE, 1000, 0, 1460, TC_SHORT));
+    let q = through(
+        &mut sw,
+        us(0),
+        0,
+        tcp_pkt(H0, REMOTE, 1000, 0, 1460, TC_SHORT),
+    );
     let port = q.0 as u32;
     // Back to back at line rate: CBS = PBS = 5% x 1.25 GB/s x 100 us =
     // 6250 B, four packets; the fifth finds the peak bucket empty: RED.
@@ -219,14 +245,20 @@ fn colour_changes_recirculate_feedback_that_updates_port_utilizations() {
     // The recirculated copy writes portUtilizations, then reaches the CPU.
     let out = settle(&mut sw, us(11));
     assert_eq!(to_cpu(&out), 1);
-    assert_eq!(sw.pipeline().read_register(h.port_utilizations, port), Color::Red as u64);
+    assert_eq!(
+        sw.pipeline().read_register(h.port_utilizations, port),
+        Color::Red as u64
+    );
     settle(&mut sw, us(200));
     assert_eq!(members(&sw, h.rg_link_util, 2), vec![port as u64]);
     assert!(!members(&sw, h.rg_link_util, 0).contains(&(port as u64)));
     // Idle for a while: GREEN again, a decrease event, back to group 0.
     egress(&mut sw, us(1000), &q, 0);
     settle(&mut sw, us(1300));
-    assert_eq!(sw.pipeline().read_register(h.port_utilizations, port), Color::Green as u64);
+    assert_eq!(
+        sw.pipeline().read_register(h.port_utilizations, port),
+        Color::Green as u64
+    );
     assert_eq!(members(&sw, h.rg_link_util, 0), vec![2, 3]);
     assert_eq!(sw.pipeline().read_counter(h.feedback, 1).packets, 2);
     sw.assert_no_violations();
@@ -240,7 +272,12 @@ fn a_group_move_lands_one_write_at_a_time() {
     let p = params(|p| p.delta_pkts = 4);
     let h = handles(&info, &p);
     let mut sw = switch(&info, &p);
-    let q = through(&mut sw, us(0), 0, tcp_pkt(H0, REMOTE, 1000, 0, 1460, TC_SHORT));
+    let q = through(
+        &mut sw,
+        us(0),
+        0,
+        tcp_pkt(H0, REMOTE, 1000, 0, 1460, TC_SHORT),
+    );
     let (port, other) = (q.0 as u64, 5 - q.0 as u64);
     // Depth 9: group (9 - 1) / 4 = 2.
     assert_eq!(to_cpu(&egress(&mut sw, us(0), &q, 9)), 1);
@@ -262,7 +299,12 @@ fn a_group_move_lands_one_write_at_a_time() {
     assert_eq!(entries(&sw), 2);
     // The highest-priority non-empty group still wins: the other port.
     for sport in 0..20 {
-        let (up, ..) = through(&mut sw, us(500) + SimTime::from_us(sport as u64 * 200), 1, tcp_pkt(ip(10, 0, 0, 3), REMOTE, 2000 + sport, 0, 1460, TC_SHORT));
+        let (up, ..) = through(
+            &mut sw,
+            us(500) + SimTime::from_us(sport as u64 * 200),
+            1,
+            tcp_pkt(ip(10, 0, 0, 3), REMOTE, 2000 + sport, 0, 1460, TC_SHORT),
+        );
         assert_eq!(up as u64, other);
     }
     sw.assert_no_violations();
@@ -272,12 +314,23 @@ fn a_group_move_lands_one_write_at_a_time() {
 
 /// Puts `port` alone in group `g` of `table`/`sel` (the other uplink stays
 /// in group 0), as alg. 3 would.
-fn regroup(sw: &mut Switch, table: TableId, sel: SelectorId, n: u32, port: PortNo, g: u32, now: SimTime) {
+fn regroup(
+    sw: &mut Switch,
+    table: TableId,
+    sel: SelectorId,
+    n: u32,
+    port: PortNo,
+    g: u32,
+    now: SimTime,
+) {
     let other = 5 - port;
     let set = |ports: Vec<PortNo>, group| Write::SelectorGroup {
         selector: sel,
         group,
-        members: ports.into_iter().map(|p| ActionCall::new(SET_PORT, [p as u64, 0, 0])).collect(),
+        members: ports
+            .into_iter()
+            .map(|p| ActionCall::new(SET_PORT, [p as u64, 0, 0]))
+            .collect(),
     };
     let entry = TableEntry::new(
         vec![matches::ternary(ip(10, 0, 0, 0) as u64, 0xFFFF_FC00)],
@@ -301,16 +354,32 @@ fn regroup(sw: &mut Switch, table: TableId, sel: SelectorId, n: u32, port: PortN
 }
 
 #[test]
-fn short_flows_take_the_least_queued_port_unless_it_is_not_green_and_large_flows_the_least_utilized() {
+fn short_flows_take_the_least_queued_port_unless_it_is_not_green_and_large_flows_the_least_utilized(
+) {
     let info = leaf_info();
     let p = SchemeParams::default();
     let h = handles(&info, &p);
     let mut sw = switch(&info, &p);
     // lowQueueDepthPort = 3 (port 2 in queue group 2); lowUtilPort = 2 (port 3 YELLOW).
-    regroup(&mut sw, h.mat_up_queue_depth, h.rg_queue_depth, 4, 2, 2, us(0));
+    regroup(
+        &mut sw,
+        h.mat_up_queue_depth,
+        h.rg_queue_depth,
+        4,
+        2,
+        2,
+        us(0),
+    );
     regroup(&mut sw, h.mat_up_link_util, h.rg_link_util, 3, 3, 1, us(0));
     let util = |sw: &mut Switch, port: u32, c: Color, t: SimTime| {
-        sw.cpu_write(t, vec![Write::Register { register: h.port_utilizations, index: port, value: c as u64 }]);
+        sw.cpu_write(
+            t,
+            vec![Write::Register {
+                register: h.port_utilizations,
+                index: port,
+                value: c as u64,
+            }],
+        );
         settle(sw, t + SimTime::from_ms(1));
     };
     let mut t = us(2000);
@@ -338,7 +407,15 @@ fn a_flowlet_keeps_its_port_until_the_interval_passes() {
     let p = params(|p| p.flowlet_interval = us(100));
     let h = handles(&info, &p);
     let mut sw = switch(&info, &p);
-    regroup(&mut sw, h.mat_up_queue_depth, h.rg_queue_depth, 4, 2, 2, us(0));
+    regroup(
+        &mut sw,
+        h.mat_up_queue_depth,
+        h.rg_queue_depth,
+        4,
+        2,
+        2,
+        us(0),
+    );
     let pkt = |seq| tcp_pkt(H0, REMOTE, 4242, seq, 1460, TC_SHORT);
     let t0 = us(1000);
     assert_eq!(through(&mut sw, t0, 0, pkt(0)).0, 3);
@@ -369,14 +446,23 @@ fn send_data(sw: &mut Switch, t: SimTime, seqs: &[u64], red_first: bool) -> Vec<
     let mut facks = Vec::new();
     let mut queued = Vec::new();
     for &seq in seqs {
-        queued.push(through(sw, t, 0, tcp_pkt(H0, REMOTE, 5555, seq, 1460, TC_LARGE)));
+        queued.push(through(
+            sw,
+            t,
+            0,
+            tcp_pkt(H0, REMOTE, 5555, seq, 1460, TC_LARGE),
+        ));
     }
     // Leaving 20 us apart: the uplink's meter stays GREEN unless drained.
     for (i, q) in queued.iter().enumerate() {
         let at = t + us(20 * i as u64 + 20);
         if red_first {
             // Drain the uplink's peak bucket with packets of no flow first.
-            let filler = (q.0, tcp_pkt(ip(10, 0, 0, 3), REMOTE, 1, 0, 1460, TC_SHORT), QueueMeta::default());
+            let filler = (
+                q.0,
+                tcp_pkt(ip(10, 0, 0, 3), REMOTE, 1, 0, 1460, TC_SHORT),
+                QueueMeta::default(),
+            );
             for _ in 0..5 {
                 egress(sw, at, &filler, 0);
             }
@@ -410,18 +496,30 @@ fn a_yellow_flow_on_a_green_port_gets_one_fack_raising_its_window_per_b_bytes() 
     assert_eq!(facks.len(), 1, "{facks:?}");
     let f = &facks[0];
     let t = f.tcp().unwrap();
-    assert_eq!((f.ip.src, f.ip.dst, t.sport, t.dport), (REMOTE, H0, 80, 5555));
-    assert_eq!((t.flags, t.ack, t.payload, t.seq), (tcp_flags::ACK, 3000, 0, 0));
+    assert_eq!(
+        (f.ip.src, f.ip.dst, t.sport, t.dport),
+        (REMOTE, H0, 80, 5555)
+    );
+    assert_eq!(
+        (t.flags, t.ack, t.payload, t.seq),
+        (tcp_flags::ACK, 3000, 0, 0)
+    );
     // In flight: 13220 + 1460 - 3000 = 11680; raised by a quarter.
     assert_eq!(t.window, 11680 + 11680 / 4);
-    assert_eq!((f.size, f.ext.is_none(), f.flow, f.switch_made), (64, true, 77, true));
+    assert_eq!(
+        (f.size, f.ext.is_none(), f.flow, f.switch_made),
+        (64, true, 77, true)
+    );
     // The leaf recorded the rate control at 13220: segments up to 23220 are
     // held (21980 here, which also uses the class's burst); 23440 is open
     // again and over the safe rate; the 5 after it are held.
     let later: Vec<u64> = (13..20).map(|i| 3000 + i * 1460).collect();
     let facks = send_data(&mut sw, us(1000), &later, false);
     assert_eq!(facks.len(), 1);
-    assert_eq!(facks[0].tcp().unwrap().window, (23440 + 1460 - 3000) * 5 / 4);
+    assert_eq!(
+        facks[0].tcp().unwrap().window,
+        (23440 + 1460 - 3000) * 5 / 4
+    );
     assert_eq!(sw.pipeline().read_counter(h.facks, 1).packets, 2);
     sw.assert_no_violations();
 }
@@ -461,7 +559,13 @@ fn a_spine_acts_once_and_flags_the_packet_and_honours_the_flags() {
     let mut sw = switch(&info, &p);
     let data = |flags| {
         let mut d = tcp_pkt(H0, REMOTE, 6000, 50_000, 1460, TC_LARGE);
-        Shim { flags, ack: 40_000, inflight: 20_000, trigger: 0 }.put(&mut d);
+        Shim {
+            flags,
+            ack: 40_000,
+            inflight: 20_000,
+            trigger: 0,
+        }
+        .put(&mut d);
         d.size += SHIM_BYTES;
         d
     };
@@ -492,7 +596,10 @@ fn a_spine_acts_once_and_flags_the_packet_and_honours_the_flags() {
     assert_eq!(facks[0].tcp().unwrap().window, 25_000);
     assert_eq!(facks[0].size, 64 + SHIM_BYTES);
     // Section 4.3.1: the packet carries on with the ACTED flag.
-    assert_eq!(Shim::of(&sent).unwrap().flags, Shim::ACK_VALID | Shim::ACTED);
+    assert_eq!(
+        Shim::of(&sent).unwrap().flags,
+        Shim::ACK_VALID | Shim::ACTED
+    );
     for flags in [Shim::ACK_VALID | Shim::ACTED, Shim::ACK_VALID | Shim::HOLD] {
         let (_, facks) = run(&mut sw, flags, us(100));
         assert!(facks.is_empty(), "flags {flags}");
@@ -509,25 +616,53 @@ fn the_senders_leaf_records_a_returning_fack_and_stamps_its_freshest_ack() {
     through(&mut sw, us(1), 2, ack_pkt(REMOTE, H0, 5555, 9000));
     // A FACK from a spine with an older ack and trigger 20000.
     let mut f = ack_pkt(REMOTE, H0, 5555, 4000);
-    Shim { flags: Shim::FACK, ack: 4000, inflight: 0, trigger: 20_000 }.put(&mut f);
+    Shim {
+        flags: Shim::FACK,
+        ack: 4000,
+        inflight: 0,
+        trigger: 20_000,
+    }
+    .put(&mut f);
     f.size += SHIM_BYTES;
     let (port, out, _) = through(&mut sw, us(2), 3, f);
     assert_eq!(port, 0);
-    assert_eq!((out.tcp().unwrap().ack, out.ext.is_none(), out.size), (9000, true, 64));
+    assert_eq!(
+        (out.tcp().unwrap().ack, out.ext.is_none(), out.size),
+        (9000, true, 64)
+    );
     let (slot, _) = {
         let mut pipe = Pipeline::new("scratch");
         let _ = P4te::new(&mut pipe, &p, &info).unwrap();
-        let input = HashInput::new().u32(H0).u32(REMOTE).u8(PROTO_TCP).u16(5555).u16(80);
-        (pisanet_pisa::HashAlgo::Crc32.compute(input.bytes()) & (p.p4te.flow_slots - 1), ())
+        let input = HashInput::new()
+            .u32(H0)
+            .u32(REMOTE)
+            .u8(PROTO_TCP)
+            .u16(5555)
+            .u16(80);
+        (
+            pisanet_pisa::HashAlgo::Crc32.compute(input.bytes()) & (p.p4te.flow_slots - 1),
+            (),
+        )
     };
-    assert_eq!(sw.pipeline().read_register(h.rc_seq.unwrap(), slot), RC_VALID | 20_000);
+    assert_eq!(
+        sw.pipeline().read_register(h.rc_seq.unwrap(), slot),
+        RC_VALID | 20_000
+    );
     sw.assert_no_violations();
 }
 
 #[test]
 fn a_tcp_sender_honours_facks_and_identical_ones_count_as_duplicate_acks() {
     use pisanet_transport::tcp::{FlowEnds, TcpConfig, TcpSender};
-    let ends = FlowEnds { flow: 77, src_addr: H0, dst_addr: REMOTE, sport: 5555, dport: 80, dscp: 1, prio: 0 };
+    let ends = FlowEnds {
+        flow: 77,
+        src_addr: H0,
+        dst_addr: REMOTE,
+        sport: 5555,
+        dport: 80,
+        dscp: 1,
+        prio: 0,
+    };
     let mut tx = TcpSender::new(&TcpConfig::default(), ends, 1_000_000);
     let mut out = Vec::new();
     tx.on_start(us(0), &mut out);
@@ -547,7 +682,10 @@ fn a_tcp_sender_honours_facks_and_identical_ones_count_as_duplicate_acks() {
     let mut real = ack_pkt(REMOTE, H0, 5555, 2920);
     real.tcp_mut().unwrap().window = 7300;
     tx.on_packet(us(21), &real, &mut out);
-    assert!(out.is_empty(), "in flight 11680 > 7300: nothing new may leave");
+    assert!(
+        out.is_empty(),
+        "in flight 11680 > 7300: nothing new may leave"
+    );
     // Three more identical FACKs (same ack, same window) are duplicate ACKs
     // (RFC 5681 section 2): fast retransmit of data the receiver may well hold.
     let mut f = fack();
@@ -566,7 +704,10 @@ fn leaf_and_non_leaf_resources_for_a_million_flows() {
     let leaf = resource_report(true, 64, 1 << 20).unwrap();
     let spine = resource_report(false, 64, 1 << 20).unwrap();
     let bits = |r: &pisanet_pisa::ResourceReport, name: &str| {
-        r.registers.iter().find(|x| x.spec.name == name).map(|x| x.bits)
+        r.registers
+            .iter()
+            .find(|x| x.spec.name == name)
+            .map(|x| x.bits)
     };
     // Section 6.2.3: timestamp, port and sequence number per flow at the leaf.
     assert_eq!(bits(&leaf, "flowlet_time"), Some(48 << 20));
@@ -579,5 +720,12 @@ fn leaf_and_non_leaf_resources_for_a_million_flows() {
     assert_eq!(leaf.meters.len(), 1);
     assert_eq!((leaf.ingress_stages, leaf.egress_stages), (7, 4));
     let t = |name| leaf.tables.iter().find(|t| t.name == name).unwrap().entries;
-    assert_eq!((t("mat_up_queue_depth"), t("mat_up_link_util"), t("mat_link_util_rate")), (4, 3, 64));
+    assert_eq!(
+        (
+            t("mat_up_queue_depth"),
+            t("mat_up_link_util"),
+            t("mat_link_util_rate")
+        ),
+        (4, 3, 64)
+    );
 }

@@ -1,0 +1,651 @@
+"""Sweeps: one config run at every point of a cross product of overrides and seeds.
+
+Owns the sweep directory and the running of its points; the database over it is
+`pisanet.database`'s, the plots `pisanet.report`'s. A sweep directory holds
+(docs/results-format.md):
+
+    DIR/sweep.json              the manifest: base config (resolved) and its hash,
+                                the vary spec, the seeds, every point's overrides
+    DIR/points/<id>/            one result directory per point (`pisanet.results`),
+                                or error.json (+ config.resolved.toml) for a failed one
+    DIR/results.duckdb          `runs` table, `flows`/`queues` views, `ports` table
+
+Guarantees:
+- A point's id is a hash of its own sorted overrides (`key=value`, values in
+  canonical TOML), so the same point always lands in the same folder.
+- A point is finished exactly when its `summary.json` exists; every file is
+  written atomically (temp file, then rename) by this process, never by a worker,
+  so an interrupted or killed sweep leaves no half-finished point behind.
+- Rerunning a sweep runs only the points that are not finished (failed ones
+  again); a different base config or vary spec into the same directory is refused.
+- Every point is resolved (validated) before anything runs.
+- Workers return results to the caller: local worker processes and Dask workers
+  need no shared file system with it (only the config's own files, if any).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import itertools
+import json
+import multiprocessing
+import os
+import signal
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from pisanet import _core, results
+from pisanet._core import ConfigError
+from pisanet.config import ConfigLike, keyword_overrides, load, parse_set, toml_value
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+MANIFEST = "sweep.json"
+POINTS = "points"
+ERROR_FILE = "error.json"
+MANIFEST_FORMAT = "pisanet-sweep/1"
+SEED_KEY = "run.seed"
+DEFAULT_CONNECT_TIMEOUT_S = 10.0
+
+# What a worker hands back: ("ok", native run tuple), ("failed", {"type", "message"})
+# or ("interrupted", None).
+Outcome = tuple[str, Any]
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run of a sweep."""
+
+    id: str
+    values: dict[str, Any]
+    """The varied keys (and `run.seed`) and their values, in vary order."""
+    overrides: list[str]
+    """The point's own overrides, `key=value` (canonical TOML values)."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A validated sweep: its manifest and every point with its resolved config."""
+
+    manifest: dict[str, Any]
+    points: list[Point]
+    resolved: dict[str, str]
+    """Point id -> the point's resolved config (TOML)."""
+    text: str
+    base_dir: Path | None
+    base_overrides: list[str]
+
+    @property
+    def sweep_id(self) -> str:
+        """A short hash of what makes the sweep (base config, vary spec, seeds)."""
+        return str(self.manifest["sweep_id"])
+
+
+@dataclass(frozen=True)
+class SweepProgress:
+    """Where a sweep stands; handed to the `progress` callback of `sweep`."""
+
+    total: int
+    done: int
+    """Finished points, including those finished by an earlier run."""
+    running: int
+    """Points being run (at most the number of worker slots)."""
+    failed: int
+    skipped: int
+    """Points finished by an earlier run of the same sweep."""
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """What a sweep produced: the `runs` table and access to its database."""
+
+    directory: Path
+    runs: pd.DataFrame
+    """The `runs` table: one row per finished or failed point."""
+    ran: int
+    """Points finished by this call."""
+    skipped: int
+    """Points already finished before this call."""
+    failed: int
+    """Points that failed in this call (their error is in `runs.error`)."""
+
+    def query(self, sql: str) -> pd.DataFrame:
+        """Runs SQL against the sweep's database (`runs`, `flows`, `ports`, `queues`)."""
+        from pisanet import database
+
+        return database.query(self.directory, sql)
+
+    @property
+    def flows(self) -> pd.DataFrame:
+        """Every finished point's flows, with `point_id`, the varied keys and `seed`."""
+        return self.query("SELECT * FROM flows")
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a sweep; the points finished before it are kept."""
+
+    def __init__(self, done: int, total: int) -> None:
+        super().__init__(f"interrupted; {done} of {total} points finished")
+        self.done = done
+        self.total = total
+
+
+# ---------------------------------------------------------------- the vary spec
+
+
+def _split_values(text: str) -> list[str]:
+    """Splits `V1,V2,...` at top-level commas (not inside brackets, braces or quotes)."""
+    parts: list[str] = []
+    depth, quote, start = 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts]
+
+
+def parse_value(text: str) -> Any:
+    """A `--vary` value: a TOML value (`0.5`, `true`, `"a"`, `[1, 2]`), else a bare string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def parse_vary(items: Iterable[str]) -> dict[str, list[Any]]:
+    """Parses `--vary KEY=V1,V2,...` options into `{key: [values]}` (in the given order)."""
+    vary: dict[str, list[Any]] = {}
+    for item in items:
+        key, eq, values = item.partition("=")
+        key = key.strip()
+        parts = _split_values(values) if eq else []
+        if not eq or not key or not all(parts):
+            raise ConfigError(f"--vary {item!r}: expected KEY=V1,V2,..., e.g. workload.load=0.3,0.6")
+        parse_set([f"{key}=0"])  # the key's syntax (one message for all options)
+        if key in vary:
+            raise ConfigError(f"--vary {key}: given twice; list all its values in one --vary")
+        vary[key] = [parse_value(p) for p in parts]
+    return vary
+
+
+def _plain(key: str, value: Any) -> Any:
+    """A vary value as a JSON-able value (what the manifest and the runs table hold)."""
+    if isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, (list, tuple)):
+        return [_plain(key, v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _plain(key, v) for k, v in value.items()}
+    raise ConfigError(f"vary {key}: {value!r} is not a number, string, boolean, list or table")
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def point_id(overrides: Iterable[str]) -> str:
+    """The stable id of a point: a hash of its sorted `key=value` overrides."""
+    return _sha256("\n".join(sorted(overrides)))[:16]
+
+
+def plan(
+    config: ConfigLike,
+    vary: Mapping[str, Sequence[Any]],
+    *,
+    seeds: int | None = None,
+    set: Iterable[str] = (),
+    **overrides: Any,
+) -> Plan:
+    """Validates a sweep: every vary key and every point's config. Raises `ConfigError`."""
+    text, base_dir = load(config)
+    base_overrides = parse_set(set) + keyword_overrides(overrides)
+    base_resolved = _core.resolve(text, base_dir, base_overrides)
+    spec: list[tuple[str, list[Any]]] = []
+    for key, values in vary.items():
+        parse_set([f"{key}=0"])
+        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values:
+            raise ConfigError(f"vary {key}: expected a non-empty list of values")
+        spec.append((key, [_plain(key, v) for v in values]))
+    if seeds is not None:
+        if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
+            raise ConfigError(f"seeds: expected a positive number of seeds, got {seeds!r}")
+        if SEED_KEY in vary:
+            raise ConfigError(f"vary {SEED_KEY} and seeds together: give one of them")
+        spec.append((SEED_KEY, list(range(1, seeds + 1))))
+    # Each key's first value, alone: an unknown key is named before any point is built.
+    for key, values in spec:
+        try:
+            _core.resolve(text, base_dir, [*base_overrides, f"{key}={toml_value(values[0])}"])
+        except ConfigError as e:
+            raise ConfigError(f"vary {key}: {e}") from None
+
+    points: list[Point] = []
+    resolved: dict[str, str] = {}
+    keys = [k for k, _ in spec]
+    for combo in itertools.product(*(vs for _, vs in spec)):
+        own = [f"{k}={toml_value(v)}" for k, v in zip(keys, combo)]
+        pid = point_id(own)
+        if pid in resolved:
+            raise ConfigError(f"vary: the point {', '.join(own)} occurs twice (a repeated value?)")
+        try:
+            resolved[pid] = _core.resolve(text, base_dir, [*base_overrides, *own])
+        except ConfigError as e:
+            raise ConfigError(f"point {', '.join(own)}: {e}") from None
+        points.append(Point(pid, dict(zip(keys, combo)), own))
+
+    identity = {
+        "config_sha256": _sha256(base_resolved),
+        "vary": [[k, [toml_value(v) for v in vs]] for k, vs in spec],
+    }
+    manifest = {
+        "format": MANIFEST_FORMAT,
+        "sweep_id": _sha256(json.dumps(identity, sort_keys=True))[:12],
+        **identity,
+        "seeds": seeds,
+        "config": base_resolved,
+        "points": {p.id: p.values for p in points},
+    }
+    return Plan(manifest, points, resolved, text, base_dir, base_overrides)
+
+
+# ---------------------------------------------------------------- the directory
+
+
+def default_out(config: ConfigLike, the_plan: Plan) -> Path:
+    """`results/<config stem>-<sweep id>` (`results/sweep-<sweep id>` for text or a dict)."""
+    is_file = isinstance(config, os.PathLike) or (
+        isinstance(config, str) and "\n" not in config and "=" not in config
+    )
+    stem = Path(config).stem if is_file else "sweep"  # type: ignore[arg-type]
+    return Path("results") / f"{stem}-{the_plan.sweep_id}"
+
+
+def read_manifest(directory: Path) -> dict[str, Any]:
+    """The manifest of a sweep directory; `ConfigError` if there is none."""
+    path = directory / MANIFEST
+    try:
+        manifest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{directory}: not a sweep directory (no {MANIFEST})") from None
+    except (ValueError, UnicodeDecodeError):
+        raise ConfigError(f"{path}: not a pisanet sweep manifest") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
+        raise ConfigError(f"{path}: not a pisanet sweep manifest ({MANIFEST_FORMAT})")
+    return manifest
+
+
+def prepare(directory: Path, the_plan: Plan) -> None:
+    """Creates the sweep directory, or checks that it holds this same sweep."""
+    if (directory / MANIFEST).exists():
+        old = read_manifest(directory)
+        new = the_plan.manifest
+        if old.get("config_sha256") != new["config_sha256"]:
+            raise ConfigError(
+                f"{directory} holds another sweep's results (a different base config); "
+                "choose another --out"
+            )
+        if old.get("vary") != new["vary"]:
+            raise ConfigError(
+                f"{directory} holds another sweep's results (different --vary/--seeds: "
+                f"{_describe(old.get('vary'))}); choose another --out"
+            )
+        return
+    if directory.exists() and not directory.is_dir():
+        raise ConfigError(f"{directory}: exists and is not a directory")
+    if directory.is_dir() and any(directory.iterdir()):
+        raise ConfigError(
+            f"{directory}: not empty and not a sweep directory (no {MANIFEST}); "
+            "choose another --out"
+        )
+    (directory / POINTS).mkdir(parents=True, exist_ok=True)
+    results.write_text_atomic(directory / MANIFEST, json.dumps(the_plan.manifest, indent=2) + "\n")
+
+
+def _describe(vary: Any) -> str:
+    try:
+        return " ".join(f"{k}={','.join(vs)}" for k, vs in vary) or "nothing varied"
+    except (TypeError, ValueError):
+        return "unreadable"
+
+
+def is_finished(point_dir: Path) -> bool:
+    return (point_dir / "summary.json").is_file()
+
+
+def _clear_temp_files(point_dir: Path) -> None:
+    """Removes temp files a killed writer left behind (`.<name>.XXXX.tmp`)."""
+    for leftover in point_dir.glob(".*.tmp"):
+        leftover.unlink(missing_ok=True)
+
+
+def _write_ok(point_dir: Path, payload: Any, resolved: str) -> None:
+    summary, flows, queues, ports = payload
+    point_dir.mkdir(parents=True, exist_ok=True)
+    _clear_temp_files(point_dir)
+    result = results.Result(
+        summary=json.loads(summary),
+        flows=results.flows_frame(flows),
+        queues=results.queues_frame(queues),
+        ports=json.loads(ports),
+        resolved_config=resolved,
+    )
+    results.write(point_dir, result)
+    (point_dir / ERROR_FILE).unlink(missing_ok=True)
+
+
+def _write_failed(point_dir: Path, error: dict[str, str], resolved: str) -> None:
+    point_dir.mkdir(parents=True, exist_ok=True)
+    _clear_temp_files(point_dir)
+    results.write_text_atomic(point_dir / "config.resolved.toml", resolved)
+    results.write_text_atomic(point_dir / ERROR_FILE, json.dumps(error, indent=2) + "\n")
+
+
+# ---------------------------------------------------------------- the workers
+
+
+@dataclass(frozen=True)
+class Task:
+    """What a worker needs to run one point (picklable)."""
+
+    id: str
+    text: str
+    base_dir: str | None
+    overrides: list[str]
+
+
+# Set in local worker processes: asks a running point to stop (Ctrl-C in the parent).
+_STOP: Any = None
+
+
+def _init_worker(stop: Any) -> None:
+    global _STOP
+    # NOTE: the parent decides what Ctrl-C means (it sets `stop`); a worker that
+    # raised KeyboardInterrupt while idle would break the whole pool.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _STOP = stop
+
+
+def run_point(task: Task) -> Outcome:
+    """Runs one point; never raises (a failure is an outcome). The function workers run."""
+    stop = _STOP
+    progress = (lambda *_: not stop.is_set()) if stop is not None else None
+    try:
+        return "ok", _core.run(task.text, task.base_dir, task.overrides, progress)
+    except KeyboardInterrupt:
+        return "interrupted", None
+    except Exception as e:
+        return "failed", {"type": type(e).__name__, "message": str(e) or repr(e)}
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """Ignores SIGINT while worker processes start, so that they inherit SIG_IGN."""
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+Record = Callable[[str, Outcome], None]
+
+
+def _crashed(e: BaseException) -> Outcome:
+    return "failed", {"type": type(e).__name__, "message": f"the worker died: {e}".strip()}
+
+
+def _run_local(tasks: list[Task], workers: int, record: Record) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    stop = ctx.Event()
+    with _sigint_ignored():
+        pool = ProcessPoolExecutor(
+            max_workers=workers, mp_context=ctx, initializer=_init_worker, initargs=(stop,)
+        )
+        futures = {pool.submit(run_point, t): t.id for t in tasks}
+    _collect(futures, record, on_interrupt=stop.set, shutdown=pool.shutdown)
+
+
+def _run_executor(tasks: list[Task], executor: Executor, record: Record) -> None:
+    futures = {executor.submit(run_point, t): t.id for t in tasks}
+    _collect(futures, record, on_interrupt=lambda: None, shutdown=None)
+
+
+def _collect(
+    futures: dict[Future[Outcome], str],
+    record: Record,
+    on_interrupt: Callable[[], object],
+    shutdown: Callable[..., None] | None,
+) -> None:
+    recorded: set[str] = set()
+
+    def take(future: Future[Outcome]) -> None:
+        pid = futures[future]
+        if pid in recorded or future.cancelled():
+            return
+        recorded.add(pid)
+        error = future.exception()
+        record(pid, _crashed(error) if error is not None else future.result())
+
+    try:
+        for future in as_completed(futures):
+            take(future)
+    except KeyboardInterrupt:
+        # Stop the running points, drop the queued ones, keep what finished meanwhile.
+        on_interrupt()
+        for future in futures:
+            future.cancel()
+        if shutdown is not None:
+            shutdown(wait=True, cancel_futures=True)
+        for future in futures:
+            if future.done():
+                take(future)
+        raise
+    finally:
+        if shutdown is not None:
+            shutdown(wait=True, cancel_futures=True)
+
+
+def _connect(scheduler: str, timeout: float) -> Any:
+    import logging
+
+    from distributed import Client
+
+    # NOTE: distributed logs its connection attempts; the one-line error says it all.
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    try:
+        client = Client(scheduler, timeout=timeout, set_as_default=False)
+    except Exception as e:
+        reason = " ".join(str(e).split()) or type(e).__name__
+        raise ConfigError(f"cannot reach the Dask scheduler at {scheduler}: {reason}") from None
+    try:
+        client.wait_for_workers(1, timeout=timeout)
+    except Exception:
+        client.close()
+        raise ConfigError(
+            f"the Dask scheduler at {scheduler} has no workers (waited {timeout:g} s); "
+            f"start one with `dask worker {scheduler}`"
+        ) from None
+    return client
+
+
+def _run_dask(
+    tasks: list[Task], client: Any, key_prefix: str, record: Record
+) -> None:
+    from distributed import as_completed as dask_completed
+
+    futures = {
+        client.submit(run_point, t, key=f"{key_prefix}-{t.id}", pure=False): t.id for t in tasks
+    }
+    recorded: set[str] = set()
+
+    def take(future: Any) -> None:
+        pid = futures[future]
+        if pid in recorded:
+            return
+        recorded.add(pid)
+        if future.status == "finished":
+            record(pid, future.result())
+        elif future.status == "error":
+            record(pid, _crashed(future.exception()))
+
+    try:
+        for future in dask_completed(list(futures)):
+            take(future)
+    except KeyboardInterrupt:
+        pending = [f for f in futures if not f.done()]
+        with contextlib.suppress(Exception):
+            client.cancel(pending)
+        for future in futures:
+            if future.done():
+                take(future)
+        raise
+
+
+def _slots(client: Any) -> int:
+    try:
+        return max(1, sum(client.nthreads().values()))
+    except Exception:
+        return 1
+
+
+# ---------------------------------------------------------------- the sweep
+
+
+def sweep(
+    config: ConfigLike,
+    vary: Mapping[str, Sequence[Any]] | None = None,
+    *,
+    seeds: int | None = None,
+    out: str | os.PathLike[str] | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    executor: Executor | None = None,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
+    set: Iterable[str] = (),
+    progress: Callable[[SweepProgress], object] | None = None,
+    **overrides: Any,
+) -> SweepResult:
+    """Runs `config` at every point of the cross product of `vary` and `seeds`.
+
+    `vary` maps config keys to lists of values: `{"scheme.kind": ["ecmp", "hula"],
+    "workload.load": [0.3, 0.6]}`; `seeds=N` adds `run.seed` = 1..N. `set` and
+    keyword overrides (`workload__flows=500`) change the base config. Results go
+    to `out` (default `results/<config stem>-<sweep id>`); points finished by an
+    earlier call are not run again.
+
+    Runs on `workers` local processes (default: one per core), on the Dask
+    cluster whose scheduler is at `scheduler` (`tcp://host:port`), or on a
+    `concurrent.futures.Executor` of yours. `progress(SweepProgress)` is called
+    as points finish.
+
+    Raises `ConfigError` for invalid input (bad key or value, an unreachable
+    scheduler, an `out` holding another sweep) before anything runs, and
+    `SweepInterrupted` (a `KeyboardInterrupt`) on Ctrl-C, after saving every
+    finished point. A failed point does not raise: it is in `runs` with
+    `status = 'failed'` and its `error`.
+    """
+    from pisanet import database
+
+    if sum(x is not None for x in (workers, scheduler, executor)) > 1:
+        raise ConfigError("give at most one of workers, scheduler and executor")
+    if workers is not None and (isinstance(workers, bool) or workers < 1):
+        raise ConfigError(f"workers: expected a positive number, got {workers!r}")
+    the_plan = plan(config, vary or {}, seeds=seeds, set=set, **overrides)
+    directory = Path(out) if out is not None else default_out(config, the_plan)
+    prepare(directory, the_plan)
+
+    points_dir = directory / POINTS
+    todo = [p for p in the_plan.points if not is_finished(points_dir / p.id)]
+    total = len(the_plan.points)
+    skipped = total - len(todo)
+    base_dir = str(the_plan.base_dir) if the_plan.base_dir is not None else None
+    tasks = [
+        Task(p.id, the_plan.text, base_dir, [*the_plan.base_overrides, *p.overrides]) for p in todo
+    ]
+
+    client = None
+    if scheduler is not None and tasks:
+        client = _connect(scheduler, connect_timeout)
+    slots = (
+        _slots(client)
+        if client is not None
+        else getattr(executor, "_max_workers", None) or workers or os.cpu_count() or 1
+    )
+    counts = {"ran": 0, "failed": 0}
+
+    def report() -> None:
+        if progress is None:
+            return
+        outstanding = len(tasks) - counts["ran"] - counts["failed"]
+        progress(
+            SweepProgress(
+                total=total,
+                done=skipped + counts["ran"],
+                running=min(slots, outstanding),
+                failed=counts["failed"],
+                skipped=skipped,
+            )
+        )
+
+    def record(pid: str, outcome: Outcome) -> None:
+        kind, payload = outcome
+        if kind == "ok":
+            _write_ok(points_dir / pid, payload, the_plan.resolved[pid])
+            counts["ran"] += 1
+        elif kind == "failed":
+            _write_failed(points_dir / pid, payload, the_plan.resolved[pid])
+            counts["failed"] += 1
+        report()
+
+    report()
+    try:
+        if not tasks:
+            pass
+        elif client is not None:
+            try:
+                _run_dask(tasks, client, f"pisanet-{the_plan.sweep_id}", record)
+            finally:
+                with contextlib.suppress(Exception):
+                    client.close()
+        elif executor is not None:
+            _run_executor(tasks, executor, record)
+        else:
+            _run_local(tasks, min(workers or os.cpu_count() or 1, len(tasks)), record)
+    except KeyboardInterrupt:
+        with contextlib.suppress(Exception):
+            database.build(directory)
+        raise SweepInterrupted(skipped + counts["ran"], total) from None
+    database.build(directory)
+    return SweepResult(
+        directory=directory,
+        runs=database.query(directory, "SELECT * FROM runs"),
+        ran=counts["ran"],
+        skipped=skipped,
+        failed=counts["failed"],
+    )
