@@ -2,11 +2,19 @@
 
 The simulator is Rust (the native module `pisanet._core`); this package is the
 Python face of it: `run` a config and get a `Result` (summary dict, flows as a
-pandas DataFrame), or use the `pisanet` command line.
+pandas DataFrame), `sweep` it over loads, schemes and seeds and get a
+`SweepResult` (the `runs` table, SQL over every point's flows), or use the
+`pisanet` command line.
 
     >>> import pisanet
     >>> result = pisanet.run("experiments/demo/leaf_spine_ecmp.toml", workload__load=0.5)
     >>> result.flows["fct"].quantile(0.99)  # microseconds
+    >>> swept = pisanet.sweep(
+    ...     "experiments/demo/leaf_spine_ecmp.toml",
+    ...     {"scheme.kind": ["ecmp", "hula"], "workload.load": [0.3, 0.6]},
+    ...     seeds=2,
+    ... )
+    >>> swept.runs.groupby(["scheme", "workload_load"])["fct_us_p99"].mean()
 """
 
 from __future__ import annotations
@@ -21,17 +29,22 @@ from pisanet import _core, results
 from pisanet._core import ConfigError, InvariantError, __version__
 from pisanet.config import ConfigLike, keyword_overrides, load, parse_set
 from pisanet.results import Result
+from pisanet.sweeps import SweepInterrupted, SweepProgress, SweepResult, sweep
 
 __all__ = [
     "ConfigError",
     "InvariantError",
     "Result",
+    "SweepInterrupted",
+    "SweepProgress",
+    "SweepResult",
     "__version__",
     "bench_config",
     "resolve",
     "resources",
     "run",
     "schema",
+    "sweep",
 ]
 
 Progress = Callable[[float, int, int], "bool | None"]

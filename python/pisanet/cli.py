@@ -1,9 +1,11 @@
-"""The `pisanet` command line: run, validate, schema, resources, bench, plot.
+"""The `pisanet` command line: run, sweep, query, report, validate, schema, resources,
+bench, plot.
 
-Exit codes: 0 success; 2 user error (invalid config, missing file, bad `--set`,
-bad usage), reported as ONE line `error: <message>` on stderr; 1 when a run
-broke an invariant (a simulator bug); 130 when interrupted (Ctrl-C), in which
-case no result file is written.
+Exit codes: 0 success; 2 user error (invalid config, missing file, bad `--set` or
+`--vary`, an unreachable scheduler, bad SQL, bad usage), reported as ONE line
+`error: <message>` on stderr; 1 when a run broke an invariant (a simulator bug)
+or a sweep point failed; 130 when interrupted (Ctrl-C): `run` then writes no
+result file, `sweep` keeps every point finished so far.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 from rich.table import Table
 
 import pisanet
-from pisanet import results
+from pisanet import database, results, sweeps
 from pisanet._core import ConfigError, InvariantError
 from pisanet.config import ConfigLike, parse_set
 
@@ -293,3 +295,143 @@ def plot(
             raise ConfigError(f"{directory}: no flows.parquet (not a result directory?)")
         written = plots.plot_dir(directory)
     print(f"wrote {', '.join(p.name for p in written)} to {directory}/")
+
+
+def _sweep_with_progress(quiet: bool, **kwargs: Any) -> sweeps.SweepResult:
+    # NOTE: no live display when stderr is not a terminal (CI logs, pipes).
+    if quiet or not err_console.is_terminal:
+        return sweeps.sweep(**kwargs)
+    bar = Progress(
+        TextColumn("[bold]sweep[/]"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} done"),
+        TextColumn("running {task.fields[running]}"),
+        TextColumn("failed {task.fields[failed]}"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    )
+    with bar:
+        task = bar.add_task("sweep", total=None, running=0, failed=0)
+
+        def on_progress(p: sweeps.SweepProgress) -> None:
+            bar.update(task, completed=p.done, total=p.total, running=p.running, failed=p.failed)
+
+        return sweeps.sweep(progress=on_progress, **kwargs)
+
+
+@app.command()
+def sweep(
+    config: ConfigArg,
+    vary: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--vary", "-v", help="Vary a config key: KEY=V1,V2,... (repeatable; cross product)."
+        ),
+    ] = None,
+    seeds: Annotated[
+        int | None, typer.Option(min=1, help="Run every point with run.seed = 1..N.")
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Sweep directory [default: results/<config stem>-<sweep id>]."),
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(min=1, help="Local worker processes [default: one per core]."),
+    ] = None,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(help="Run on a Dask cluster: its scheduler address, tcp://HOST:PORT."),
+    ] = None,
+    connect_timeout: Annotated[
+        float,
+        typer.Option(min=0.1, help="Seconds to wait for the Dask scheduler and a worker."),
+    ] = sweeps.DEFAULT_CONNECT_TIMEOUT_S,
+    set: SetOpt = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress, no table.")] = False,
+) -> None:
+    """Run a config at every point of --vary x --seeds; rerun to finish an interrupted sweep."""
+    with _user_errors():
+        if workers is not None and scheduler is not None:
+            raise ConfigError("give --workers or --scheduler, not both")
+        try:
+            result = _sweep_with_progress(
+                quiet,
+                config=config,
+                vary=sweeps.parse_vary(vary or []),
+                seeds=seeds,
+                out=out,
+                workers=workers,
+                scheduler=scheduler,
+                connect_timeout=connect_timeout,
+                set=parse_set(set or []),
+            )
+        except sweeps.SweepInterrupted as e:
+            _fail(f"{e}; rerun the same command to run the rest", EXIT_INTERRUPTED)
+    total = result.total
+    if not quiet:
+        table = Table(title=f"pisanet sweep {config}", show_header=False, title_justify="left")
+        table.add_column("metric", style="bold")
+        table.add_column("value", justify="right")
+        for label, value in [
+            ("points", total),
+            ("finished now", result.ran),
+            ("finished before", result.skipped),
+            ("failed", result.failed),
+        ]:
+            table.add_row(label, f"{value:,}")
+        out_console.print(table)
+        where = result.directory
+        out_console.print(
+            f"wrote {where}/{database.DB_FILE} (runs table, flows view); "
+            f'next: pisanet query {where} "SELECT ..." or pisanet report {where}'
+        )
+    if result.failed:
+        _fail(
+            f"{result.failed} of {total} points failed (see the runs table, status = 'failed'); "
+            "rerun the same command to retry them",
+            EXIT_INVARIANT,
+        )
+
+
+@app.command()
+def query(
+    directory: Annotated[Path, typer.Argument(help="A sweep directory (pisanet sweep --out).")],
+    sql: Annotated[
+        str, typer.Argument(help="SQL over runs, flows, ports, queues.", show_default=False)
+    ],
+    format: Annotated[
+        str, typer.Option("--format", "-f", help="Output: table, csv or json (records).")
+    ] = "table",
+) -> None:
+    """Run SQL against a sweep's results.duckdb (rebuilt first if missing or stale)."""
+    with _user_errors():
+        if format not in ("table", "csv", "json"):
+            raise ConfigError(f"--format {format!r}: expected table, csv or json")
+        frame = database.query(directory, sql)
+    if format == "csv":
+        sys.stdout.write(frame.to_csv(index=False))
+    elif format == "json":
+        sys.stdout.write(frame.to_json(orient="records", indent=2) + "\n")
+    else:
+        table = Table(show_header=True, header_style="bold")
+        for column in frame.columns:
+            table.add_column(
+                str(column), justify="right" if frame[column].dtype.kind in "iuf" else "left"
+            )
+        for row in frame.itertuples(index=False):
+            table.add_row(*(_fmt(v.item() if hasattr(v, "item") else v) for v in row))
+        out_console.print(table)
+
+
+@app.command()
+def report(
+    directory: Annotated[Path, typer.Argument(help="A sweep directory (pisanet sweep --out).")],
+) -> None:
+    """Write PNG plots and index.html comparing the schemes of a sweep into DIR/report/."""
+    from pisanet import report as report_module
+
+    with _user_errors():
+        written = report_module.write(directory)
+    print(f"wrote {len(written)} files to {written[0].parent}/ (open index.html)")

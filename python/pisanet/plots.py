@@ -24,7 +24,8 @@ from pisanet.results import read_flows, write_atomic
 CLASS_NAMES = {0: "short", 1: "large"}
 
 
-def _save(fig: Figure, path: Path) -> Path:
+def save(fig: Figure, path: Path) -> Path:
+    """Writes `fig` to `path` as PNG (atomically) and closes it."""
     write_atomic(path, lambda tmp: fig.savefig(tmp, format="png", dpi=120))
     plt.close(fig)
     return path
@@ -81,6 +82,6 @@ def plot_dir(directory: str | os.PathLike[str]) -> list[Path]:
     directory = Path(directory)
     flows = read_flows(directory)
     return [
-        _save(fct_cdf(flows), directory / "fct_cdf.png"),
-        _save(slowdown_by_size(flows), directory / "slowdown_by_size.png"),
+        save(fct_cdf(flows), directory / "fct_cdf.png"),
+        save(slowdown_by_size(flows), directory / "slowdown_by_size.png"),
     ]

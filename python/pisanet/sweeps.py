@@ -30,9 +30,11 @@ import hashlib
 import itertools
 import json
 import multiprocessing
+import multiprocessing.connection
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -112,6 +114,8 @@ class SweepResult:
     directory: Path
     runs: pd.DataFrame
     """The `runs` table: one row per finished or failed point."""
+    total: int
+    """Points in the sweep."""
     ran: int
     """Points finished by this call."""
     skipped: int
@@ -180,7 +184,9 @@ def parse_vary(items: Iterable[str]) -> dict[str, list[Any]]:
         key = key.strip()
         parts = _split_values(values) if eq else []
         if not eq or not key or not all(parts):
-            raise ConfigError(f"--vary {item!r}: expected KEY=V1,V2,..., e.g. workload.load=0.3,0.6")
+            raise ConfigError(
+                f"--vary {item!r}: expected KEY=V1,V2,..., e.g. workload.load=0.3,0.6"
+            )
         parse_set([f"{key}=0"])  # the key's syntax (one message for all options)
         if key in vary:
             raise ConfigError(f"--vary {key}: given twice; list all its values in one --vary")
@@ -239,13 +245,16 @@ def plan(
         try:
             _core.resolve(text, base_dir, [*base_overrides, f"{key}={toml_value(values[0])}"])
         except ConfigError as e:
-            raise ConfigError(f"vary {key}: {e}") from None
+            message = str(e)
+            raise ConfigError(
+                message if message.startswith(key) else f"vary {key}: {message}"
+            ) from None
 
     points: list[Point] = []
     resolved: dict[str, str] = {}
     keys = [k for k, _ in spec]
     for combo in itertools.product(*(vs for _, vs in spec)):
-        own = [f"{k}={toml_value(v)}" for k, v in zip(keys, combo)]
+        own = [f"{k}={toml_value(v)}" for k, v in zip(keys, combo, strict=True)]
         pid = point_id(own)
         if pid in resolved:
             raise ConfigError(f"vary: the point {', '.join(own)} occurs twice (a repeated value?)")
@@ -253,7 +262,7 @@ def plan(
             resolved[pid] = _core.resolve(text, base_dir, [*base_overrides, *own])
         except ConfigError as e:
             raise ConfigError(f"point {', '.join(own)}: {e}") from None
-        points.append(Point(pid, dict(zip(keys, combo)), own))
+        points.append(Point(pid, dict(zip(keys, combo, strict=True)), own))
 
     identity = {
         "config_sha256": _sha256(base_resolved),
@@ -385,6 +394,15 @@ def _init_worker(stop: Any) -> None:
     # raised KeyboardInterrupt while idle would break the whole pool.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _STOP = stop
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_exit_with, args=(parent.sentinel,), daemon=True).start()
+
+
+def _exit_with(parent_sentinel: int) -> None:
+    """Ends this worker when its parent is gone (killed): nobody would read its result."""
+    multiprocessing.connection.wait([parent_sentinel])
+    os._exit(1)
 
 
 def run_point(task: Task) -> Outcome:
@@ -474,7 +492,12 @@ def _collect(
 def _connect(scheduler: str, timeout: float) -> Any:
     import logging
 
-    from distributed import Client
+    try:
+        from distributed import Client
+    except ImportError:
+        raise ConfigError(
+            "a sweep on a Dask cluster needs dask.distributed: pip install 'pisanet[dask]'"
+        ) from None
 
     # NOTE: distributed logs its connection attempts; the one-line error says it all.
     logging.getLogger("distributed").setLevel(logging.CRITICAL)
@@ -494,9 +517,7 @@ def _connect(scheduler: str, timeout: float) -> Any:
     return client
 
 
-def _run_dask(
-    tasks: list[Task], client: Any, key_prefix: str, record: Record
-) -> None:
+def _run_dask(tasks: list[Task], client: Any, key_prefix: str, record: Record) -> None:
     from distributed import as_completed as dask_completed
 
     futures = {
@@ -515,7 +536,7 @@ def _run_dask(
             record(pid, _crashed(future.exception()))
 
     try:
-        for future in dask_completed(list(futures)):
+        for future in dask_completed(list(futures), loop=client.loop):
             take(future)
     except KeyboardInterrupt:
         pending = [f for f in futures if not f.done()]
@@ -645,6 +666,7 @@ def sweep(
     return SweepResult(
         directory=directory,
         runs=database.query(directory, "SELECT * FROM runs"),
+        total=total,
         ran=counts["ran"],
         skipped=skipped,
         failed=counts["failed"],

@@ -164,11 +164,14 @@ impl FlowGenerator {
                 };
                 (mode, spec.flows)
             }
-            Pattern::ClientServer { connections } => {
+            Pattern::ClientServer {
+                connections,
+                assignment,
+            } => {
                 if connections < 1 {
                     return Err("workload.connections: must be at least 1, got 0".into());
                 }
-                let (clients, server_of) = pattern::client_server(&index, &mut rng)?;
+                let (clients, server_of) = pattern::client_server(&index, assignment, &mut rng)?;
                 n_senders = clients.len() as u32;
                 lambda_per_s = arrival_rate(spec.load, n_senders, spec.host_rate, &spec.cdf);
                 let mode = Mode::ClientServer {

@@ -1,5 +1,6 @@
 use super::*;
 use crate::flow::parse_flow_file;
+use crate::pattern::ServerAssignment;
 use pisanet_net::packet::{TC_LARGE, TC_SHORT};
 use rand::SeedableRng;
 
@@ -347,7 +348,10 @@ fn same_seed_same_flows() {
 fn client_server_uses_fixed_pairs_and_persistent_connections() {
     // 4 racks of 4: clients are racks 0-1 (hosts 0..8), servers racks 2-3.
     let layout = HostLayout::uniform(4, 4);
-    let pattern = Pattern::ClientServer { connections: 3 };
+    let pattern = Pattern::ClientServer {
+        connections: 3,
+        assignment: ServerAssignment::Permutation,
+    };
     let flows: Vec<FlowSpec> = generator(pattern.clone(), 20_000, &layout, 9).collect();
     let mut server_of = [None; 8];
     let mut conns = std::collections::HashSet::new();
@@ -377,7 +381,14 @@ fn client_server_uses_fixed_pairs_and_persistent_connections() {
         .any(|f| server_of[f.src as usize] != Some(f.dst)));
     // One rack cannot be split into clients and servers.
     let err = new_err(
-        spec(Pattern::ClientServer { connections: 3 }, 0.5, 10),
+        spec(
+            Pattern::ClientServer {
+                connections: 3,
+                assignment: ServerAssignment::Random,
+            },
+            0.5,
+            10,
+        ),
         &HostLayout::uniform(1, 4),
     );
     assert!(
@@ -385,8 +396,74 @@ fn client_server_uses_fixed_pairs_and_persistent_connections() {
         "{err}"
     );
     let err = new_err(
-        spec(Pattern::ClientServer { connections: 0 }, 0.5, 10),
+        spec(
+            Pattern::ClientServer {
+                connections: 0,
+                assignment: ServerAssignment::Permutation,
+            },
+            0.5,
+            10,
+        ),
         &layout,
     );
     assert!(err.contains("connections"), "{err}");
+}
+
+/// The server each client of `layout` gets (clients are hosts 0..n/2 of a
+/// two-pod layout), read off the flows.
+fn servers_of(assignment: ServerAssignment, layout: &HostLayout, seed: u64) -> Vec<HostId> {
+    let pattern = Pattern::ClientServer {
+        connections: 1,
+        assignment,
+    };
+    let n_clients = layout
+        .racks
+        .iter()
+        .take(layout.racks.len() / 2)
+        .map(|r| r.len())
+        .sum();
+    let mut server_of = vec![None; n_clients];
+    for f in generator(pattern, 5_000, layout, seed) {
+        assert_eq!(*server_of[f.src as usize].get_or_insert(f.dst), f.dst);
+    }
+    server_of
+        .into_iter()
+        .map(|s| s.expect("every client sent"))
+        .collect()
+}
+
+#[test]
+fn client_server_random_assignment_draws_each_server_independently() {
+    // HULA section 6: "each client chooses a server at random". 4 racks of 4:
+    // clients 0..8, servers 8..16.
+    let layout = HostLayout::uniform(4, 4);
+    let mut loaded = 0;
+    let mut idle = 0;
+    let mut hits = [0u32; 8];
+    for seed in 0..200 {
+        let s = servers_of(ServerAssignment::Random, &layout, seed);
+        assert!(s.iter().all(|d| (8..16).contains(d)), "{s:?}");
+        let mut per = [0u32; 8];
+        for &d in &s {
+            per[(d - 8) as usize] += 1;
+            hits[(d - 8) as usize] += 1;
+        }
+        loaded += per.iter().filter(|&&k| k >= 2).count();
+        idle += per.iter().filter(|&&k| k == 0).count();
+        // The same seed gives the same assignment.
+        assert_eq!(s, servers_of(ServerAssignment::Random, &layout, seed));
+    }
+    // 8 independent draws over 8 servers leave (7/8)^8 = 34% of servers with
+    // no client, on average 2.7 per seed; a permutation leaves none.
+    let mean_idle = idle as f64 / 200.0;
+    assert!((2.2..3.2).contains(&mean_idle), "{mean_idle}");
+    assert!(loaded > 0);
+    // Uniform over servers: 1600 draws, 200 expected each.
+    assert!(hits.iter().all(|&h| (140..260).contains(&h)), "{hits:?}");
+    // The permutation never shares a server between two clients.
+    for seed in 0..20 {
+        let mut s = servers_of(ServerAssignment::Permutation, &layout, seed);
+        s.sort_unstable();
+        assert_eq!(s, (8..16).collect::<Vec<_>>());
+    }
 }

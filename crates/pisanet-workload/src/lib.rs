@@ -76,4 +76,4 @@ pub use cdf::{Cdf, BUILTIN_CDFS};
 pub use flow::{classify, parse_flow_file, parse_flow_file_for_hosts, FlowSpec};
 pub use generator::{FlowGenerator, WorkloadSpec};
 pub use layout::HostLayout;
-pub use pattern::Pattern;
+pub use pattern::{Pattern, ServerAssignment};

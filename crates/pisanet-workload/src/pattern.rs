@@ -41,9 +41,35 @@ pub enum Pattern {
     /// each use one server (a host of the second half) and `connections`
     /// persistent connections to it; each connection carries a Poisson
     /// sequence of flows from the client to the server, reusing its 5-tuple.
-    /// Servers are assigned by a random permutation (round robin over a
-    /// shuffled server list), so each server has as few clients as possible.
-    ClientServer { connections: u32 },
+    /// `assignment` says how clients choose their server.
+    ClientServer {
+        connections: u32,
+        assignment: ServerAssignment,
+    },
+}
+
+/// How `Pattern::ClientServer` gives each client its server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ServerAssignment {
+    /// A random permutation (round robin over a shuffled server list): each
+    /// server has as few clients as possible (one each when there are as
+    /// many servers as clients).
+    #[default]
+    Permutation,
+    /// Each client draws its server independently and uniformly (HULA
+    /// section 6: "each client chooses a server at random"), so some servers
+    /// may have several clients and others none.
+    Random,
+}
+
+impl ServerAssignment {
+    /// The name as written in configs.
+    pub fn name(self) -> &'static str {
+        match self {
+            ServerAssignment::Permutation => "permutation",
+            ServerAssignment::Random => "random",
+        }
+    }
 }
 
 impl Pattern {
@@ -171,9 +197,11 @@ pub(crate) fn permutation(idx: &RackIndex, rng: &mut SimRng) -> Vec<HostId> {
 }
 
 /// The clients (hosts of racks 0 .. m/2) and the server of each (hosts of
-/// racks m/2 .. m, shuffled, assigned round robin); m >= 2 racks.
+/// racks m/2 .. m): shuffled and assigned round robin (`Permutation`), or one
+/// independent uniform draw per client (`Random`); m >= 2 racks.
 pub(crate) fn client_server(
     idx: &RackIndex,
+    assignment: ServerAssignment,
     rng: &mut SimRng,
 ) -> Result<(Vec<HostId>, Vec<HostId>), String> {
     let m = idx.n_racks();
@@ -187,6 +215,12 @@ pub(crate) fn client_server(
     let mut servers: Vec<HostId> = (half..m)
         .flat_map(|r| idx.hosts(r).iter().copied())
         .collect();
+    if assignment == ServerAssignment::Random {
+        let server_of = (0..clients.len())
+            .map(|_| servers[rng.gen_range(0..servers.len())])
+            .collect();
+        return Ok((clients, server_of));
+    }
     for i in (1..servers.len()).rev() {
         let j = rng.gen_range(0..=i);
         servers.swap(i, j);

@@ -185,6 +185,17 @@ pub enum PatternKind {
     ClientServer,
 }
 
+/// client_server: how each client picks its server.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerAssignmentKind {
+    /// A random permutation: no server has two clients while another has none.
+    #[default]
+    Permutation,
+    /// Independent uniform draws (HULA section 6: "each client chooses a server at random").
+    Random,
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct WorkloadCfg {
@@ -207,6 +218,8 @@ pub struct WorkloadCfg {
     pub start_us: f64,
     /// client_server: persistent connections per client (HULA section 6: 3).
     pub connections: u32,
+    /// client_server: "permutation" (each server has one client) or "random" (independent draws).
+    pub client_server_assignment: ServerAssignmentKind,
 }
 
 impl Default for WorkloadCfg {
@@ -222,6 +235,7 @@ impl Default for WorkloadCfg {
             file: None,
             start_us: 0.0,
             connections: 3,
+            client_server_assignment: ServerAssignmentKind::Permutation,
         }
     }
 }
@@ -911,6 +925,21 @@ kind = "ecmp"
         )
         .unwrap();
         assert_eq!(c.workload.connections, 2);
+        assert_eq!(
+            c.workload.client_server_assignment,
+            ServerAssignmentKind::Permutation
+        );
+        let c = Config::parse(
+            CONTRACT,
+            &["workload.client_server_assignment=random".into()],
+        )
+        .unwrap();
+        assert_eq!(
+            c.workload.client_server_assignment,
+            ServerAssignmentKind::Random
+        );
+        assert!(err(CONTRACT, &["workload.client_server_assignment=greedy"])
+            .contains("client_server_assignment"));
         assert!(err(
             CONTRACT,
             &["workload.pattern=client_server", "workload.connections=0"]

@@ -7,12 +7,15 @@ use pisanet_engine::{BitRate, RngStreams, SimTime, StreamKind};
 use pisanet_net::queue::QueueConfig;
 use pisanet_net::topology::{self, AddrPlan, LinkSpec, NodeKind, Topology};
 use pisanet_transport::{CcKind, TcpConfig};
-use pisanet_workload::{Cdf, FlowGenerator, HostLayout, Pattern, WorkloadSpec};
+use pisanet_workload::{Cdf, FlowGenerator, HostLayout, Pattern, ServerAssignment, WorkloadSpec};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::api::{Error, FlowTable, PortRates, Progress, QueueSamples, RunOutput};
-use crate::config::{Config, CustomTopology, EventKind, PatternKind, TopologyKind, TransportKind};
+use crate::config::{
+    Config, CustomTopology, EventKind, PatternKind, ServerAssignmentKind, TopologyKind,
+    TransportKind,
+};
 
 use crate::sim::{LinkEventSpec, StopReason, World, WorldParams};
 
@@ -174,6 +177,10 @@ pub fn run_config(
         },
         PatternKind::ClientServer => Pattern::ClientServer {
             connections: w.connections,
+            assignment: match w.client_server_assignment {
+                ServerAssignmentKind::Permutation => ServerAssignment::Permutation,
+                ServerAssignmentKind::Random => ServerAssignment::Random,
+            },
         },
         PatternKind::File => {
             let file = w.file.as_deref().unwrap_or_default();

@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""Controlled experiments behind docs/results/hula.md ("Why our gaps differ
+from the paper's"). Each experiment changes one thing from a reference
+set-up and reruns ECMP, CONGA' and HULA on seeds 1-3; the tables go into
+docs/results/hula.md between `<!-- ablations:begin -->` and
+`<!-- ablations:end -->`, and the raw numbers into
+docs/results/hula/ablations.json.
+
+`python3 experiments/hula/ablate.py [--jobs N] [--only NAME ...]`
+(about 10 minutes with 1 job). Uses target/release/examples/run_columns,
+like run.py.
+"""
+
+import argparse
+import json
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import run as hula  # noqa: E402  (experiments/hula/run.py)
+
+OUT_JSON = hula.ROOT / "docs" / "results" / "hula" / "ablations.json"
+SCHEMES = hula.SCHEMES
+SEEDS = hula.SEEDS
+
+# The first reproduction's set-up, as the reference the experiments change
+# one at a time: 256 KB window cap, 400 flows, servers by permutation.
+OLD = ["transport.rwnd_kb=256", "workload.flows=400", "workload.client_server_assignment=permutation"]
+# No window cap (TSQ bounds the NIC self-queue; docs/model.md "Hosts").
+NOCAP = ["transport.rwnd_kb=4096", "workload.client_server_assignment=permutation"]
+LONG = "run.max_sim_time_ms=5000"
+
+# name -> (title, [(row label, config, sets)]); every row runs 3 schemes x 3 seeds.
+EXPERIMENTS = {
+    "window": ("Window cap (web-search 60%, asymmetric, 400 flows, permutation)", [
+        ("rwnd 256 KB (first reproduction)", "asym.toml", OLD + ["workload.load=0.6"]),
+        ("rwnd default (4 MB), TSQ", "asym.toml", OLD + NOCAP + ["workload.load=0.6"]),
+    ]),
+    "length": ("Run length (web-search 60%, asymmetric, no cap, permutation)", [
+        (f"{n} flows", "asym.toml", NOCAP + [f"workload.flows={n}", "workload.load=0.6", LONG])
+        for n in [400, 1000, 2000, 4000]
+    ]),
+    "length_sym": ("Run length (web-search 70%, symmetric, no cap, permutation)", [
+        (f"{n} flows", "base.toml", NOCAP + [f"workload.flows={n}", "workload.load=0.7", LONG])
+        for n in [400, 2000]
+    ]),
+    "assignment": ("Server assignment (web-search, no cap, 2000 flows)", [
+        (f"{topo}, {int(load * 100)}%, {a}", cfg, NOCAP + ["workload.flows=2000", f"workload.load={load}",
+                                                          f"workload.client_server_assignment={a}", LONG])
+        for topo, cfg, load in [("asymmetric", "asym.toml", 0.6), ("symmetric", "base.toml", 0.7)]
+        for a in ["permutation", "random"]
+    ]),
+    "rto": ("Minimum RTO, not given by the paper (web-search 60%, asymmetric, no cap, 2000 flows, permutation)", [
+        (f"min RTO {r} ms", "asym.toml", NOCAP + ["workload.flows=2000", "workload.load=0.6", f"transport.min_rto_us={r * 1000}", LONG])
+        for r in [1, 10]
+    ]),
+    "buffer": ("Switch buffer, not given by the paper (web-search 60%, asymmetric, no cap, 2000 flows, permutation)", [
+        (f"{b} KB per port", "asym.toml", NOCAP + ["workload.flows=2000", "workload.load=0.6", f"topology.buffer_kb={b}", LONG])
+        for b in [150, 500, 2000]
+    ]),
+    "datamining": ("Data-mining run length (80%, asymmetric, no cap, permutation)", [
+        ("200 flows, 300 ms cap", "asym.toml", NOCAP + ["workload.cdf=datamining", "workload.flows=200", "workload.load=0.8", "run.max_sim_time_ms=300"]),
+        ("1000 flows, 1500 ms cap", "asym.toml", NOCAP + ["workload.cdf=datamining", "workload.flows=1000", "workload.load=0.8", "run.max_sim_time_ms=1500"]),
+    ]),
+}
+
+
+def one(job):
+    name, label, cfg, sets, scheme, seed = job
+    d = hula.run(cfg, sets + [f"scheme.kind={scheme}", f"run.seed={seed}"])
+    s = d["summary"]
+    f = s["fct_us"]
+    q = d["queues"]["depth_bytes"]
+    drops = sum(p["drops"] for p in d["ports"] if p["switch_port"])
+    return {
+        "exp": name, "row": label, "scheme": scheme, "seed": seed,
+        "mean": f["mean"], "p99": f["p99"], "small": f["lt_100KB"]["mean"], "large": f["gt_10MB"]["mean"],
+        "completed": s["flows"]["completed"], "total": s["flows"]["total"], "sim_ms": s["sim_time_s"] * 1e3,
+        "data_drops": drops, "q0": sum(1 for x in q if x == 0) / len(q) if q else None,
+        "wall": s["wall_time_s"],
+    }
+
+
+def avg(rs, key):
+    xs = [r[key] for r in rs if r[key] is not None]
+    return sum(xs) / len(xs) if xs else None
+
+
+def ratio(a, b):
+    return "-" if a is None or not b else f"{a / b:.2f}x"
+
+
+def tables(rows):
+    parts = []
+    for name, (title, cases) in EXPERIMENTS.items():
+        rs = [r for r in rows if r["exp"] == name]
+        if not rs:
+            continue
+        out = [f"#### {title}", "",
+               "| set-up | ECMP | CONGA' | HULA | ECMP / HULA | CONGA' / HULA | small: ECMP / HULA | p99: ECMP / HULA | P(S2->A3 empty) E / C / H | switch drops E / C / H | flows done | sim ms |",
+               "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for label, _, _ in cases:
+            v = {s: [r for r in rs if r["row"] == label and r["scheme"] == s] for s in SCHEMES}
+            if not all(v.values()):
+                continue
+            m = {s: avg(v[s], "mean") for s in SCHEMES}
+            sm = {s: avg(v[s], "small") for s in SCHEMES}
+            p = {s: avg(v[s], "p99") for s in SCHEMES}
+            q0 = " / ".join("-" if avg(v[s], "q0") is None else f"{avg(v[s], 'q0'):.2f}" for s in SCHEMES)
+            dr = " / ".join(f"{avg(v[s], 'data_drops'):.0f}" for s in SCHEMES)
+            done = sum(r["completed"] for s in SCHEMES for r in v[s])
+            tot = sum(r["total"] for s in SCHEMES for r in v[s])
+            sim = max(r["sim_ms"] for s in SCHEMES for r in v[s])
+            out.append(f"| {label} | " + " | ".join(hula.fmt_ms(m[s]) for s in SCHEMES)
+                       + f" | {ratio(m['ecmp'], m['hula'])} | {ratio(m['conga_prime'], m['hula'])}"
+                       + f" | {ratio(sm['ecmp'], sm['hula'])} | {ratio(p['ecmp'], p['hula'])} | {q0} | {dr} | {done}/{tot} | {sim:.0f} |")
+        parts.append("\n".join(out))
+    return "\n\n".join(parts)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--only", nargs="*", help="experiment names: " + ", ".join(EXPERIMENTS))
+    a = ap.parse_args()
+    names = a.only or list(EXPERIMENTS)
+    jobs = [(n, label, cfg, sets, s, seed) for n in names for (label, cfg, sets) in EXPERIMENTS[n][1]
+            for s in SCHEMES for seed in SEEDS]
+    old = json.loads(OUT_JSON.read_text()) if OUT_JSON.exists() else []
+    old = [r for r in old if r["exp"] not in names]
+    with ThreadPoolExecutor(a.jobs) as ex:
+        rows = old + list(ex.map(one, jobs))
+    OUT_JSON.parent.mkdir(parents=True, exist_ok=True)
+    OUT_JSON.write_text(json.dumps(rows, indent=1))
+    body = tables(rows)
+    text = hula.DOC.read_text()
+    begin, end = "<!-- ablations:begin -->", "<!-- ablations:end -->"
+    if begin in text:
+        i, j = text.index(begin) + len(begin), text.index(end)
+        hula.DOC.write_text(text[:i] + "\n" + body + "\n" + text[j:])
+    print(body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

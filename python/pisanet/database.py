@@ -1,0 +1,245 @@
+"""The DuckDB database of a sweep directory: `DIR/results.duckdb`.
+
+Owns building it from the point folders (`pisanet.sweeps` writes those) and
+running SQL against it. Holds:
+
+- `runs` (table): one row per finished or failed point. `point_id`, `status`
+  (`ok` or `failed`), one column per varied key (dots become underscores:
+  `workload.load` -> `workload_load`; `workload_load` is there even when the
+  load is not varied), `seed`, every summary figure flattened the same way
+  (`fct_us_mean`, `fct_us_short_p99`, `packets_dropped`, ...), and `error` (the
+  message of a failed point, else NULL).
+- `flows` (view): every finished point's `flows.parquet`, with `point_id`, the
+  varied keys and `seed` in front.
+- `queues` (view): the same over `queues.parquet`, for points that sampled queues.
+- `ports` (table): every finished point's `ports.json`, with `point_id`.
+- `meta` (table): the directory the views read from, and when it was built.
+
+The database is derived data: it is rebuilt (into a temp file, then renamed)
+after every sweep and by `query` when it is missing or older than a point.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from pisanet._core import ConfigError
+from pisanet.results import QUEUES_FILE
+from pisanet.sweeps import ERROR_FILE, MANIFEST, POINTS, SEED_KEY, read_manifest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+DB_FILE = "results.duckdb"
+# Always in `runs`, varied or not: the x axis of most plots.
+LOAD_KEY = "workload.load"
+
+
+def column_name(key: str) -> str:
+    """A config key or summary path as a column name: `fct_us.short.p99` -> `fct_us_short_p99`."""
+    return key.replace(".", "_").replace("-", "_")
+
+
+def flatten(value: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """Flattens nested dicts into `(column, value)` pairs."""
+    for key, item in value.items():
+        name = f"{prefix}{key}"
+        if isinstance(item, Mapping):
+            yield from flatten(item, f"{name}.")
+        else:
+            yield column_name(name), item
+
+
+def _config_value(resolved: dict[str, Any], key: str) -> Any:
+    value: Any = resolved
+    for part in key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def _cell(value: Any) -> Any:
+    """Lists and tables (a varied `queue_sample_ports`, say) go into the table as JSON text."""
+    return json.dumps(value) if isinstance(value, (list, dict)) else value
+
+
+def runs_frame(directory: Path) -> pd.DataFrame:
+    """The `runs` table of a sweep directory, built from its point folders."""
+    manifest = read_manifest(directory)
+    # NOTE: `run.seed` is the `seed` column, varied or not.
+    varied = [key for key, _ in manifest["vary"] if key != SEED_KEY]
+    keys = varied if LOAD_KEY in varied else [*varied, LOAD_KEY]
+    rows = []
+    for pid, values in manifest["points"].items():
+        point_dir = directory / POINTS / pid
+        summary_path, error_path = point_dir / "summary.json", point_dir / ERROR_FILE
+        if summary_path.is_file():
+            summary = json.loads(summary_path.read_text(encoding="utf-8"))
+            status, error = "ok", None
+        elif error_path.is_file():
+            summary = {}
+            error = json.loads(error_path.read_text(encoding="utf-8")).get("message")
+            status = "failed"
+        else:
+            continue
+        try:
+            resolved = tomllib.loads((point_dir / "config.resolved.toml").read_text("utf-8"))
+        except (OSError, tomllib.TOMLDecodeError):
+            resolved = {}
+        row: dict[str, Any] = {"point_id": pid, "status": status}
+        for key in keys:
+            value = values[key] if key in values else _config_value(resolved, key)
+            row[column_name(key)] = _cell(value)
+        row["seed"] = _config_value(resolved, "run.seed")
+        row["scheme"] = _config_value(resolved, "scheme.kind")
+        for name, value in flatten(summary):
+            # NOTE: a varied key wins over a summary figure of the same column name.
+            if name not in row or name in ("seed", "scheme"):
+                row[name] = _cell(value)
+        row["error"] = error
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        frame = pd.DataFrame(
+            {c: pd.Series(dtype="object") for c in ["point_id", "status", "seed", "error"]}
+        )
+    error = frame.pop("error")
+    frame["error"] = error.astype("object")
+    return frame
+
+
+def _ports_frame(directory: Path, ok: list[str]) -> pd.DataFrame:
+    frames = []
+    for pid in ok:
+        path = directory / POINTS / pid / "ports.json"
+        if path.is_file():
+            ports = pd.DataFrame(json.loads(path.read_text(encoding="utf-8")))
+            ports.insert(0, "point_id", pid)
+            frames.append(ports)
+    if not frames:
+        return pd.DataFrame({"point_id": pd.Series(dtype="object")})
+    return pd.concat(frames, ignore_index=True)
+
+
+def _sql_list(paths: list[Path]) -> str:
+    return "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths) + "]"
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _file_view(name: str, file: str, paths: list[Path], front: list[str]) -> str:
+    if not paths:
+        return f"CREATE VIEW {name} AS SELECT NULL::VARCHAR AS point_id WHERE false"
+    cols = ", ".join(f"r.{_quote(c)}" for c in front)
+    pattern = r"([^/\\]+)[/\\]" + file.replace(".", r"\.") + "$"
+    return (
+        f"CREATE VIEW {name} AS SELECT {cols}, f.* EXCLUDE (filename) "
+        f"FROM read_parquet({_sql_list(paths)}, filename = true) AS f "
+        f"JOIN runs AS r ON r.point_id = regexp_extract(f.filename, '{pattern}', 1)"
+    )
+
+
+def build(directory: str | os.PathLike[str]) -> Path:
+    """(Re)builds `DIR/results.duckdb` from the point folders; returns its path."""
+    import duckdb
+
+    directory = Path(directory).resolve()
+    runs = runs_frame(directory)
+    ok = runs.loc[runs["status"] == "ok", "point_id"].tolist() if len(runs) else []
+    manifest = read_manifest(directory)
+    front = ["point_id", *(column_name(k) for k, _ in manifest["vary"] if k != SEED_KEY), "seed"]
+    front = list(dict.fromkeys(front))
+    target = directory / DB_FILE
+    tmp = directory / f".{DB_FILE}.{os.getpid()}.tmp"
+    tmp.unlink(missing_ok=True)
+    try:
+        con = duckdb.connect(str(tmp))
+        try:
+            con.register("runs_df", runs)
+            con.execute("CREATE TABLE runs AS SELECT * FROM runs_df")
+            con.unregister("runs_df")
+            ports = _ports_frame(directory, ok)
+            con.register("ports_df", ports)
+            con.execute("CREATE TABLE ports AS SELECT * FROM ports_df")
+            con.unregister("ports_df")
+            flows = [directory / POINTS / pid / "flows.parquet" for pid in ok]
+            con.execute(_file_view("flows", "flows.parquet", flows, front))
+            queues = [
+                directory / POINTS / pid / QUEUES_FILE
+                for pid in ok
+                if (directory / POINTS / pid / QUEUES_FILE).is_file()
+            ]
+            con.execute(_file_view("queues", QUEUES_FILE, queues, front))
+            con.execute(
+                "CREATE TABLE meta AS SELECT ? AS directory, ? AS built_unix_s",
+                [str(directory), time.time()],
+            )
+        finally:
+            con.close()
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        Path(f"{tmp}.wal").unlink(missing_ok=True)
+        raise
+    return target
+
+
+def _newest_point_mtime(directory: Path) -> float:
+    newest = (directory / MANIFEST).stat().st_mtime
+    points = directory / POINTS
+    if points.is_dir():
+        for point_dir in points.iterdir():
+            for name in ("summary.json", ERROR_FILE):
+                with contextlib.suppress(FileNotFoundError):
+                    newest = max(newest, (point_dir / name).stat().st_mtime)
+    return newest
+
+
+def is_stale(directory: Path) -> bool:
+    """Whether `results.duckdb` is missing, older than a point, or built for another path."""
+    import duckdb
+
+    target = directory / DB_FILE
+    if not target.is_file() or target.stat().st_mtime < _newest_point_mtime(directory):
+        return True
+    try:
+        con = duckdb.connect(str(target), read_only=True)
+        try:
+            row = con.execute("SELECT directory FROM meta").fetchone()
+        finally:
+            con.close()
+    except duckdb.Error:
+        return True
+    return row is None or row[0] != str(directory.resolve())
+
+
+def query(directory: str | os.PathLike[str], sql: str) -> pd.DataFrame:
+    """Runs SQL against a sweep's database (rebuilt first if stale); `ConfigError` if it fails."""
+    import duckdb
+
+    directory = Path(directory)
+    read_manifest(directory)
+    if is_stale(directory):
+        build(directory)
+    con = duckdb.connect(str(directory / DB_FILE), read_only=True)
+    try:
+        return con.execute(sql).df()
+    except duckdb.Error as e:
+        message = " ".join(str(e).split())
+        raise ConfigError(f"query: {message}") from None
+    finally:
+        con.close()
