@@ -582,8 +582,10 @@ def sweep(
 
     Runs on `workers` local processes (default: one per core), on the Dask
     cluster whose scheduler is at `scheduler` (`tcp://host:port`), or on a
-    `concurrent.futures.Executor` of yours. `progress(SweepProgress)` is called
-    as points finish.
+    `concurrent.futures.Executor` of yours (a `ThreadPoolExecutor` works well: a
+    run releases the GIL). `progress(SweepProgress)` is called as points finish.
+    NOTE: local worker processes are spawned, so a script (not a notebook) that
+    calls `sweep` needs the usual `if __name__ == "__main__":` guard.
 
     Raises `ConfigError` for invalid input (bad key or value, an unreachable
     scheduler, an `out` holding another sweep) before anything runs, and

@@ -7,7 +7,9 @@
 
 use crate::SimTime;
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+// NOTE: a 4-ary heap: half the depth of a binary heap and each node's
+// children in one cache line, so a pop touches fewer lines.
+use dary_heap::QuaternaryHeap as BinaryHeap;
 
 struct Entry<E> {
     time: SimTime,

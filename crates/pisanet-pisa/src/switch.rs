@@ -156,6 +156,13 @@ pub struct SwitchStats {
     pub terminated: u64,
     pub injected: u64,
     pub writes_applied: u64,
+    /// Writes the agent issued after start-up (some may still be pending
+    /// when the run ends).
+    pub writes_issued: u64,
+    /// Time those writes waited behind earlier ones beyond the write latency
+    /// (the CPU's write backlog): sum and largest, picoseconds.
+    pub write_wait_ps_sum: u64,
+    pub write_wait_ps_max: u64,
     pub write_errors: u64,
     pub last_write_error: Option<String>,
     /// PISA rule violations by the program (must be zero for a valid run).
@@ -492,6 +499,10 @@ impl Switch {
             None => earliest,
         };
         self.last_write_at = Some(at);
+        let wait = at.saturating_sub(earliest).ps();
+        self.stats.writes_issued += 1;
+        self.stats.write_wait_ps_sum = self.stats.write_wait_ps_sum.saturating_add(wait);
+        self.stats.write_wait_ps_max = self.stats.write_wait_ps_max.max(wait);
         self.schedule(at, Work::Write(w));
     }
 

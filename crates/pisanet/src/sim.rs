@@ -1137,6 +1137,7 @@ impl World {
         let mut counters = serde_json::Map::new();
         let (mut cloned, mut recirc, mut resub, mut to_cpu, mut writes, mut write_errors) =
             (0, 0, 0, 0, 0, 0);
+        let (mut issued, mut wait_sum, mut wait_max) = (0u64, 0u64, 0u64);
         for s in switches {
             let st = s.stats();
             cloned += st.cloned;
@@ -1145,6 +1146,9 @@ impl World {
             to_cpu += st.to_cpu;
             writes += st.writes_applied;
             write_errors += st.write_errors;
+            issued += st.writes_issued;
+            wait_sum = wait_sum.saturating_add(st.write_wait_ps_sum);
+            wait_max = wait_max.max(st.write_wait_ps_max);
             for (name, c) in s.pipeline().counter_totals() {
                 let e = counters
                     .entry(name.to_string())
@@ -1156,6 +1160,13 @@ impl World {
         serde_json::json!({
             "cloned": cloned, "recirculated": recirc, "resubmitted": resub, "to_cpu": to_cpu,
             "writes_applied": writes, "write_errors": write_errors, "counters": counters,
+            // Writes issued after start-up and how long they queued behind
+            // earlier ones beyond the write latency (the CPU's backlog).
+            "writes_issued": issued,
+            "write_wait_us": {
+                "mean": if issued == 0 { 0.0 } else { wait_sum as f64 / issued as f64 / 1e6 },
+                "max": wait_max as f64 / 1e6,
+            },
         })
     }
 
