@@ -1,17 +1,20 @@
 #!/usr/bin/env python3
 """Runs the P4TE evaluation set (experiments/p4te/README.md) and writes the
-tables into docs/results/p4te.md.
+tables into docs/results/p4te.md (everything above its "## Discussion").
 
-Usage: python3 experiments/p4te/run.py [--jobs 2] [--seeds 1,2] [--quick]
-Needs `cargo build --release -p pisanet --example run` first.
+Usage: python3 experiments/p4te/run.py [--seeds 1,2,3] [--quick] [--cache DIR]
+Needs `cargo build --release -p pisanet --example run` first. Runs one
+simulation at a time; each run's summary is cached in --cache (default
+target/p4te-runs), keyed by its arguments, so the tables can be rewritten
+without re-running.
 """
 
 import argparse
+import hashlib
 import json
 import os
 import statistics
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -21,23 +24,47 @@ OUT = ROOT / "docs" / "results" / "p4te.md"
 
 # A switch CPU that keeps up with alg. 1's events (docs/schemes/p4te.md).
 FAST_CPU = ["control_plane.write_latency_us=1", "control_plane.write_interval_us=0.1"]
+NRA = ["scheme.p4te.rate_adaptation=false"]
 VARIANTS = {
+    "ECMP": ["scheme.kind=ecmp"],
     # The paper's ECMP selects paths per flowlet (section 7.1.2).
-    "ECMP": ["scheme.kind=flowlet_ecmp"],
+    "flowlet ECMP": ["scheme.kind=flowlet_ecmp"],
     "HULA": ["scheme.kind=hula"],
-    "P4TE": ["scheme.kind=p4te"],
-    "P4TE fast CPU": ["scheme.kind=p4te", *FAST_CPU],
-    "P4TE-NRA fast CPU": ["scheme.kind=p4te", "scheme.p4te.rate_adaptation=false", *FAST_CPU],
-    "P4TE-NRA": ["scheme.kind=p4te", "scheme.p4te.rate_adaptation=false"],
+    "P4TE-RA": ["scheme.kind=p4te"],
+    "P4TE-NRA": ["scheme.kind=p4te", *NRA],
+    "P4TE-RA fast": ["scheme.kind=p4te", *FAST_CPU],
+    "P4TE-NRA fast": ["scheme.kind=p4te", *NRA, *FAST_CPU],
+}
+# Flows per point: web-search runs take ~1 s per 150 flows, data-mining
+# (flows up to 1 GB) ~1 s per 50 flows of simulated traffic on one core.
+FLOWS = {"websearch": 600, "datamining": 300}
+CONFIGS = [("leaf_spine_10g.toml", "host 10G / fabric 5G"), ("leaf_spine_40g.toml", "host 40G / fabric 20G")]
+
+# Section 7.1.2, as "scheme needs x% more time than P4TE" (ranges over loads).
+PAPER = {
+    ("websearch", "ECMP", "short"): "+40 to +55%",
+    ("websearch", "ECMP", "large"): "+4 to +35%",
+    ("websearch", "HULA", "short"): "+2 to +60% (60-80%: +23 to +40%)",
+    ("websearch", "HULA", "large"): "+2 to +40% (60-80%: +29 to +47%)",
+    ("datamining", "ECMP", "short"): "+27 to +56% (high load)",
+    ("datamining", "ECMP", "large"): "+6 to +24% (high load)",
+    ("datamining", "HULA", "short"): "+11 to +33% (high load)",
+    ("datamining", "HULA", "large"): "+3 to +22% (high load)",
 }
 
 
-def run(config, sets):
+def run(cache, config, sets):
+    key = hashlib.sha1(json.dumps([config, sets]).encode()).hexdigest()[:16]
+    f = cache / f"{key}.json"
+    if f.exists():
+        return json.loads(f.read_text())
     env = dict(os.environ, PISANET_PORTS="1")
     p = subprocess.run([str(RUN), str(HERE / config), *sets], capture_output=True, text=True, env=env)
     if p.returncode != 0:
         raise RuntimeError(f"{config} {sets}: {p.stderr.strip()}")
-    return json.loads(p.stdout)
+    out = stats(json.loads(p.stdout))
+    f.write_text(json.dumps(out))
+    return out
 
 
 def stats(out):
@@ -49,6 +76,7 @@ def stats(out):
     for port in out["ports"]:
         if port["uplink"] and port["name"].startswith("leaf"):
             ups.setdefault(port["name"].split("->")[0], []).append(port["tx_packets"])
+    wait = sw.get("write_wait_us") or {}
     return {
         "short": s["fct_us"]["short"]["mean"],
         "large": s["fct_us"]["large"]["mean"],
@@ -56,10 +84,16 @@ def stats(out):
         "completed": s["flows"]["completed"],
         "total": s["flows"]["total"],
         "delivered": s["packets"]["delivered"],
+        "hops": s["packet_hops"],
         "feedback": counters.get("feedback", {}).get("packets", 0),
         "facks": counters.get("facks", {}).get("packets", 0),
         "writes": sw.get("writes_applied", 0),
+        "issued": sw.get("writes_issued", 0),
+        "wait_mean": wait.get("mean", 0.0),
+        "wait_max": wait.get("max", 0.0),
+        "sim_s": s["sim_time_s"],
         "sd": {k: statistics.pstdev(v) for k, v in sorted(ups.items())},
+        "cv": {k: statistics.pstdev(v) / max(statistics.mean(v), 1) for k, v in sorted(ups.items())},
         "wall": s["wall_time_s"],
     }
 
@@ -77,101 +111,127 @@ def pct(a, b):
     return "-" if a is None or b is None or b == 0 else f"{100 * (a / b - 1):+.0f}%"
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--seeds", default="1,2")
-    ap.add_argument("--quick", action="store_true", help="one seed, loads 0.4 and 0.8")
-    a = ap.parse_args()
-    seeds = [1] if a.quick else [int(s) for s in a.seeds.split(",")]
-    loads = [0.4, 0.8] if a.quick else [0.2, 0.4, 0.6, 0.8]
-    jobs = []
-    grid_variants = ["ECMP", "HULA", "P4TE", "P4TE fast CPU", "P4TE-NRA fast CPU"]
-    for cfg in ["leaf_spine_10g.toml", "leaf_spine_40g.toml"]:
+def jobs(seeds, loads):
+    for cfg, _ in CONFIGS:
         for cdf in ["websearch", "datamining"]:
             for load in loads:
                 for seed in seeds:
-                    for v in grid_variants:
-                        sets = VARIANTS[v] + [f"workload.cdf={cdf}", f"workload.load={load}", f"run.seed={seed}"]
-                        jobs.append((("grid", cfg, cdf, load, seed, v), cfg, sets))
-    for v in ["ECMP", "HULA", "P4TE", "P4TE fast CPU", "P4TE-NRA"]:
-        jobs.append((("incast", v), "incast_10g.toml", VARIANTS[v]))
-    for v in ["ECMP", "HULA", "P4TE", "P4TE fast CPU"]:
-        jobs.append((("fat", v), "fat_tree_k8.toml", VARIANTS[v]))
-    results = {}
-
-    def one(job):
-        key, cfg, sets = job
-        return key, stats(run(cfg, sets))
-
-    with ThreadPoolExecutor(a.jobs) as ex:
-        for key, r in ex.map(one, jobs):
-            results[key] = r
-    write(results, seeds, loads, grid_variants)
+                    for v in VARIANTS:
+                        sets = VARIANTS[v] + [f"workload.cdf={cdf}", f"workload.load={load}",
+                                              f"workload.flows={FLOWS[cdf]}", f"run.seed={seed}"]
+                        yield ("grid", cfg, cdf, load, seed, v), cfg, sets
+    for seed in seeds:
+        for v in VARIANTS:
+            yield ("incast", seed, v), "incast_10g.toml", VARIANTS[v] + [f"run.seed={seed}"]
+    for v in VARIANTS:
+        yield ("fat", v), "fat_tree_k8.toml", VARIANTS[v]
 
 
-def write(res, seeds, loads, variants):
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seeds", default="1,2,3")
+    ap.add_argument("--quick", action="store_true", help="one seed, loads 0.4 and 0.8")
+    ap.add_argument("--cache", default=str(ROOT / "target" / "p4te-runs"))
+    a = ap.parse_args()
+    seeds = [1] if a.quick else [int(s) for s in a.seeds.split(",")]
+    loads = [0.4, 0.8] if a.quick else [0.2, 0.4, 0.6, 0.8]
+    cache = Path(a.cache)
+    cache.mkdir(parents=True, exist_ok=True)
+    res = {}
+    for key, cfg, sets in jobs(seeds, loads):
+        res[key] = run(cache, cfg, sets)
+    write(res, seeds, loads)
+
+
+def write(res, seeds, loads):
     L = []
     w = L.append
+    V = list(VARIANTS)
+    g = lambda cfg, cdf, load, v, k: mean([res[("grid", cfg, cdf, load, s, v)][k] for s in seeds])
     w("# P4TE: results\n")
     w("Generated by `python3 experiments/p4te/run.py` (configs and the figure each reproduces: "
       "experiments/p4te/README.md; the scheme: docs/schemes/p4te.md). "
-      f"Seeds {seeds}; each point averages the seeds. FCT in us (mean over the class's flows); "
-      "retransmissions are segments resent per completed flow. \"ECMP\" is `flowlet_ecmp` (the paper's "
-      "ECMP works per flowlet, section 7.1.2). \"P4TE\" uses the default switch CPU (10 us to the CPU, "
-      "50 us per write, writes 5 us apart); \"fast CPU\" writes in 1 us, 0.1 us apart.\n")
-    for cfg, title in [("leaf_spine_10g.toml", "host 10G / fabric 5G"), ("leaf_spine_40g.toml", "host 40G / fabric 20G")]:
+      f"Seeds {seeds}; each point is the mean over the seeds. Flows per point: web-search "
+      f"{FLOWS['websearch']}, data-mining {FLOWS['datamining']} (the paper: 500 s per load on 40/20 "
+      "packets/s links, 5 repetitions). FCT in us (mean over the class's flows: short <= p90 of the "
+      "size CDF); retransmissions are segments resent per completed flow. Hosts run DCTCP with TCP "
+      "Small Queues (`transport.tsq_kb` = 131.072, default) and congestion-window validation "
+      "(docs/model.md, Hosts), with the ordinary receive window. \"ECMP\" hashes each flow; "
+      "\"flowlet ECMP\" re-hashes per flowlet (the paper's ECMP, section 7.1.2). \"P4TE-RA\"/\"P4TE-NRA\": "
+      "with/without rate adaptation (section 7.1.1), default switch CPU (10 us to the CPU, 50 us per "
+      "write, writes 5 us apart); \"fast\": writes in 1 us, 0.1 us apart.\n")
+    for cfg, title in CONFIGS:
         for cdf in ["websearch", "datamining"]:
             fig = "9" if cdf == "websearch" else "10"
-            w(f"\n## Fig. {fig}: {cdf}, leaf-spine {title}, stride\n")
-            w("| load | metric | " + " | ".join(variants) + " | ECMP vs P4TE fast CPU | HULA vs P4TE fast CPU |")
-            w("|---|---|" + "---|" * (len(variants) + 2))
+            w(f"\n## Fig. {fig}: {cdf}, leaf-spine {title}, stride, {FLOWS[cdf]} flows\n")
+            w("| load | metric | " + " | ".join(V) + " |")
+            w("|---|---|" + "---|" * len(V))
             for load in loads:
-                for metric, d in [("short FCT", 0), ("large FCT", 0), ("retx/flow", 2)]:
-                    key = {"short FCT": "short", "large FCT": "large", "retx/flow": "retx"}[metric]
-                    vals = {v: mean([res[("grid", cfg, cdf, load, s, v)][key] for s in seeds]) for v in variants}
-                    row = [fmt(vals[v], d) for v in variants]
-                    ref = vals["P4TE fast CPU"]
-                    w(f"| {int(load * 100)}% | {metric} | " + " | ".join(row)
-                      + f" | {pct(vals['ECMP'], ref)} | {pct(vals['HULA'], ref)} |")
-            w("\n**Fig. 8, rate adaptation** (fast CPU): P4TE-NRA's FCT relative to P4TE-RA's (positive: RA is faster).\n")
-            w("| load | short: NRA vs RA | large: NRA vs RA | FACKs per 1000 delivered packets |")
-            w("|---|---|---|---|")
-            for load in loads:
-                ra = [res[("grid", cfg, cdf, load, s, "P4TE fast CPU")] for s in seeds]
-                nra = [res[("grid", cfg, cdf, load, s, "P4TE-NRA fast CPU")] for s in seeds]
-                fk = mean([1000 * r["facks"] / max(r["delivered"], 1) for r in ra])
-                w(f"| {int(load * 100)}% | {pct(mean([r['short'] for r in nra]), mean([r['short'] for r in ra]))} | "
-                  f"{pct(mean([r['large'] for r in nra]), mean([r['large'] for r in ra]))} | {fmt(fk, 1)} |")
-    w("\n## Fig. 11: standard deviation of packets over each leaf's uplinks (web-search, 80%, 10G/5G, seed "
-      f"{seeds[0]})\n")
-    w("| leaf | " + " | ".join(variants) + " |")
-    w("|---|" + "---|" * len(variants))
+                for metric, key, d in [("short FCT", "short", 0), ("large FCT", "large", 0), ("retx/flow", "retx", 2)]:
+                    w(f"| {int(load * 100)}% | {metric} | " + " | ".join(fmt(g(cfg, cdf, load, v, key), d) for v in V) + " |")
+            w(f"\n**vs the paper** (x% = the scheme needs x% more time than P4TE-RA; ours per load 20/40/60/80%):\n")
+            w("| comparison | flows | paper | ours, default CPU | ours, fast CPU |")
+            w("|---|---|---|---|---|")
+            for other, ours_other in [("ECMP", "flowlet ECMP"), ("HULA", "HULA")]:
+                for cls in ["short", "large"]:
+                    d = " / ".join(pct(g(cfg, cdf, l, ours_other, cls), g(cfg, cdf, l, "P4TE-RA", cls)) for l in loads)
+                    f = " / ".join(pct(g(cfg, cdf, l, ours_other, cls), g(cfg, cdf, l, "P4TE-RA fast", cls)) for l in loads)
+                    w(f"| {ours_other} vs P4TE | {cls} | {PAPER[(cdf, other, cls)]} | {d} | {f} |")
+            for cls in ["short", "large"]:
+                d = " / ".join(pct(g(cfg, cdf, l, "P4TE-NRA", cls), g(cfg, cdf, l, "P4TE-RA", cls)) for l in loads)
+                f = " / ".join(pct(g(cfg, cdf, l, "P4TE-NRA fast", cls), g(cfg, cdf, l, "P4TE-RA fast", cls)) for l in loads)
+                w(f"| Fig. 8: NRA vs RA | {cls} | +5 to +12% at high load | {d} | {f} |")
+            d = " / ".join(pct(g(cfg, cdf, l, "P4TE-RA", "retx"), g(cfg, cdf, l, "flowlet ECMP", "retx")) for l in loads)
+            f = " / ".join(pct(g(cfg, cdf, l, "P4TE-RA fast", "retx"), g(cfg, cdf, l, "flowlet ECMP", "retx")) for l in loads)
+            w(f"| retransmissions, P4TE vs flowlet ECMP | all | {'+6 to +26%' if cdf == 'websearch' else 'more'} | {d} | {f} |")
+            fk = " / ".join(fmt(g(cfg, cdf, l, "P4TE-RA fast", "facks") * 1000 / max(g(cfg, cdf, l, "P4TE-RA fast", "delivered"), 1), 1) for l in loads)
+            w(f"\nFACKs per 1000 delivered packets (P4TE-RA fast): {fk}.")
+    w("\n## Fig. 11: load over each leaf's uplinks (web-search, 80%, 10G/5G)\n")
+    w("Standard deviation of the packets each leaf sends on its 4 uplinks over a whole run, and the same "
+      "divided by the mean (coefficient of variation, comparable across run lengths), mean over the seeds. "
+      "Paper: SD 196-661 packets (ECMP), 28-221 (P4TE), HULA lowest.\n")
     load = loads[-1]
-    leaves = sorted(res[("grid", "leaf_spine_10g.toml", "websearch", load, seeds[0], "ECMP")]["sd"])
+    cfg = "leaf_spine_10g.toml"
+    leaves = sorted(res[("grid", cfg, "websearch", load, seeds[0], "ECMP")]["sd"])
+    w("| leaf | " + " | ".join(f"{v} SD" for v in V) + " |")
+    w("|---|" + "---|" * len(V))
     for leaf in leaves:
-        w(f"| {leaf} | " + " | ".join(
-            fmt(res[("grid", "leaf_spine_10g.toml", "websearch", load, seeds[0], v)]["sd"].get(leaf), 0) for v in variants) + " |")
+        w(f"| {leaf} | " + " | ".join(fmt(mean([res[("grid", cfg, "websearch", load, s, v)]["sd"].get(leaf) for s in seeds])) for v in V) + " |")
+    w("| CV, mean of leaves | " + " | ".join(
+        f"{100 * mean([mean(list(res[('grid', cfg, 'websearch', load, s, v)]['cv'].values())) for s in seeds]):.1f}%" for v in V) + " |")
     w("\n## Fig. 12: incast, 24 x 512 KB and 8 x 1 MB from 12 hosts on other leaves to one host (10G/5G)\n")
-    w("| scheme | short FCT | large FCT | retx/flow | completed |")
-    w("|---|---|---|---|---|")
-    for v in ["ECMP", "HULA", "P4TE", "P4TE fast CPU", "P4TE-NRA"]:
-        r = res[("incast", v)]
-        w(f"| {v} | {fmt(r['short'])} | {fmt(r['large'])} | {fmt(r['retx'], 2)} | {r['completed']}/{r['total']} |")
-    w("\n## At scale: fat_tree k=8, hosts 40G, fabric 100G, web-search 60%, uniform, 1500 flows, seed 1\n")
-    w("| scheme | short FCT | large FCT | retx/flow | completed | wall s |")
+    w("Mean over the seeds. Paper: P4TE slightly faster for short flows, more for large ones, more retransmissions.\n")
+    w("| scheme | short FCT | large FCT | retx/flow | completed | FACKs |")
     w("|---|---|---|---|---|---|")
-    for v in ["ECMP", "HULA", "P4TE", "P4TE fast CPU"]:
+    for v in V:
+        rs = [res[("incast", s, v)] for s in seeds]
+        w(f"| {v} | {fmt(mean([r['short'] for r in rs]))} | {fmt(mean([r['large'] for r in rs]))} | "
+          f"{fmt(mean([r['retx'] for r in rs]), 2)} | {sum(r['completed'] for r in rs)}/{sum(r['total'] for r in rs)} | "
+          f"{fmt(mean([r['facks'] for r in rs]))} |")
+    w("\n## At scale: fat_tree k=8, hosts 40G, fabric 100G, web-search 60%, uniform, 1500 flows, seed 1\n")
+    w("| scheme | short FCT | large FCT | retx/flow | completed | CPU writes issued | mean write wait us | wall s |")
+    w("|---|---|---|---|---|---|---|---|")
+    for v in V:
         r = res[("fat", v)]
-        w(f"| {v} | {fmt(r['short'])} | {fmt(r['large'])} | {fmt(r['retx'], 2)} | {r['completed']}/{r['total']} | {fmt(r['wall'], 1)} |")
-    w("\n## P4TE's overhead (web-search, 10G/5G, seed 1)\n")
-    w("| load | feedback packets per delivered packet | FACKs per delivered packet | CPU writes (all switches) | same, fast CPU |")
-    w("|---|---|---|---|---|")
-    for load in loads:
-        r = res[("grid", "leaf_spine_10g.toml", "websearch", load, seeds[0], "P4TE")]
-        f = res[("grid", "leaf_spine_10g.toml", "websearch", load, seeds[0], "P4TE fast CPU")]
-        w(f"| {int(load * 100)}% | {r['feedback'] / max(r['delivered'], 1):.2f} | {r['facks'] / max(r['delivered'], 1):.4f} | "
-          f"{r['writes']:,} | {f['writes']:,} |")
+        w(f"| {v} | {fmt(r['short'])} | {fmt(r['large'])} | {fmt(r['retx'], 2)} | {r['completed']}/{r['total']} | "
+          f"{r['issued']:,} | {fmt(r['wait_mean'], 1)} | {fmt(r['wall'], 1)} |")
+    w("\n## P4TE's overhead: feedback and the switch CPU (web-search, P4TE-RA)\n")
+    w("Feedback packets are alg. 1's clones to the CPU (queue-depth and colour events); \"per egress pass\" "
+      "divides by packet hops (each delivered packet passes 2-3 switches). Writes: alg. 3's writes issued "
+      "after start-up (all switches); wait: how long a write queued behind earlier ones beyond its latency, "
+      "mean and worst; applied: writes that took effect before the run ended. Mean over the seeds.\n")
+    w("| fabric | load | feedback / delivered pkt | feedback / egress pass | FACKs / delivered pkt | writes issued | default CPU: applied | default CPU: wait mean / max ms | fast CPU: wait mean / max us | traffic ms |")
+    w("|---|---|---|---|---|---|---|---|---|---|")
+    for cfg, title in CONFIGS:
+        for load in loads:
+            rs = [res[("grid", cfg, "websearch", load, s, "P4TE-RA")] for s in seeds]
+            fs = [res[("grid", cfg, "websearch", load, s, "P4TE-RA fast")] for s in seeds]
+            w(f"| {title} | {int(load * 100)}% | {mean([r['feedback'] / max(r['delivered'], 1) for r in rs]):.3f} | "
+              f"{mean([r['feedback'] / max(r['hops'], 1) for r in rs]):.3f} | {mean([r['facks'] / max(r['delivered'], 1) for r in rs]):.4f} | "
+              f"{fmt(mean([r['issued'] for r in rs]))} | {fmt(mean([r['writes'] for r in rs]))} | "
+              f"{fmt(mean([r['wait_mean'] for r in rs]) / 1000, 1)} / {fmt(max(r['wait_max'] for r in rs) / 1000, 1)} | "
+              f"{fmt(mean([r['wait_mean'] for r in fs]), 2)} / {fmt(max(r['wait_max'] for r in fs), 1)} | "
+              f"{fmt(mean([r['sim_s'] for r in rs]) * 1000, 0)} |")
     OUT.parent.mkdir(parents=True, exist_ok=True)
     tail = ""
     if OUT.exists():

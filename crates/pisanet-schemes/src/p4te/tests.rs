@@ -264,6 +264,64 @@ fn colour_changes_recirculate_feedback_that_updates_port_utilizations() {
     sw.assert_no_violations();
 }
 
+/// Alg. 1 lines 12-20 with an RFC 2698 meter (bmv2's `Meter::execute`
+/// checks the peak bucket, then the committed one, as RFC 2698 section 4):
+/// a port that sends steadily between CIR and PIR gets GREEN while the
+/// committed bucket holds a packet's tokens and YELLOW otherwise, so once the
+/// CBS is spent, green and yellow packets interleave and alg. 1 reports every
+/// change (two events per yellow packet). The burst size only delays the
+/// first change: section 5.2's "one feedback packet per microburst" holds
+/// for bursts shorter than CBS / (rate - CIR), not for a sustained rate.
+#[test]
+fn a_port_paced_between_cir_and_pir_reports_every_colour_flip() {
+    let info = leaf_info();
+    for burst_window_us in [100u64, 1000] {
+        let p = params(|p| p.util_burst_window = us(burst_window_us));
+        let h = handles(&info, &p);
+        let mut sw = switch(&info, &p);
+        let q = through(
+            &mut sw,
+            us(0),
+            0,
+            tcp_pkt(H0, REMOTE, 1000, 0, 1460, TC_SHORT),
+        );
+        // Paced at 85% of 10G (CIR 75%, PIR 95%): one packet every
+        // bits / 8.5 ns.
+        let bits = q.1.size as u64 * 8;
+        let gap_ps = bits * 1000 * 100 / 850;
+        let n = 2000u64;
+        let mut first_event = None;
+        for i in 0..n {
+            let before = sw.pipeline().read_counter(h.feedback, 1).packets;
+            egress(&mut sw, us(10) + SimTime(i * gap_ps), &q, 0);
+            if first_event.is_none() && sw.pipeline().read_counter(h.feedback, 1).packets > before {
+                first_event = Some(i);
+            }
+        }
+        let events = sw.pipeline().read_counter(h.feedback, 1).packets;
+        // The committed bucket (CBS = 5% x 1.25 GB/s x window) drains at
+        // (85% - 75%) of line rate before the first yellow packet.
+        let cbs = 1_250_000_000 * 5 / 100 * burst_window_us / 1_000_000;
+        let drain = cbs * 85 / 10 / q.1.size as u64;
+        let first = first_event.expect("no colour event");
+        assert!(
+            first.abs_diff(drain) <= 2,
+            "first flip at packet {first}, expected ~{drain}"
+        );
+        // Afterwards 1 - 75/85 = 10/85 of the packets are yellow, each one
+        // between green ones: two events each.
+        let yellow = (n - first) * 10 / 85;
+        assert!(
+            events.abs_diff(2 * yellow) <= 4,
+            "window {burst_window_us} us: {events} events, expected ~{}",
+            2 * yellow
+        );
+        // The queue never moved: all of them were colour events.
+        assert_eq!(sw.pipeline().read_counter(h.feedback, 0).packets, 0);
+        sw.assert_no_violations();
+    }
+}
+
 // ---- T5: alg. 3 ----
 
 #[test]
