@@ -123,8 +123,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--only", nargs="*", help="experiment names: " + ", ".join(EXPERIMENTS))
+    ap.add_argument("--tables", action="store_true", help="only rewrite the tables from the saved JSON")
     a = ap.parse_args()
-    names = a.only or list(EXPERIMENTS)
+    names = [] if a.tables else (a.only or list(EXPERIMENTS))
     jobs = [(n, label, cfg, sets, s, seed) for n in names for (label, cfg, sets) in EXPERIMENTS[n][1]
             for s in SCHEMES for seed in SEEDS]
     old = json.loads(OUT_JSON.read_text()) if OUT_JSON.exists() else []

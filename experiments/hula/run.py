@@ -4,8 +4,12 @@ docs/results/hula.md between the markers `<!-- results:begin -->` and
 `<!-- results:end -->`.
 
 Needs only the Rust toolchain and the Python standard library:
-`python3 experiments/hula/run.py [--quick] [--jobs N]`.
+`python3 experiments/hula/run.py [--quick] [--jobs N]`. With matplotlib
+importable (`.venv/bin/python`, after `bash scripts/setup.sh`) it also draws
+the figures into docs/results/hula/. The raw per-run numbers go to
+docs/results/hula/runs.json.
 Each run is `target/release/examples/run_columns CONFIG key=value ...`.
+The controlled experiments that chose these settings are in ablate.py.
 """
 
 import argparse
@@ -21,14 +25,21 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 BIN = ROOT / "target" / "release" / "examples" / "run_columns"
 DOC = ROOT / "docs" / "results" / "hula.md"
+FIGS = ROOT / "docs" / "results" / "hula"
+RAW = FIGS / "runs.json"
 
 SCHEMES = ["ecmp", "conga_prime", "hula"]
 NAMES = {"ecmp": "ECMP", "conga_prime": "CONGA'", "hula": "HULA", "hula10x": "HULA 10x T_p"}
 SEEDS = [1, 2, 3]
 WS_LOADS = [0.1, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9]
 DM_LOADS = [0.2, 0.5, 0.8]
-# Flows per point (the paper's runs are longer; see docs/results/hula.md).
-WS_FLOWS = 400
+# Flows per point. The paper gives no run length. On the asymmetric topology
+# ECMP overloads S2->A3 from 50% load on, so its FCT grows with the run
+# length (ablate.py "length"); 2000 is what a full sweep on one core allows in
+# about 15 minutes, not a value chosen to match the paper.
+WS_FLOWS = 2000
+# A safety cap only: 2000 web-search flows at 10% load span about 3 s.
+WS_MAX_MS = 10000
 DM_FLOWS = 200
 DM_MAX_MS = 300
 
@@ -65,7 +76,7 @@ def sets_of(cdf, scheme, load, seed, extra):
     if cdf == "datamining":
         s += [f"workload.flows={DM_FLOWS}", f"run.max_sim_time_ms={DM_MAX_MS}"]
     else:
-        s += [f"workload.flows={WS_FLOWS}"]
+        s += [f"workload.flows={WS_FLOWS}", f"run.max_sim_time_ms={WS_MAX_MS}"]
     return s + extra
 
 
@@ -83,6 +94,8 @@ def one(pt):
         "events_per_s": s["events_per_s"], "hops_per_s": s["packet_hops_per_s"], "wall": s["wall_time_s"],
         "events": s["events"], "ports": d["ports"] if scheme == "hula" and seed == 1 and load == 0.6 else None,
         "sim_s": s["sim_time_s"],
+        "switch_drops": sum(p["drops"] for p in d["ports"] if p["switch_port"]),
+        "bottleneck_drops": sum(p["drops"] for p in d["ports"] if p["name"] == "S2->A3"),
     }
 
 
@@ -140,7 +153,7 @@ def rate_series(config, scheme, down_ms, up_ms, every):
     # Time from the failure until nothing more is sent into the failed link.
     last = max((t for t, p, tx in zip(r["time_us"], r["port"], r["tx_gbps"]) if p == "S2->A3" and down_ms * 1000 < t <= up_ms * 1000 and tx > 0.5), default=None)
     moved = None if last is None else (last - down_ms * 1000) / 1000
-    return "\n".join(out), moved, d["summary"]
+    return "\n".join(out), moved, (times, ports, rows)
 
 
 def overhead(rows):
@@ -157,10 +170,99 @@ def overhead(rows):
     return "\n".join(out)
 
 
+def drops_table(rows, loads):
+    out = ["| load | " + " | ".join(NAMES[s] for s in SCHEMES) + " |", "|---" * (len(SCHEMES) + 1) + "|"]
+    for load in loads:
+        cells = []
+        for s in SCHEMES:
+            rs = [r for r in rows if (r["cfg"], r["cdf"], r["scheme"], r["load"]) == ("asym.toml", "websearch", s, load)]
+            cells.append(f"{mean([r['switch_drops'] for r in rs]):.0f} / {mean([r['bottleneck_drops'] for r in rs]):.0f}")
+        out.append(f"| {int(load * 100)}% | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def plots(rows, ws, dm, qload, s9a, s9b):
+    """PNG figures in docs/results/hula/ (skipped without matplotlib)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "(Figures skipped: matplotlib is not importable.)"
+    FIGS.mkdir(parents=True, exist_ok=True)
+    colors = {"ecmp": "tab:red", "conga_prime": "tab:blue", "hula": "tab:green", "hula10x": "tab:olive"}
+
+    def curve(ax, cfg, cdf, metric, loads, schemes=SCHEMES):
+        for s in schemes:
+            ys = [mean([r[metric] for r in rows if (r["cfg"], r["cdf"], r["scheme"], r["load"]) == (cfg, cdf, s, l)]) for l in loads]
+            ax.plot([l * 100 for l in loads], [y / 1000 for y in ys], "o-", color=colors[s], label=NAMES[s])
+        ax.set_xlabel("load (%)")
+        ax.grid(alpha=0.3)
+
+    made = []
+    fig, axs = plt.subplots(1, 2, figsize=(9, 3.5))
+    curve(axs[0], "base.toml", "websearch", "mean", ws)
+    axs[0].set_title("(a) web-search, symmetric")
+    curve(axs[1], "base.toml", "datamining", "mean", dm)
+    axs[1].set_title("(b) data-mining, symmetric")
+    axs[0].set_ylabel("average FCT (ms)")
+    axs[0].legend()
+    fig.tight_layout()
+    fig.savefig(FIGS / "fig5_symmetric.png", dpi=110)
+    made.append("fig5_symmetric.png")
+    fig, axs = plt.subplots(1, 3, figsize=(12, 3.5))
+    for ax, (metric, title) in zip(axs, [("mean", "(a) all flows"), ("small", "(b) < 100 KB"), ("large", "(c) > 10 MB")]):
+        curve(ax, "asym.toml", "websearch", metric, ws)
+        ax.set_title(title)
+    axs[0].set_ylabel("average FCT (ms)")
+    axs[0].legend()
+    fig.suptitle("web-search, asymmetric (S2-A4 down)")
+    fig.tight_layout()
+    fig.savefig(FIGS / "fig6_asymmetric_websearch.png", dpi=110)
+    made.append("fig6_asymmetric_websearch.png")
+    fig, axs = plt.subplots(1, 3, figsize=(12, 3.5))
+    curve(axs[0], "asym.toml", "websearch", "p99", ws)
+    axs[0].set_title("(a) 99th pct FCT, web-search")
+    axs[0].set_ylabel("FCT (ms)")
+    axs[0].legend()
+    curve(axs[1], "asym.toml", "datamining", "p99", dm)
+    axs[1].set_title("(b) 99th pct FCT, data-mining")
+    for s in SCHEMES:
+        q = sorted(x / 1000 for r in rows if (r["cfg"], r["cdf"], r["scheme"], r["load"]) == ("asym.toml", "websearch", s, qload) for x in r["queue"])
+        if q:
+            axs[2].plot(q, [(i + 1) / len(q) for i in range(len(q))], color=colors[s], label=NAMES[s])
+    axs[2].set_xlabel("S2->A3 queue (KB)")
+    axs[2].set_title(f"(c) queue CDF, web-search {int(qload * 100)}%")
+    axs[2].grid(alpha=0.3)
+    fig.suptitle("asymmetric topology")
+    fig.tight_layout()
+    fig.savefig(FIGS / "fig8_tail_and_queue.png", dpi=110)
+    made.append("fig8_tail_and_queue.png")
+    fig, axs = plt.subplots(1, 3, figsize=(12, 3.5))
+    for ax, (times, ports, series), title in [(axs[0], s9a, "(a) web-search 60%, S2-A3 down 20-40 ms"),
+                                              (axs[1], s9b, "(b) long flows, S2-A3 down 6-10 ms")]:
+        for p in ports:
+            ax.plot([t / 1000 for t in times], [series[t].get(p, 0) for t in times], label=p)
+        ax.set_xlabel("time (ms)")
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+    axs[0].set_ylabel("carried (Gb/s)")
+    axs[0].legend(fontsize=7)
+    curve(axs[2], "asym.toml", "websearch", "mean", ws, ["ecmp", "conga_prime", "hula", "hula10x"])
+    axs[2].set_title("(c) probe interval 1x and 10x")
+    axs[2].set_ylabel("average FCT (ms)")
+    axs[2].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(FIGS / "fig9_failures_probes.png", dpi=110)
+    made.append("fig9_failures_probes.png")
+    plt.close("all")
+    return "### Figures\n\n" + "\n".join(f"![{m}](hula/{m})" for m in made)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="one seed, two loads (a smoke test)")
-    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--jobs", type=int, default=1)
     a = ap.parse_args()
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "pisanet", "--example", "run_columns"], cwd=ROOT, check=True)
     pts = fct_points(a.quick)
@@ -168,10 +270,14 @@ def main():
         rows = list(ex.map(one, pts))
     ws = [0.3, 0.7] if a.quick else WS_LOADS
     dm = [0.8] if a.quick else DM_LOADS
+    if not a.quick:
+        RAW.parent.mkdir(parents=True, exist_ok=True)
+        RAW.write_text(json.dumps([{k: v for k, v in r.items() if k not in ("queue", "ports")} for r in rows], indent=0))
     parts = []
     parts.append("### Fig. 5: average FCT (ms), symmetric topology\n\nWeb-search:\n\n" + table(rows, "base.toml", "websearch", "mean", SCHEMES, ws)
                  + "\n\nData-mining:\n\n" + table(rows, "base.toml", "datamining", "mean", SCHEMES, dm)
-                 + f"\n\nFlows completed (data-mining, capped at {DM_MAX_MS} ms): " + completion(rows, "base.toml", "datamining", dm))
+                 + f"\n\nFlows completed (data-mining, capped at {DM_MAX_MS} ms): " + completion(rows, "base.toml", "datamining", dm)
+                 + "; web-search: " + completion(rows, "base.toml", "websearch", ws))
     parts.append("### Fig. 6: web-search, asymmetric topology (S2-A4 down): average FCT (ms)\n\nAll flows:\n\n" + table(rows, "asym.toml", "websearch", "mean", SCHEMES, ws)
                  + "\n\nSmall flows (< 100 KB):\n\n" + table(rows, "asym.toml", "websearch", "small", SCHEMES, ws)
                  + "\n\nLarge flows (> 10 MB):\n\n" + table(rows, "asym.toml", "websearch", "large", SCHEMES, ws))
@@ -184,10 +290,10 @@ def main():
     qload = 0.7 if 0.7 in ws else ws[-1]
     parts.append(f"### Fig. 8c: queue depth at the bottleneck S2->A3 (sampled every 100 us), web-search {int(qload * 100)}%, asymmetric\n\n" + queue_cdf(rows, qload))
     parts.append("### Fig. 9c: probe interval 1x (200 us) and 10x (2 ms), web-search, asymmetric: average FCT (ms)\n\n" + table(rows, "asym.toml", "websearch", "mean", ["ecmp", "conga_prime", "hula", "hula10x"], ws))
-    t9a, moved_a, _ = rate_series("failure_websearch.toml", "hula", 20.0, 40.0, 4)
+    t9a, moved_a, s9a = rate_series("failure_websearch.toml", "hula", 20.0, 40.0, 4)
     parts.append("### Fig. 9a: spine-to-aggregation link rates (Gb/s, carried), web-search 60%, asymmetric; S2-A3 down at 20 ms, up at 40 ms (HULA)\n\n"
                  + f"HULA stopped sending into the failed link {moved_a} ms after the failure (500 us samples).\n\n" + t9a)
-    t9b, moved_b, _ = rate_series("failure_longflows.toml", "hula", 6.0, 10.0, 5)
+    t9b, moved_b, s9b = rate_series("failure_longflows.toml", "hula", 6.0, 10.0, 5)
     parts.append("### Fig. 9b: long-running flows; S2-A3 down at 6 ms, up at 10 ms (HULA)\n\n"
                  + f"HULA stopped sending into the failed link {moved_b} ms after the failure (100 us samples).\n\n" + t9b)
     parts.append("### Probe overhead (HULA, web-search 60%, symmetric, seed 1)\n\n" + overhead(rows))
@@ -195,7 +301,10 @@ def main():
     for s in SCHEMES:
         rs = [r for r in rows if r["scheme"] == s and r["cdf"] == "websearch" and r["cfg"] == "asym.toml"]
         speed.append(f"| {NAMES[s]} | {mean([r['events_per_s'] for r in rs]) / 1e6:.2f} | {mean([r['hops_per_s'] for r in rs]) / 1e6:.2f} | {mean([r['events'] for r in rs]) / 1e6:.2f} | {mean([r['wall'] for r in rs]):.2f} |")
-    parts.append("### Speed (asymmetric web-search runs, all loads and seeds, 2 jobs in parallel)\n\n" + "\n".join(speed))
+    parts.append(f"### Speed (asymmetric web-search runs, all loads and seeds, {a.jobs} job(s) in parallel)\n\n" + "\n".join(speed))
+    parts.insert(4, "### Switch drops, web-search, asymmetric (packets per run, all switch ports / at S2->A3)\n\n" + drops_table(rows, ws))
+    if not a.quick:
+        parts.append(plots(rows, ws, dm, qload, s9a, s9b))
     body = "\n\n".join(parts)
     text = DOC.read_text() if DOC.exists() else "<!-- results:begin -->\n<!-- results:end -->\n"
     begin, end = "<!-- results:begin -->", "<!-- results:end -->"

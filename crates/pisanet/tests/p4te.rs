@@ -29,8 +29,15 @@ flows = 300
 kind = "p4te"
 "#;
 
-/// A switch CPU whose writes keep up with alg. 1's events (docs/schemes/p4te.md:
-/// with the default 5 us per write, alg. 3 falls behind at 10G).
+/// A switch CPU whose writes keep up with alg. 1's events. Kept on purpose
+/// (docs/schemes/p4te.md, "Alg. 1's colour events and the switch CPU"): alg. 1
+/// reports every change of a port's RFC 2698 colour, about 0.5 feedback
+/// packets per delivered packet at any load, and alg. 3 turns each into 1-4
+/// writes. The default CPU (50 us per write, 5 us apart) then queues writes
+/// for hundreds of ms, so its routing groups are stale for the whole run and
+/// P4TE with it is not faster than ECMP at 10G/80% (docs/results/p4te.md).
+/// The paper's CPU, on 40 packets/s links, had many packet times per write;
+/// 1 us per write, 0.1 us apart, is the closer analogue at 10G.
 const FAST_CPU: [&str; 2] = [
     "control_plane.write_latency_us=1",
     "control_plane.write_interval_us=0.1",

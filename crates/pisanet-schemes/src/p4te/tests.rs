@@ -299,10 +299,11 @@ fn a_port_paced_between_cir_and_pir_reports_every_colour_flip() {
             }
         }
         let events = sw.pipeline().read_counter(h.feedback, 1).packets;
-        // The committed bucket (CBS = 5% x 1.25 GB/s x window) drains at
-        // (85% - 75%) of line rate before the first yellow packet.
+        // The committed bucket (CBS = 5% x 1.25 GB/s x window) drains by
+        // 10/85 of a packet per packet until it holds less than one packet.
+        let size = q.1.size as u64;
         let cbs = 1_250_000_000 * 5 / 100 * burst_window_us / 1_000_000;
-        let drain = cbs * 85 / 10 / q.1.size as u64;
+        let drain = (cbs - size) * 85 / 10 / size;
         let first = first_event.expect("no colour event");
         assert!(
             first.abs_diff(drain) <= 2,
