@@ -97,7 +97,7 @@ def tables(rows):
         rs = [r for r in rows if r["exp"] == name]
         if not rs:
             continue
-        out = [f"#### {title}", "",
+        out = [f"### {title}", "",
                "| set-up | ECMP | CONGA' | HULA | ECMP / HULA | CONGA' / HULA | small: ECMP / HULA | p99: ECMP / HULA | P(S2->A3 empty) E / C / H | switch drops E / C / H | flows done | sim ms |",
                "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for label, _, _ in cases:

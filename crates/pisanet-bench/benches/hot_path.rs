@@ -87,5 +87,93 @@ load = 0.5
     g.finish();
 }
 
-criterion_group!(benches, event_queue, egress_queue, small_run);
+/// One ingress pass of the `ecmp` program against the hand-written reference
+/// ECMP, on an edge switch of a k=8 fat tree, over packets to every host: the
+/// model's per-pass cost with hot caches.
+fn pipeline_pass(c: &mut Criterion) {
+    use pisanet_engine::{BitRate, RngStreams, StreamKind};
+    use pisanet_net::{Ipv4, Tcp, L4, PROTO_TCP};
+    let topo = pisanet_net::topology::fat_tree(
+        8,
+        BitRate::from_gbps(10.0),
+        BitRate::from_gbps(40.0),
+        SimTime::from_us(1),
+    )
+    .unwrap();
+    let routes = topo.compute_routes();
+    let sw = 0u32;
+    let info = pisanet::forward::switch_info(&topo, &routes, sw);
+    let rng = RngStreams::new(1).stream(StreamKind::Switch, 0);
+    let mut switch =
+        pisanet_schemes::build("ecmp", &Default::default(), &info, rng, Default::default())
+            .unwrap();
+    let native = pisanet::forward::NativeEcmp::new(&topo);
+    let pkts: Vec<Packet> = (0..topo.n_hosts)
+        .map(|h| Packet {
+            size: 1518,
+            ip: Ipv4 {
+                src: topo.host_addr[0],
+                dst: topo.host_addr[h as usize],
+                proto: PROTO_TCP,
+                ..Default::default()
+            },
+            l4: L4::Tcp(Tcp {
+                sport: 1000 + h as u16,
+                dport: 80,
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .collect();
+    let mut g = c.benchmark_group("pipeline_pass");
+    g.throughput(Throughput::Elements(pkts.len() as u64));
+    let mut out = Vec::with_capacity(4);
+    g.bench_function("ecmp_program", |b| {
+        b.iter(|| {
+            for p in &pkts {
+                out.clear();
+                switch.ingress(SimTime::ZERO, 0, p.clone(), &mut out);
+            }
+            out.len()
+        })
+    });
+    g.bench_function("ecmp_native", |b| {
+        b.iter(|| {
+            let mut n = 0u32;
+            for p in &pkts {
+                n += native.route(sw, p).unwrap_or(0) as u32;
+            }
+            n
+        })
+    });
+    g.finish();
+}
+
+fn crc_small(c: &mut Criterion) {
+    use pisanet_pisa::HashAlgo;
+    let inputs: Vec<[u8; 13]> = (0..128u32)
+        .map(|i| {
+            let mut b = [7u8; 13];
+            b[..4].copy_from_slice(&i.to_be_bytes());
+            b
+        })
+        .collect();
+    c.bench_function("crc32_13_bytes/hash_extern", |b| {
+        b.iter(|| {
+            inputs
+                .iter()
+                .map(|x| HashAlgo::Crc32.compute(criterion::black_box(&x[..])))
+                .fold(0u32, |a, h| a ^ h)
+        })
+    });
+}
+
+criterion_group!(
+    benches,
+    event_queue,
+    egress_queue,
+    small_run,
+    pipeline_pass,
+    crc_small
+);
 criterion_main!(benches);

@@ -79,29 +79,39 @@ impl HashInput {
         }
     }
 
+    /// Appends `N` bytes in place (a fixed-size copy).
     #[inline(always)]
-    fn push(mut self, bytes: &[u8]) -> Self {
+    fn put<const N: usize>(&mut self, bytes: [u8; N]) {
         let at = self.len as usize;
-        self.buf[at..at + bytes.len()].copy_from_slice(bytes);
-        self.len += bytes.len() as u8;
-        self
+        self.buf[at..at + N].copy_from_slice(&bytes);
+        self.len += N as u8;
     }
 
     #[inline(always)]
-    pub fn u8(self, v: u8) -> Self {
-        self.push(&[v])
+    pub fn u8(mut self, v: u8) -> Self {
+        self.put([v]);
+        self
     }
     #[inline(always)]
-    pub fn u16(self, v: u16) -> Self {
-        self.push(&v.to_be_bytes())
+    pub fn u16(mut self, v: u16) -> Self {
+        self.put(v.to_be_bytes());
+        self
     }
     #[inline(always)]
-    pub fn u32(self, v: u32) -> Self {
-        self.push(&v.to_be_bytes())
+    pub fn u32(mut self, v: u32) -> Self {
+        self.put(v.to_be_bytes());
+        self
     }
     #[inline(always)]
-    pub fn u64(self, v: u64) -> Self {
-        self.push(&v.to_be_bytes())
+    pub fn u64(mut self, v: u64) -> Self {
+        self.put(v.to_be_bytes());
+        self
+    }
+
+    /// Appends several fields at once, in place: `[u8; N]` already big-endian.
+    #[inline(always)]
+    pub fn push_bytes<const N: usize>(&mut self, bytes: [u8; N]) {
+        self.put(bytes);
     }
 
     #[inline(always)]

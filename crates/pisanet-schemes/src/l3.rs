@@ -71,11 +71,20 @@ pub fn five_tuple(pkt: &Packet) -> HashInput {
     push_five_tuple(HashInput::new(), pkt)
 }
 
-/// Appends the 5-tuple to `input`.
+/// Appends the 5-tuple to `input` (one 13-byte copy).
 #[inline(always)]
-pub fn push_five_tuple(input: HashInput, pkt: &Packet) -> HashInput {
+pub fn push_five_tuple(mut input: HashInput, pkt: &Packet) -> HashInput {
     let (src, dst, proto, sport, dport) = pkt.five_tuple();
-    input.u32(src).u32(dst).u8(proto).u16(sport).u16(dport)
+    let (s, d, sp, dp) = (
+        src.to_be_bytes(),
+        dst.to_be_bytes(),
+        sport.to_be_bytes(),
+        dport.to_be_bytes(),
+    );
+    input.push_bytes([
+        s[0], s[1], s[2], s[3], d[0], d[1], d[2], d[3], proto, sp[0], sp[1], dp[0], dp[1],
+    ]);
+    input
 }
 
 /// Fields of [`five_tuple`], for hash declarations.
