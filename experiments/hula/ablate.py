@@ -34,7 +34,7 @@ LONG = "run.max_sim_time_ms=5000"
 # name -> (title, [(row label, config, sets)]); every row runs 3 schemes x 3 seeds.
 EXPERIMENTS = {
     "window": ("Window cap (web-search 60%, asymmetric, 400 flows, permutation)", [
-        ("rwnd 256 KB (first reproduction)", "asym.toml", OLD + ["workload.load=0.6"]),
+        ("rwnd 256 KB (as the first reproduction), TSQ", "asym.toml", OLD + ["workload.load=0.6"]),
         ("rwnd default (4 MB), TSQ", "asym.toml", OLD + NOCAP + ["workload.load=0.6"]),
     ]),
     "length": ("Run length (web-search 60%, asymmetric, no cap, permutation)", [
@@ -119,6 +119,39 @@ def tables(rows):
     return "\n\n".join(parts)
 
 
+def plot_length(rows):
+    """docs/results/hula/run_length.png (skipped without matplotlib)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return ""
+    rs = [r for r in rows if r["exp"] == "length"]
+    if not rs:
+        return ""
+    colors = {"ecmp": "tab:red", "conga_prime": "tab:blue", "hula": "tab:green"}
+    labels = [c[0] for c in EXPERIMENTS["length"][1]]
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    for s in SCHEMES:
+        xs, ys = [], []
+        for label in labels:
+            v = [r for r in rs if r["row"] == label and r["scheme"] == s]
+            if v:
+                xs.append(int(label.split()[0]))
+                ys.append(avg(v, "mean") / 1000)
+        ax.plot(xs, ys, "o-", color=colors[s], label=hula.NAMES[s])
+    ax.set_xlabel("flows per run")
+    ax.set_ylabel("average FCT (ms)")
+    ax.set_title("web-search 60%, asymmetric: run length")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(OUT_JSON.parent / "run_length.png", dpi=110)
+    plt.close(fig)
+    return "\n\n![run_length.png](hula/run_length.png)"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--jobs", type=int, default=1)
@@ -134,7 +167,7 @@ def main():
         rows = old + list(ex.map(one, jobs))
     OUT_JSON.parent.mkdir(parents=True, exist_ok=True)
     OUT_JSON.write_text(json.dumps(rows, indent=1))
-    body = tables(rows)
+    body = tables(rows) + plot_length(rows)
     text = hula.DOC.read_text()
     begin, end = "<!-- ablations:begin -->", "<!-- ablations:end -->"
     if begin in text:

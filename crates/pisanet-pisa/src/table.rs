@@ -206,6 +206,14 @@ const LPM_MORE: u32 = 1 << 31;
 /// In an `Lpm1` map value: a marker only, no entry of this length.
 const LPM_NONE: u32 = LPM_MORE - 1;
 
+/// An `Lpm1` map value: the entry index with the marker bits, and the
+/// entry's action (a copy, rebuilt with the index).
+#[derive(Clone, Copy)]
+struct LpmSlot {
+    flags: u32,
+    action: ActionCall,
+}
+
 enum Index {
     /// One exact field (the common case: a plain hash probe on a word).
     Exact1(FxMap<u64, u32>),
@@ -214,7 +222,9 @@ enum Index {
     /// prefix first, with markers (Waldvogel et al., SIGCOMM 1997): a value
     /// carries `LPM_MORE` when a longer prefix lies under it, so a lookup
     /// stops at the first length that has neither an entry nor a marker.
-    Lpm1(Vec<(u64, FxMap<u64, u32>)>),
+    /// The slot also holds a copy of the entry's action, so a hit touches
+    /// only the map's bucket.
+    Lpm1(Vec<(u64, FxMap<u64, LpmSlot>)>),
     /// (prefix mask, entries by masked key), longest prefix first.
     Lpm {
         field: usize,
@@ -358,6 +368,10 @@ impl Table {
             }
         }
         self.entries[i] = entry;
+        if matches!(self.index, Index::Lpm1(_)) {
+            // The LPM index keeps a copy of each entry's action.
+            self.rebuild();
+        }
         Ok(())
     }
 
@@ -415,7 +429,13 @@ impl Table {
                     let mut map = FxMap::default();
                     for (i, e) in self.entries.iter().enumerate() {
                         if len_of(e) == len {
-                            map.insert(keys[i][0], i as u32);
+                            map.insert(
+                                keys[i][0],
+                                LpmSlot {
+                                    flags: i as u32,
+                                    action: e.action,
+                                },
+                            );
                         }
                     }
                     by_len.push((prefix_mask(len, width), map));
@@ -428,7 +448,12 @@ impl Table {
                             break;
                         }
                         let (mask, map) = &mut by_len[j];
-                        *map.entry(keys[i][0] & *mask).or_insert(LPM_NONE) |= LPM_MORE;
+                        map.entry(keys[i][0] & *mask)
+                            .or_insert(LpmSlot {
+                                flags: LPM_NONE,
+                                action: ActionCall::default(),
+                            })
+                            .flags |= LPM_MORE;
                     }
                 }
             }
@@ -483,19 +508,35 @@ impl Table {
             Index::Exact1(map) => map.get(&key[0]).copied(),
             Index::Lpm1(by_len) => {
                 let v = key[0];
-                let mut best = None;
+                let mut best: Option<&LpmSlot> = None;
                 for (mask, map) in by_len {
-                    let Some(&x) = map.get(&(v & mask)) else {
-                        break;
-                    };
-                    if x & LPM_NONE != LPM_NONE {
-                        best = Some(x & LPM_NONE);
+                    let Some(x) = map.get(&(v & mask)) else { break };
+                    if x.flags & LPM_NONE != LPM_NONE {
+                        best = Some(x);
                     }
-                    if x & LPM_MORE == 0 {
+                    if x.flags & LPM_MORE == 0 {
                         break;
                     }
                 }
-                best
+                // The action comes from the slot: no second load from `entries`.
+                return match best {
+                    Some(slot) => {
+                        let i = slot.flags & LPM_NONE;
+                        if self.spec.direct_counter {
+                            self.counters[i as usize].packets += 1;
+                        }
+                        Hit {
+                            hit: true,
+                            action: slot.action,
+                            entry: i,
+                        }
+                    }
+                    None => Hit {
+                        hit: false,
+                        action: self.default_action,
+                        entry: u32::MAX,
+                    },
+                };
             }
             Index::Exact(map) => {
                 let mut k = [0u64; MAX_KEY_FIELDS];
@@ -670,6 +711,13 @@ mod tests {
         assert_eq!(t.lookup(&key1(ip(10, 1, 2, 4))).action, act(24));
         assert_eq!(t.lookup(&key1(ip(10, 9, 2, 3))).action, act(8));
         assert_eq!(t.lookup(&key1(ip(11, 1, 2, 3))).action, act(0));
+        // Modifying an entry's action is seen by the next lookup.
+        t.modify(
+            TableEntry::new(lpm(ip(10, 1, 2, 0), 24), act(124)),
+            SimTime::ZERO,
+        )
+        .unwrap();
+        assert_eq!(t.lookup(&key1(ip(10, 1, 2, 4))).action, act(124));
         // Deleting the /24 falls back to the /8.
         t.delete(&lpm(ip(10, 1, 2, 0), 24), 0).unwrap();
         assert_eq!(t.lookup(&key1(ip(10, 1, 2, 4))).action, act(8));

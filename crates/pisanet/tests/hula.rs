@@ -18,9 +18,8 @@ buffer_kb = 500
 ecn_threshold_kb = 0
 [transport]
 kind = "newreno"
-# Bounds the sender's self-queue in its (unbounded) NIC FIFO, as TCP small
-# queues would; see docs/schemes/hula.md.
-rwnd_kb = 256
+# The default receive window: TCP small queues (transport.tsq_kb, default)
+# bound each sender's backlog in its NIC (docs/model.md "Hosts").
 [workload]
 cdf = "websearch"
 pattern = "client_server"
