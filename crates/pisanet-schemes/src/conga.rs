@@ -25,7 +25,7 @@
 #![deny(clippy::float_arithmetic, clippy::integer_division)]
 
 use crate::hula::{declare_get_dst_tor, dst_tor_entries, ns32, quantize, util_scale, SET_DST_TOR};
-use crate::l3::{self, RouteAgent, FIVE_TUPLE_FIELDS, L3, SET_ECMP_GROUP, SET_NHOP};
+use crate::l3::{self, RouteAgent, FIVE_TUPLE_FIELDS, L3};
 use crate::SchemeParams;
 use pisanet_net::{ExtHeader, Packet, PortNo};
 use pisanet_pisa::{
@@ -301,19 +301,8 @@ impl Conga {
 
     /// ipv4_lpm, then ecmp_group on `h`.
     fn route(&self, ctx: &mut Ctx<'_>, pkt: &Packet, sm: &mut StandardMetadata, h: u32) {
-        let hit = ctx.apply(self.l3.ipv4_lpm, [pkt.ip.dst as u64, 0, 0, 0]);
-        match hit.action.action {
-            SET_NHOP => l3::set_nhop(sm, &hit.action),
-            SET_ECMP_GROUP => match ctx.select(
-                self.l3.ecmp_group,
-                hit.action.params[0] as u32,
-                l3::member_hash(h, self.tier),
-            ) {
-                Some(member) => l3::set_nhop(sm, &member),
-                None => sm.mark_to_drop(),
-            },
-            _ => sm.mark_to_drop(),
-        }
+        let tier = self.tier;
+        self.l3.route(ctx, pkt, sm, |_| l3::member_hash(h, tier));
     }
 
     /// The quantized DRE of a port (CONGA section 3.2).

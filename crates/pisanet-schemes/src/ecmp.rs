@@ -9,7 +9,7 @@
 
 #![deny(clippy::float_arithmetic, clippy::integer_division)]
 
-use crate::l3::{self, RouteAgent, FIVE_TUPLE_FIELDS, L3, SET_ECMP_GROUP, SET_NHOP};
+use crate::l3::{self, RouteAgent, FIVE_TUPLE_FIELDS, L3};
 use pisanet_net::Packet;
 use pisanet_pisa::{
     Ctx, DataPlane, HashAlgo, HashId, HashSpec, Pipeline, StandardMetadata, SwitchInfo, UserMeta,
@@ -60,21 +60,9 @@ impl DataPlane for Ecmp {
         sm: &mut StandardMetadata,
         _meta: &mut UserMeta,
     ) {
-        let hit = ctx.apply(self.l3.ipv4_lpm, [pkt.ip.dst as u64, 0, 0, 0]);
-        match hit.action.action {
-            SET_NHOP => l3::set_nhop(sm, &hit.action),
-            SET_ECMP_GROUP => {
-                let h = ctx.hash(self.ecmp_hash, &l3::five_tuple(pkt));
-                match ctx.select(
-                    self.l3.ecmp_group,
-                    hit.action.params[0] as u32,
-                    l3::member_hash(h, self.tier),
-                ) {
-                    Some(member) => l3::set_nhop(sm, &member),
-                    None => sm.mark_to_drop(),
-                }
-            }
-            _ => sm.mark_to_drop(),
-        }
+        let (hash, tier) = (self.ecmp_hash, self.tier);
+        self.l3.route(ctx, pkt, sm, |ctx| {
+            l3::member_hash(ctx.hash(hash, &l3::five_tuple(pkt)), tier)
+        });
     }
 }

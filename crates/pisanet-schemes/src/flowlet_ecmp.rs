@@ -12,7 +12,7 @@
 
 #![deny(clippy::float_arithmetic, clippy::integer_division)]
 
-use crate::l3::{self, RouteAgent, FIVE_TUPLE_FIELDS, L3, SET_ECMP_GROUP, SET_NHOP};
+use crate::l3::{self, RouteAgent, FIVE_TUPLE_FIELDS, L3};
 use crate::SchemeParams;
 use pisanet_net::Packet;
 use pisanet_pisa::{
@@ -131,22 +131,10 @@ impl DataPlane for FlowletEcmp {
             (id, id)
         });
         // Stages 3-4: route, then pick a member by 5-tuple and flowlet id.
-        let hit = ctx.apply(self.l3.ipv4_lpm, [pkt.ip.dst as u64, 0, 0, 0]);
-        match hit.action.action {
-            SET_NHOP => l3::set_nhop(sm, &hit.action),
-            SET_ECMP_GROUP => {
-                let input = l3::push_five_tuple(HashInput::new().u16(id as u16), pkt);
-                let h = ctx.hash(self.ecmp_hash, &input);
-                match ctx.select(
-                    self.l3.ecmp_group,
-                    hit.action.params[0] as u32,
-                    l3::member_hash(h, self.tier),
-                ) {
-                    Some(member) => l3::set_nhop(sm, &member),
-                    None => sm.mark_to_drop(),
-                }
-            }
-            _ => sm.mark_to_drop(),
-        }
+        let (hash, tier) = (self.ecmp_hash, self.tier);
+        self.l3.route(ctx, pkt, sm, |ctx| {
+            let input = l3::push_five_tuple(HashInput::new().u16(id as u16), pkt);
+            l3::member_hash(ctx.hash(hash, &input), tier)
+        });
     }
 }

@@ -24,7 +24,7 @@
 
 #![deny(clippy::float_arithmetic, clippy::integer_division)]
 
-use crate::l3::{self, RouteAgent, FIVE_TUPLE_FIELDS, L3, SET_ECMP_GROUP, SET_NHOP};
+use crate::l3::{self, RouteAgent, FIVE_TUPLE_FIELDS, L3};
 use crate::SchemeParams;
 use pisanet_engine::SimTime;
 use pisanet_net::{ExtHeader, Packet, PortNo, MIN_FRAME_BYTES};
@@ -362,19 +362,8 @@ impl Hula {
 
     /// The shortest-path route (ipv4_lpm, then ecmp_group on the 5-tuple hash).
     fn route(&self, ctx: &mut Ctx<'_>, pkt: &Packet, sm: &mut StandardMetadata, h: u32) {
-        let hit = ctx.apply(self.l3.ipv4_lpm, [pkt.ip.dst as u64, 0, 0, 0]);
-        match hit.action.action {
-            SET_NHOP => l3::set_nhop(sm, &hit.action),
-            SET_ECMP_GROUP => match ctx.select(
-                self.l3.ecmp_group,
-                hit.action.params[0] as u32,
-                l3::member_hash(h, self.tier),
-            ) {
-                Some(member) => l3::set_nhop(sm, &member),
-                None => sm.mark_to_drop(),
-            },
-            _ => sm.mark_to_drop(),
-        }
+        let tier = self.tier;
+        self.l3.route(ctx, pkt, sm, |_| l3::member_hash(h, tier));
     }
 
     /// HULA section 4.2 and Fig. 3b, lines 2-13: a probe from `in_port`.

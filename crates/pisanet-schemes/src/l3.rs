@@ -6,9 +6,9 @@
 
 use pisanet_net::{Packet, PortNo};
 use pisanet_pisa::{
-    matches, ActionCall, ActionId, ControlAgent, CpuApi, HashAlgo, HashInput, KeyField, MatchKind,
-    Pipeline, SelectorId, SelectorSpec, StandardMetadata, SwitchInfo, TableEntry, TableId,
-    TableSpec, UpdateType, Write,
+    matches, ActionCall, ActionId, ControlAgent, CpuApi, Ctx, HashAlgo, HashInput, KeyField,
+    MatchKind, Pipeline, SelectorId, SelectorSpec, StandardMetadata, SwitchInfo, TableEntry,
+    TableId, TableSpec, UpdateType, Write,
 };
 
 /// Actions of `ipv4_lpm`.
@@ -30,6 +30,31 @@ pub struct L3 {
 }
 
 impl L3 {
+    /// Applies `ipv4_lpm`; for an ECMP group, picks the `ecmp_group` member
+    /// that `member` computes (called only then, so the hash or random number
+    /// is drawn only when a choice exists). A miss or an empty group drops.
+    #[inline]
+    pub fn route(
+        &self,
+        ctx: &mut Ctx<'_>,
+        pkt: &Packet,
+        sm: &mut StandardMetadata,
+        member: impl FnOnce(&mut Ctx<'_>) -> u32,
+    ) {
+        let hit = ctx.apply(self.ipv4_lpm, [pkt.ip.dst as u64, 0, 0, 0]);
+        match hit.action.action {
+            SET_NHOP => set_nhop(sm, &hit.action),
+            SET_ECMP_GROUP => {
+                let m = member(ctx);
+                match ctx.select(self.ecmp_group, hit.action.params[0] as u32, m) {
+                    Some(member) => set_nhop(sm, &member),
+                    None => sm.mark_to_drop(),
+                }
+            }
+            _ => sm.mark_to_drop(),
+        }
+    }
+
     /// Declares `ipv4_lpm` and `ecmp_group`; `algo` is the hash that feeds
     /// the selector.
     pub fn declare(pipe: &mut Pipeline, algo: HashAlgo) -> L3 {

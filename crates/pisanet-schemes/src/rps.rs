@@ -8,7 +8,7 @@
 
 #![deny(clippy::float_arithmetic, clippy::integer_division)]
 
-use crate::l3::{self, RouteAgent, L3, SET_ECMP_GROUP, SET_NHOP};
+use crate::l3::{RouteAgent, L3};
 use pisanet_net::Packet;
 use pisanet_pisa::{Ctx, DataPlane, HashAlgo, Pipeline, StandardMetadata, UserMeta};
 
@@ -42,17 +42,6 @@ impl DataPlane for Rps {
         sm: &mut StandardMetadata,
         _meta: &mut UserMeta,
     ) {
-        let hit = ctx.apply(self.l3.ipv4_lpm, [pkt.ip.dst as u64, 0, 0, 0]);
-        match hit.action.action {
-            SET_NHOP => l3::set_nhop(sm, &hit.action),
-            SET_ECMP_GROUP => {
-                let r = ctx.random(0, u32::MAX);
-                match ctx.select(self.l3.ecmp_group, hit.action.params[0] as u32, r) {
-                    Some(member) => l3::set_nhop(sm, &member),
-                    None => sm.mark_to_drop(),
-                }
-            }
-            _ => sm.mark_to_drop(),
-        }
+        self.l3.route(ctx, pkt, sm, |ctx| ctx.random(0, u32::MAX));
     }
 }
