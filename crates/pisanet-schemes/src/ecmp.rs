@@ -1,6 +1,8 @@
 //! `ecmp`: LPM routing on the destination; where a route has several next
 //! hops, an action selector hashes the 5-tuple over them (RFC 2992), so each
-//! flow keeps one path and nothing is reordered.
+//! flow keeps one path and nothing is reordered. Each tier picks from its
+//! own bits of the hash unless `ecmp_hash_per_tier` is off (polarized ECMP;
+//! see [`l3::member_hash`]).
 //!
 //! ```text
 //! ingress:  ipv4_lpm ──set_nhop──────────────────────────► egress_spec
@@ -10,6 +12,7 @@
 #![deny(clippy::float_arithmetic, clippy::integer_division)]
 
 use crate::l3::{self, RouteAgent, FIVE_TUPLE_FIELDS, L3};
+use crate::SchemeParams;
 use pisanet_net::Packet;
 use pisanet_pisa::{
     Ctx, DataPlane, HashAlgo, HashId, HashSpec, Pipeline, StandardMetadata, SwitchInfo, UserMeta,
@@ -20,12 +23,14 @@ pub struct Ecmp {
     pub l3: L3,
     /// crc32 over the 5-tuple, feeding `ecmp_group`.
     pub ecmp_hash: HashId,
-    tier: u8,
+    /// The tier passed to [`l3::member_hash`] (0 everywhere when
+    /// `ecmp_hash_per_tier` is off).
+    hash_tier: u8,
 }
 
 impl Ecmp {
     /// Declares the program's objects in `pipe`.
-    pub fn new(pipe: &mut Pipeline, info: &SwitchInfo) -> Self {
+    pub fn new(pipe: &mut Pipeline, params: &SchemeParams, info: &SwitchInfo) -> Self {
         let l3 = L3::declare(pipe, HashAlgo::Crc32);
         let ecmp_hash = pipe.hash(HashSpec {
             name: "ecmp_hash",
@@ -37,7 +42,7 @@ impl Ecmp {
         Ecmp {
             l3,
             ecmp_hash,
-            tier: info.tier,
+            hash_tier: l3::hash_tier(info.tier, params.ecmp_hash_per_tier),
         }
     }
 
@@ -60,7 +65,7 @@ impl DataPlane for Ecmp {
         sm: &mut StandardMetadata,
         _meta: &mut UserMeta,
     ) {
-        let (hash, tier) = (self.ecmp_hash, self.tier);
+        let (hash, tier) = (self.ecmp_hash, self.hash_tier);
         self.l3.route(ctx, pkt, sm, |ctx| {
             l3::member_hash(ctx.hash(hash, &l3::five_tuple(pkt)), tier)
         });

@@ -138,6 +138,18 @@ pub fn member_hash(h: u32, tier: u8) -> u32 {
     h.rotate_right(TIER_ROTATE * tier as u32)
 }
 
+/// The tier a program passes to [`member_hash`]: its own, or 0 at every tier
+/// when `per_tier` is false (`SchemeParams::ecmp_hash_per_tier`): then every
+/// switch picks members from the same bits and a flow's choices at
+/// successive tiers are correlated (hash polarization).
+pub fn hash_tier(tier: u8, per_tier: bool) -> u8 {
+    if per_tier {
+        tier
+    } else {
+        0
+    }
+}
+
 /// The route agent: installs routes at start; on a port failure, rewrites
 /// each ECMP group that holds the port without it (and back on recovery).
 pub struct RouteAgent {

@@ -45,6 +45,14 @@ pub struct SchemeParams {
     pub flowlet_timeout: SimTime,
     /// Slots of the flowlet registers (a power of two).
     pub flowlet_slots: u32,
+    /// Whether each tier picks ECMP members from its own bits of the hash
+    /// (`scheme.ecmp_hash_per_tier`, default true; [`l3::member_hash`]).
+    /// False: every tier uses the un-rotated hash, as switches with identical
+    /// hash seeds do, and a flow's choices at successive tiers are correlated
+    /// (hash polarization). Read by the programs that pick members of
+    /// `ecmp_group` by a 5-tuple hash: `ecmp`, `flowlet_ecmp`, and `conga` /
+    /// `conga_prime` (their flowlet ECMP); not by `hula` or `p4te`.
+    pub ecmp_hash_per_tier: bool,
     /// Fixed costs of the hardware target.
     pub target: TargetConfig,
     /// `hula` (`[scheme.hula]`).
@@ -108,6 +116,7 @@ impl Default for SchemeParams {
         SchemeParams {
             flowlet_timeout: SimTime::from_us(100),
             flowlet_slots: 8192,
+            ecmp_hash_per_tier: true,
             target: TargetConfig::default(),
             hula: HulaParams::default(),
             conga: CongaParams::default(),
@@ -136,7 +145,7 @@ fn declare(kind: &str, params: &SchemeParams, info: &SwitchInfo) -> Result<Progr
     });
     let (dp, agent): (Box<dyn DataPlane>, Box<dyn ControlAgent>) = match kind {
         "ecmp" => {
-            let p = ecmp::Ecmp::new(&mut pipe, info);
+            let p = ecmp::Ecmp::new(&mut pipe, params, info);
             let a = p.agent();
             (Box::new(p), Box::new(a))
         }
