@@ -4,7 +4,9 @@ from the paper's"). Each experiment changes one thing from a reference
 set-up and reruns ECMP, CONGA' and HULA on seeds 1-3; the tables go into
 docs/results/hula.md between `<!-- ablations:begin -->` and
 `<!-- ablations:end -->`, and the raw numbers into
-docs/results/hula/ablations.json.
+docs/results/hula/ablations.json. "polarization" reruns only ECMP and
+CONGA' (HULA does not read scheme.ecmp_hash_per_tier) and shows them next
+to the sweep's numbers in docs/results/hula/runs.json (run.py).
 
 `python3 experiments/hula/ablate.py [--jobs N] [--only NAME ...]`
 (about 10 minutes with 1 job). Uses target/release/examples/run_columns,
@@ -59,11 +61,23 @@ EXPERIMENTS = {
         (f"{b} KB per port", "asym.toml", NOCAP + ["workload.flows=2000", "workload.load=0.6", f"topology.buffer_kb={b}", LONG])
         for b in [150, 500, 2000]
     ]),
+    # The same points as run.py's sweep (2000 flows), with every tier hashing
+    # on the same bits; ECMP, CONGA' and HULA as they are come from runs.json.
+    "polarization": ("Hash polarization (web-search, 2000 flows, as run.py; `scheme.ecmp_hash_per_tier=false`)", [
+        (f"{topo}, {int(load * 100)}%", cfg, ["workload.cdf=websearch", f"workload.load={load}",
+                                             f"workload.flows={hula.WS_FLOWS}", f"run.max_sim_time_ms={hula.WS_MAX_MS}",
+                                             "scheme.ecmp_hash_per_tier=false"])
+        for topo, cfg, load in [("symmetric", "base.toml", 0.7), ("asymmetric", "asym.toml", 0.6)]
+    ]),
     "datamining": ("Data-mining run length (80%, asymmetric, no cap, permutation)", [
         ("200 flows, 300 ms cap", "asym.toml", NOCAP + ["workload.cdf=datamining", "workload.flows=200", "workload.load=0.8", "run.max_sim_time_ms=300"]),
         ("1000 flows, 1500 ms cap", "asym.toml", NOCAP + ["workload.cdf=datamining", "workload.flows=1000", "workload.load=0.8", "run.max_sim_time_ms=1500"]),
     ]),
 }
+
+# Experiments that run only some schemes (the others come from elsewhere).
+EXP_SCHEMES = {"polarization": ["ecmp", "conga_prime"]}
+POLARIZED = {"ecmp": "ECMP polarized", "conga_prime": "CONGA' polarized"}
 
 
 def one(job):
@@ -97,6 +111,9 @@ def tables(rows):
         rs = [r for r in rows if r["exp"] == name]
         if not rs:
             continue
+        if name == "polarization":
+            parts.append(polarization_table(title, cases, rs))
+            continue
         out = [f"### {title}", "",
                "| set-up | ECMP | CONGA' | HULA | ECMP / HULA | CONGA' / HULA | small: ECMP / HULA | p99: ECMP / HULA | P(S2->A3 empty) E / C / H | switch drops E / C / H | flows done | sim ms |",
                "|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -117,6 +134,34 @@ def tables(rows):
                        + f" | {ratio(sm['ecmp'], sm['hula'])} | {ratio(p['ecmp'], p['hula'])} | {q0} | {dr} | {done}/{tot} | {sim:.0f} |")
         parts.append("\n".join(out))
     return "\n\n".join(parts)
+
+
+def polarization_table(title, cases, rs):
+    """Polarized ECMP and CONGA' next to run.py's ECMP, CONGA' and HULA at the same points."""
+    ref = json.loads(hula.RAW.read_text()) if hula.RAW.exists() else []
+    out = [f"### {title}", "",
+           "| set-up | ECMP | ECMP polarized | CONGA' | CONGA' polarized | HULA | ECMP / HULA | ECMP polarized / HULA | CONGA' polarized / HULA | small: ECMP pol. / HULA | p99: ECMP pol. / HULA | switch drops E / E pol. / C pol. / H | flows done (polarized) | sim ms (polarized) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for label, cfg, sets in cases:
+        load = float(next(x for x in sets if x.startswith("workload.load=")).split("=")[1])
+        base = {s: [r for r in ref if r["cfg"] == cfg and r["cdf"] == "websearch" and r["scheme"] == s
+                    and r["load"] == load and r["seed"] in SEEDS] for s in SCHEMES}
+        pol = {s: [r for r in rs if r["row"] == label and r["scheme"] == s] for s in EXP_SCHEMES["polarization"]}
+        if not all(base.values()) or not all(pol.values()):
+            continue
+        m = {s: avg(base[s], "mean") for s in SCHEMES}
+        pm = {s: avg(pol[s], "mean") for s in pol}
+        h = m["hula"]
+        dr = " / ".join(f"{x:.0f}" for x in [avg(base["ecmp"], "switch_drops"), avg(pol["ecmp"], "data_drops"),
+                                             avg(pol["conga_prime"], "data_drops"), avg(base["hula"], "switch_drops")])
+        done = sum(r["completed"] for v in pol.values() for r in v)
+        tot = sum(r["total"] for v in pol.values() for r in v)
+        sim = max(r["sim_ms"] for v in pol.values() for r in v)
+        out.append(f"| {label} | {hula.fmt_ms(m['ecmp'])} | {hula.fmt_ms(pm['ecmp'])} | {hula.fmt_ms(m['conga_prime'])}"
+                   f" | {hula.fmt_ms(pm['conga_prime'])} | {hula.fmt_ms(h)} | {ratio(m['ecmp'], h)} | {ratio(pm['ecmp'], h)}"
+                   f" | {ratio(pm['conga_prime'], h)} | {ratio(avg(pol['ecmp'], 'small'), avg(base['hula'], 'small'))}"
+                   f" | {ratio(avg(pol['ecmp'], 'p99'), avg(base['hula'], 'p99'))} | {dr} | {done}/{tot} | {sim:.0f} |")
+    return "\n".join(out)
 
 
 def plot_length(rows):
@@ -160,7 +205,7 @@ def main():
     a = ap.parse_args()
     names = [] if a.tables else (a.only or list(EXPERIMENTS))
     jobs = [(n, label, cfg, sets, s, seed) for n in names for (label, cfg, sets) in EXPERIMENTS[n][1]
-            for s in SCHEMES for seed in SEEDS]
+            for s in EXP_SCHEMES.get(n, SCHEMES) for seed in SEEDS]
     old = json.loads(OUT_JSON.read_text()) if OUT_JSON.exists() else []
     old = [r for r in old if r["exp"] not in names]
     with ThreadPoolExecutor(a.jobs) as ex:

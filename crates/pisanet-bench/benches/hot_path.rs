@@ -107,7 +107,7 @@ fn pipeline_pass(c: &mut Criterion) {
     let mut switch =
         pisanet_schemes::build("ecmp", &Default::default(), &info, rng, Default::default())
             .unwrap();
-    let native = pisanet::forward::NativeEcmp::new(&topo);
+    let native = pisanet::forward::NativeEcmp::new(&topo, true);
     let pkts: Vec<Packet> = (0..topo.n_hosts)
         .map(|h| Packet {
             size: 1518,

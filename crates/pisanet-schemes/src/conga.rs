@@ -154,7 +154,9 @@ pub struct Conga {
     rack: Option<u32>,
     pod: Option<u32>,
     rack_pods: Vec<u32>,
-    tier: u8,
+    /// The tier passed to [`l3::member_hash`] (0 everywhere when
+    /// `ecmp_hash_per_tier` is off).
+    hash_tier: u8,
     slot_mask: u32,
     flowlet_timeout_ps: u64,
     age_ns: u64,
@@ -281,7 +283,7 @@ impl Conga {
             rack: info.rack,
             pod: info.pod,
             rack_pods: info.rack_pods.clone(),
-            tier: info.tier,
+            hash_tier: l3::hash_tier(info.tier, params.ecmp_hash_per_tier),
             slot_mask: slots - 1,
             flowlet_timeout_ps: params.flowlet_timeout.ps(),
             age_ns: ns32(c.age),
@@ -301,7 +303,7 @@ impl Conga {
 
     /// ipv4_lpm, then ecmp_group on `h`.
     fn route(&self, ctx: &mut Ctx<'_>, pkt: &Packet, sm: &mut StandardMetadata, h: u32) {
-        let tier = self.tier;
+        let tier = self.hash_tier;
         self.l3.route(ctx, pkt, sm, |_| l3::member_hash(h, tier));
     }
 

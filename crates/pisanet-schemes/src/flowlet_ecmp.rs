@@ -37,7 +37,9 @@ pub struct FlowletEcmp {
     /// Slots - 1 (slots are a power of two).
     slot_mask: u32,
     timeout_ps: u64,
-    tier: u8,
+    /// The tier passed to [`l3::member_hash`] (0 everywhere when
+    /// `ecmp_hash_per_tier` is off).
+    hash_tier: u8,
 }
 
 impl FlowletEcmp {
@@ -91,7 +93,7 @@ impl FlowletEcmp {
             flowlet_id,
             slot_mask: slots - 1,
             timeout_ps: params.flowlet_timeout.ps(),
-            tier: info.tier,
+            hash_tier: l3::hash_tier(info.tier, params.ecmp_hash_per_tier),
         })
     }
 
@@ -131,7 +133,7 @@ impl DataPlane for FlowletEcmp {
             (id, id)
         });
         // Stages 3-4: route, then pick a member by 5-tuple and flowlet id.
-        let (hash, tier) = (self.ecmp_hash, self.tier);
+        let (hash, tier) = (self.ecmp_hash, self.hash_tier);
         self.l3.route(ctx, pkt, sm, |ctx| {
             let input = l3::push_five_tuple(HashInput::new().u16(id as u16), pkt);
             l3::member_hash(ctx.hash(hash, &input), tier)

@@ -247,6 +247,8 @@ pub struct SchemeCfg {
     pub kind: String,
     /// flowlet_ecmp, hula, conga, conga_prime: idle gap that starts a new flowlet (us).
     pub flowlet_timeout_us: f64,
+    /// ecmp, ecmp_native, flowlet_ecmp, conga, conga_prime: each tier picks ECMP next hops from its own bits of the 5-tuple hash (default true), as switches with per-switch hash seeds do. False: every tier uses the same bits (identical seeds), so a flow's choices at successive tiers are correlated (hash polarization: in a fat tree or hula3tier each aggregation switch sends all its cross-pod flows to one spine). Not read by hula or p4te.
+    pub ecmp_hash_per_tier: bool,
     /// hula: probes and best-hop tables (HULA sections 4 and 6).
     pub hula: HulaCfg,
     /// conga, conga_prime: congestion feedback (CONGA; HULA section 6).
@@ -260,6 +262,7 @@ impl Default for SchemeCfg {
         SchemeCfg {
             kind: "ecmp".into(),
             flowlet_timeout_us: 100.0,
+            ecmp_hash_per_tier: true,
             hula: HulaCfg::default(),
             conga: CongaCfg::default(),
             p4te: P4teCfg::default(),

@@ -31,25 +31,29 @@ pub fn hash_five_tuple(pkt: &Packet) -> u32 {
 
 /// Hand-written ECMP: per switch, a next-hop group per destination rack and
 /// a host port per local host. It picks exactly what the `ecmp` program does
-/// (the same CRC-32 of the 5-tuple, rotated by the switch's tier, modulo the
-/// group), so the two give the same digest and differ only in cost.
+/// (the same CRC-32 of the 5-tuple, rotated by the switch's tier unless
+/// `scheme.ecmp_hash_per_tier` is off, modulo the group), so the two give the
+/// same digest and differ only in cost.
 pub struct NativeEcmp {
     /// groups[sw][rack] = ports on shortest paths toward that rack.
     groups: Vec<Vec<Vec<PortNo>>>,
+    /// The tier each switch passes to `member_hash` (0 everywhere when
+    /// `ecmp_hash_per_tier` is off).
     tier: Vec<u8>,
     host_port: Vec<PortNo>,
     topo: Topology,
 }
 
 impl NativeEcmp {
-    pub fn new(topo: &Topology) -> Self {
+    /// `hash_per_tier`: `SchemeParams::ecmp_hash_per_tier`.
+    pub fn new(topo: &Topology, hash_per_tier: bool) -> Self {
         let groups = topo.compute_routes();
         let host_port = (0..topo.n_hosts)
             .map(|h| topo.nodes[h as usize].ports[0].peer_port)
             .collect();
         let tier = (topo.n_hosts..topo.nodes.len() as u32)
             .map(|n| match topo.nodes[n as usize].kind {
-                NodeKind::Switch { tier } => tier,
+                NodeKind::Switch { tier } => pisanet_schemes::l3::hash_tier(tier, hash_per_tier),
                 NodeKind::Host => 0,
             })
             .collect();
@@ -192,6 +196,7 @@ fn pod_of(topo: &Topology, node: u32) -> u32 {
 pub fn scheme_params(cfg: &Config) -> SchemeParams {
     SchemeParams {
         flowlet_timeout: SimTime::from_us_f64(cfg.scheme.flowlet_timeout_us),
+        ecmp_hash_per_tier: cfg.scheme.ecmp_hash_per_tier,
         hula: {
             let h = &cfg.scheme.hula;
             let (keepalive, tau, suppress) = h.resolved();
@@ -241,7 +246,10 @@ pub fn control_plane(cfg: &Config) -> ControlPlaneConfig {
 /// Builds every switch of `topo` for the configured scheme.
 pub fn build(cfg: &Config, topo: &Topology, streams: &RngStreams) -> Result<Forwarding, Error> {
     if cfg.scheme.kind == "ecmp_native" {
-        return Ok(Forwarding::Native(Box::new(NativeEcmp::new(topo))));
+        return Ok(Forwarding::Native(Box::new(NativeEcmp::new(
+            topo,
+            cfg.scheme.ecmp_hash_per_tier,
+        ))));
     }
     let routes = topo.compute_routes();
     let params = scheme_params(cfg);

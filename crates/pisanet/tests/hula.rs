@@ -143,3 +143,51 @@ fn hula_moves_traffic_off_a_failed_link_within_a_millisecond() {
     // flows do not have: no assertion on the recovered link here (Fig. 9a's
     // web-search run in experiments/hula shows the return).
 }
+
+/// Aggregation-to-spine links ("A<n>->S<n>") that carried any bytes.
+fn busy_agg_uplinks(out: &RunOutput) -> Vec<String> {
+    out.ports
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| {
+            let name = p["name"].as_str().unwrap();
+            name.starts_with('A') && name.contains("->S") && p["tx_bytes"].as_f64().unwrap() > 0.0
+        })
+        .map(|p| p["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// `scheme.ecmp_hash_per_tier = false` (every tier picks from the same hash
+/// bits) polarizes ECMP: a flow reaches an aggregation switch only if the
+/// ToR's pick, h mod 2, chose it, and the aggregation switch's pick is the
+/// same h mod 2, so each aggregation switch sends all its cross-pod traffic
+/// to one spine: 4 of the 8 aggregation-to-spine links carry nothing. With
+/// the default (a different bit slice per tier) all 8 carry traffic.
+#[test]
+fn ecmp_with_the_same_hash_bits_at_every_tier_uses_half_the_agg_uplinks() {
+    let busy = |per_tier: bool| {
+        let sets: Vec<String> = [
+            "scheme.kind=ecmp".to_string(),
+            "run.seed=1".into(),
+            "workload.load=0.5".into(),
+            "workload.flows=200".into(),
+            format!("scheme.ecmp_hash_per_tier={per_tier}"),
+        ]
+        .into();
+        let out = run(HULA3TIER, None, &sets);
+        assert_eq!(
+            out.summary["flows"]["completed"], 200,
+            "per_tier {per_tier}"
+        );
+        busy_agg_uplinks(&out)
+    };
+    let (spread, polarized) = (busy(true), busy(false));
+    assert_eq!(spread.len(), 8, "per-tier hash: {spread:?}");
+    assert_eq!(polarized.len(), 4, "polarized: {polarized:?}");
+    // One spine per aggregation switch.
+    for a in ["A1", "A2", "A3", "A4"] {
+        let n = polarized.iter().filter(|p| p.starts_with(a)).count();
+        assert_eq!(n, 1, "{a}: {polarized:?}");
+    }
+}

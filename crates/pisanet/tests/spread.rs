@@ -101,4 +101,17 @@ load = 0.6
     .unwrap();
     assert_eq!(a.summary["digest"], b.summary["digest"]);
     assert_eq!(a.summary["packets"], b.summary["packets"]);
+    // The same with every tier hashing on the same bits (polarized ECMP);
+    // and that is a different run.
+    let polarized = |kind: &str| {
+        let sets = [
+            format!("scheme.kind={kind}"),
+            "scheme.ecmp_hash_per_tier=false".to_string(),
+        ];
+        run_toml(cfg, None, &sets, &mut |_| true).unwrap()
+    };
+    let (c, d) = (polarized("ecmp"), polarized("ecmp_native"));
+    assert_eq!(c.summary["digest"], d.summary["digest"]);
+    assert_eq!(c.summary["packets"], d.summary["packets"]);
+    assert_ne!(a.summary["digest"], c.summary["digest"]);
 }
