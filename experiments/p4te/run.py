@@ -59,9 +59,12 @@ PAPER = {
 }
 
 
+def cache_key(config, sets):
+    return hashlib.sha1(json.dumps([config, sets]).encode()).hexdigest()[:16]
+
+
 def run(cache, config, sets):
-    key = hashlib.sha1(json.dumps([config, sets]).encode()).hexdigest()[:16]
-    f = cache / f"{key}.json"
+    f = cache / f"{cache_key(config, sets)}.json"
     if f.exists():
         return json.loads(f.read_text())
     env = dict(os.environ, PISANET_PORTS="1")
@@ -167,6 +170,13 @@ def main():
     for key, cfg, sets in jobs(seeds):
         res[key] = run(cache, cfg, sets)
     write(res, seeds)
+    try:
+        import plot
+    except ImportError as e:
+        print(f"plots not redrawn ({e}); run .venv/bin/python experiments/p4te/plot.py")
+    else:
+        for f in plot.plot(res, PLAN):
+            print(f"wrote {f}")
 
 
 def write(res, seeds):
@@ -198,6 +208,11 @@ def write(res, seeds):
             for load in loads:
                 for metric, key, d in [("short FCT", "short", 0), ("large FCT", "large", 0), ("retx/flow", "retx", 2)]:
                     w(f"| {int(load * 100)}% | {metric} | " + " | ".join(fmt(g(cfg, cdf, load, v, key), d) for v in V) + " |")
+            if cdf == "websearch":
+                png = "websearch_10g.png" if "10g" in cfg else "websearch_40g.png"
+                w(f"\n![mean FCT against load, {title}](p4te/{png})\n\n"
+                  f"Plot: [p4te/{png}](p4te/{png}) (mean over the seeds, bars min-max; solid P4TE lines: fast CPU, "
+                  f"dashed: default CPU).")
             w(f"\n**vs the paper** (x% = the scheme needs x% more time than P4TE-RA; ours per load 20/40/60/80%):\n")
             w("| comparison | flows | paper | ours, default CPU | ours, fast CPU |")
             w("|---|---|---|---|---|")

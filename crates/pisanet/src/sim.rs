@@ -546,35 +546,47 @@ impl World {
         }
     }
 
+    /// Queues a packet a switch's ingress sent to its `port`.
+    #[inline]
+    fn enqueue_from_switch(
+        &mut self,
+        now: SimTime,
+        node: NodeId,
+        port: PortNo,
+        pkt: Packet,
+        meta: QueueMeta,
+    ) {
+        // Port count from the compact port index (not the topology's node
+        // records, which the hot path should not touch).
+        let base = self.port_base[node as usize];
+        let end = self
+            .port_base
+            .get(node as usize + 1)
+            .copied()
+            .unwrap_or(self.ports.len() as PortIdx);
+        if base + port as PortIdx >= end {
+            self.counts.dropped += 1;
+            return;
+        }
+        let q = Queued {
+            pkt,
+            enq_time: now,
+            enq_qdepth: 0,
+            user_meta: meta.user,
+            instance_type: meta.instance_type as u8,
+            ingress_port: meta.ingress_port,
+            egress_rid: meta.egress_rid,
+        };
+        self.enqueue_queued(now, base + port as PortIdx, q);
+    }
+
     /// Carries out what a switch emitted (queueing, drops, consumption).
     fn apply_emits(&mut self, now: SimTime, sw: u32, emits: &mut Vec<Emit>) {
         let node = sw + self.topo.n_hosts;
         for e in emits.drain(..) {
             match e {
                 Emit::Enqueue { port, pkt, meta } => {
-                    // Port count from the compact port index (not the topology's
-                    // node records, which the hot path should not touch).
-                    let base = self.port_base[node as usize];
-                    let end = self
-                        .port_base
-                        .get(node as usize + 1)
-                        .copied()
-                        .unwrap_or(self.ports.len() as PortIdx);
-                    if base + port as PortIdx >= end {
-                        self.counts.dropped += 1;
-                        continue;
-                    }
-                    let p = base + port as PortIdx;
-                    let q = Queued {
-                        pkt,
-                        enq_time: now,
-                        enq_qdepth: 0,
-                        user_meta: meta.user,
-                        instance_type: meta.instance_type as u8,
-                        ingress_port: meta.ingress_port,
-                        egress_rid: meta.egress_rid,
-                    };
-                    self.enqueue_queued(now, p, q);
+                    self.enqueue_from_switch(now, node, port, pkt, meta)
                 }
                 Emit::Drop { .. } => self.counts.dropped += 1,
                 Emit::Consumed(_) => self.counts.consumed += 1,
@@ -673,9 +685,14 @@ impl World {
             Forwarding::Pisa(switches) => {
                 let mut emits = std::mem::take(&mut self.emits);
                 emits.clear();
-                switches[sw as usize].ingress(now, in_port, pkt, &mut emits);
-                self.apply_emits(now, sw, &mut emits);
+                let unicast = switches[sw as usize].ingress_unicast(now, in_port, pkt, &mut emits);
+                if !emits.is_empty() {
+                    self.apply_emits(now, sw, &mut emits);
+                }
                 self.emits = emits;
+                if let Some((port, pkt, meta)) = unicast {
+                    self.enqueue_from_switch(now, node, port, pkt, meta);
+                }
                 self.arm_switch(sw);
             }
         }
