@@ -132,7 +132,7 @@ fn pipeline_pass(c: &mut Criterion) {
         b.iter(|| {
             for p in &pkts {
                 out.clear();
-                switch.ingress(SimTime::ZERO, 0, p.clone(), &mut out);
+                let _ = switch.ingress_unicast(SimTime::ZERO, 0, p.clone(), &mut out);
             }
             out.len()
         })
