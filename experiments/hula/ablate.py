@@ -9,7 +9,7 @@ CONGA' (HULA does not read scheme.ecmp_hash_per_tier) and shows them next
 to the sweep's numbers in docs/results/hula/runs.json (run.py).
 
 `python3 experiments/hula/ablate.py [--jobs N] [--only NAME ...]`
-(about 10 minutes with 1 job). Uses target/release/examples/run_columns,
+(about 10 minutes with 1 job). Uses target/release/examples/run (PISANET_COLUMNS=1),
 like run.py.
 """
 

@@ -8,7 +8,7 @@ Needs only the Rust toolchain and the Python standard library:
 importable (`.venv/bin/python`, after `bash scripts/setup.sh`) it also draws
 the figures into docs/results/hula/. The raw per-run numbers go to
 docs/results/hula/runs.json.
-Each run is `target/release/examples/run_columns CONFIG key=value ...`.
+Each run is `PISANET_COLUMNS=1 target/release/examples/run CONFIG key=value ...`.
 The controlled experiments that chose these settings are in ablate.py.
 """
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-BIN = ROOT / "target" / "release" / "examples" / "run_columns"
+BIN = ROOT / "target" / "release" / "examples" / "run"
 DOC = ROOT / "docs" / "results" / "hula.md"
 FIGS = ROOT / "docs" / "results" / "hula"
 RAW = FIGS / "runs.json"
@@ -46,7 +46,7 @@ DM_MAX_MS = 300
 
 def run(config, sets):
     cmd = [str(BIN), str(HERE / config)] + sets
-    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False, env=dict(os.environ, PISANET_COLUMNS="1"))
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)}: {out.stderr.strip()}")
     return json.loads(out.stdout)
@@ -264,7 +264,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="one seed, two loads (a smoke test)")
     ap.add_argument("--jobs", type=int, default=1)
     a = ap.parse_args()
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "pisanet", "--example", "run_columns"], cwd=ROOT, check=True)
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "pisanet", "--example", "run"], cwd=ROOT, check=True)
     pts = fct_points(a.quick)
     with ThreadPoolExecutor(a.jobs) as ex:
         rows = list(ex.map(one, pts))

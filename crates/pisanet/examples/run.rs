@@ -1,6 +1,9 @@
 //! Runs a config without Python: `cargo run --release --example run -- CONFIG.toml [key=value ...]`.
-//! Prints summary.json to stdout (with PISANET_PORTS=1, the per-port counters
-//! too). For profiling and quick checks.
+//! Prints summary.json to stdout. For the experiment scripts, the environment
+//! asks for more:
+//! - `PISANET_PORTS=1`: `{"summary": ..., "ports": [...]}` (per-port counters);
+//! - `PISANET_COLUMNS=1`: one compact JSON object with the summary, the queue
+//!   samples, the port-rate samples and the per-port counters.
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -17,16 +20,8 @@ fn main() {
         }
     };
     let base = std::path::Path::new(&path).parent();
-    match pisanet::run_toml(&text, base, &sets, &mut |_| true) {
-        // PISANET_PORTS=1: {"summary": ..., "ports": [...]} (per-port counters too).
-        Ok(out) if std::env::var_os("PISANET_PORTS").is_some() => {
-            let v = serde_json::json!({"summary": out.summary, "ports": out.ports});
-            println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default())
-        }
-        Ok(out) => println!(
-            "{}",
-            serde_json::to_string_pretty(&out.summary).unwrap_or_default()
-        ),
+    let out = match pisanet::run_toml(&text, base, &sets, &mut |_| true) {
+        Ok(out) => out,
         Err(e) => {
             eprintln!("error: {e}");
             std::process::exit(if e.kind == pisanet::ErrorKind::Input {
@@ -35,5 +30,23 @@ fn main() {
                 1
             });
         }
+    };
+    if std::env::var_os("PISANET_COLUMNS").is_some() {
+        let (q, r) = (&out.queues, &out.port_rates);
+        let v = serde_json::json!({
+            "summary": out.summary,
+            "queues": {"time_us": q.time_us, "port": q.port, "depth_bytes": q.depth_bytes},
+            "port_rates": {"time_us": r.time_us, "port": r.port, "tx_gbps": r.tx_gbps, "carried_gbps": r.carried_gbps},
+            "ports": out.ports,
+        });
+        println!("{v}");
+    } else if std::env::var_os("PISANET_PORTS").is_some() {
+        let v = serde_json::json!({"summary": out.summary, "ports": out.ports});
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+    } else {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out.summary).unwrap_or_default()
+        );
     }
 }
