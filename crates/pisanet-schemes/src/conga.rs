@@ -24,13 +24,17 @@
 
 #![deny(clippy::float_arithmetic, clippy::integer_division)]
 
-use crate::hula::{declare_get_dst_tor, dst_tor_entries, ns32, quantize, util_scale, SET_DST_TOR};
+use crate::hula::{
+    declare_get_dst_tor, dst_tor_entries, ns32, quantize, util_scale, NEW_DATA_FLOWLETS,
+    SET_DST_TOR,
+};
 use crate::l3::{self, RouteAgent, FIVE_TUPLE_FIELDS, L3};
 use crate::SchemeParams;
-use pisanet_net::{ExtHeader, Packet, PortNo};
+use pisanet_net::{ExtHeader, Packet, PortNo, MIN_FRAME_BYTES};
 use pisanet_pisa::{
-    ControlAgent, CpuApi, Ctx, DataPlane, EstimatorId, EstimatorSpec, HashAlgo, HashId, HashInput,
-    HashSpec, Pipeline, RegisterId, RegisterSpec, StandardMetadata, SwitchInfo, TableId, UserMeta,
+    ControlAgent, CounterId, CounterKind, CounterSpec, CpuApi, Ctx, DataPlane, EstimatorId,
+    EstimatorSpec, HashAlgo, HashId, HashInput, HashSpec, Pipeline, RegisterId, RegisterSpec,
+    StandardMetadata, SwitchInfo, TableId, UserMeta,
 };
 
 /// `ExtHeader::kind` of the CONGA overlay header.
@@ -146,6 +150,9 @@ pub struct Conga {
     pub fb_ptr: RegisterId,
     /// The discounting rate estimator of every port (CONGA section 3.2).
     pub dre: EstimatorId,
+    /// Data packets (longer than a minimum frame) that started a flowlet at
+    /// the source leaf (diagnostics, read by the control plane).
+    pub new_data_flowlets: CounterId,
     /// Whether traffic to other pods takes flowlet ECMP (conga_prime).
     prime: bool,
     uplinks: Vec<PortNo>,
@@ -264,6 +271,11 @@ impl Conga {
                 util_scale(rate, c.tau, METRIC_MAX + 1)
             })
             .collect();
+        let new_data_flowlets = pipe.counter(CounterSpec {
+            name: NEW_DATA_FLOWLETS[0],
+            kind: CounterKind::PacketsAndBytes,
+            size: 1,
+        });
         pipe.stages(6, 1);
         Ok(Conga {
             l3,
@@ -277,6 +289,7 @@ impl Conga {
             congestion_from_leaf,
             fb_ptr,
             dre,
+            new_data_flowlets,
             prime,
             uplinks,
             scales,
@@ -329,6 +342,9 @@ impl Conga {
             (now_ps, now_ps.wrapping_sub(last) & FLOWLET_TIME_MASK)
         });
         let new_flowlet = gap > self.flowlet_timeout_ps;
+        if new_flowlet && sm.packet_length > MIN_FRAME_BYTES {
+            ctx.count(self.new_data_flowlets, 0, sm.packet_length);
+        }
         let cross_pod = self.prime
             && self.rack_pods.get(dst_leaf as usize).copied() != self.pod
             && self.pod.is_some();

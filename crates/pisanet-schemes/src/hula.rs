@@ -29,10 +29,10 @@ use crate::SchemeParams;
 use pisanet_engine::SimTime;
 use pisanet_net::{ExtHeader, Packet, PortNo, MIN_FRAME_BYTES};
 use pisanet_pisa::{
-    matches, ActionCall, ActionId, ControlAgent, CpuApi, Ctx, DataPlane, EstimatorId,
-    EstimatorSpec, HashAlgo, HashId, HashSpec, KeyField, MatchKind, Pipeline, PktGenSpec,
-    RegisterId, RegisterSpec, StandardMetadata, SwitchInfo, TableEntry, TableId, TableSpec,
-    UpdateType, UserMeta, Write, PKTGEN_PORT,
+    matches, ActionCall, ActionId, ControlAgent, CounterId, CounterKind, CounterSpec, CpuApi, Ctx,
+    DataPlane, EstimatorId, EstimatorSpec, HashAlgo, HashId, HashSpec, KeyField, MatchKind,
+    Pipeline, PktGenSpec, RegisterId, RegisterSpec, StandardMetadata, SwitchInfo, TableEntry,
+    TableId, TableSpec, UpdateType, UserMeta, Write, PKTGEN_PORT,
 };
 
 /// IPv4 protocol number of HULA probes (RFC 3692 experimental range).
@@ -45,6 +45,19 @@ pub const HULA_HEADER_BYTES: u16 = 4;
 /// measured utilizations saturate at `UTIL_MAX`, one below.
 pub const UTIL_INF: u64 = 255;
 pub const UTIL_MAX: u64 = 254;
+
+/// Names of the diagnostic counters, by tier (0 = ToR).
+const TIER_NAMES: usize = 3;
+static BEST_HOP_CHANGES: [&str; TIER_NAMES] = [
+    "hula_best_hop_changes_tier0",
+    "hula_best_hop_changes_tier1",
+    "hula_best_hop_changes_tier2",
+];
+pub static NEW_DATA_FLOWLETS: [&str; TIER_NAMES] = [
+    "new_data_flowlets_tier0",
+    "new_data_flowlets_tier1",
+    "new_data_flowlets_tier2",
+];
 
 /// Actions of `get_dst_tor`.
 pub const SET_DST_TOR: ActionId = ActionId(0);
@@ -209,6 +222,11 @@ pub struct Hula {
     pub last_sent: RegisterId,
     /// TX utilization per port (HULA section 4.2).
     pub tx_util: EstimatorId,
+    /// Probes that moved `best_hop` to another port (read by the control
+    /// plane; the experiments count them per tier).
+    pub best_hop_changes: CounterId,
+    /// Data packets (longer than a minimum frame) that started a flowlet.
+    pub new_data_flowlets: CounterId,
     slot_mask: u32,
     n_ports: u32,
     /// This switch's own rack, if it is a ToR.
@@ -309,6 +327,19 @@ impl Hula {
             ports: n_ports as u16,
             tau_ps: h.tau.ps(),
         });
+        // Diagnostics only (nothing reads them in the data plane): one name
+        // per tier, since the run's summary sums each counter over switches.
+        let tier_ix = (info.tier as usize).min(TIER_NAMES - 1);
+        let best_hop_changes = pipe.counter(CounterSpec {
+            name: BEST_HOP_CHANGES[tier_ix],
+            kind: CounterKind::Packets,
+            size: 1,
+        });
+        let new_data_flowlets = pipe.counter(CounterSpec {
+            name: NEW_DATA_FLOWLETS[tier_ix],
+            kind: CounterKind::PacketsAndBytes,
+            size: 1,
+        });
         if info.rack.is_some() {
             // HULA section 4.1: every ToR sends a probe every probe interval.
             pipe.packet_generator(PktGenSpec {
@@ -330,6 +361,8 @@ impl Hula {
             flowlet_hop,
             last_sent,
             tx_util,
+            best_hop_changes,
+            new_data_flowlets,
             slot_mask: slots - 1,
             n_ports,
             rack: info.rack,
@@ -393,7 +426,7 @@ impl Hula {
         // section 4.4: an entry not refreshed within keepalive is replaced).
         let now = ns32(ctx.now());
         let keepalive = self.keepalive_ns;
-        let best = ctx.register(self.best_path, tor, |cell| {
+        let (best, moved) = ctx.register(self.best_path, tor, |cell| {
             let old = BestPath::unpack(cell);
             let aged = now.wrapping_sub(old.time_ns) & TIME_MASK > keepalive;
             let new = if max_util < old.util || old.hop == in_port || aged {
@@ -405,8 +438,12 @@ impl Hula {
             } else {
                 old
             };
-            (new.pack(), new.util)
+            let moved = new.hop != old.hop && old.util < UTIL_INF;
+            (new.pack(), (new.util, moved))
         });
+        if moved {
+            ctx.count(self.best_hop_changes, 0, sm.packet_length);
+        }
         // Fig. 3b line 13: the probe carries this switch's best path onward.
         if let Some(h) = pkt.ext.as_mut() {
             h.fields[1] = best;
@@ -440,6 +477,9 @@ impl Hula {
             (now, now.wrapping_sub(last) & FLOWLET_TIME_MASK)
         });
         let new_flowlet = gap > self.flowlet_timeout_ps;
+        if new_flowlet && sm.packet_length > MIN_FRAME_BYTES {
+            ctx.count(self.new_data_flowlets, 0, sm.packet_length);
+        }
         // Line 17: the best hop for the destination ToR; while no probe has
         // come (utilization at infinity, section 4.3) there is none.
         let best = BestPath::unpack(ctx.register_read(self.best_path, dst_tor));

@@ -332,6 +332,9 @@ fn probe_updates_follow_fig3_and_section_5_3() {
     // A probe from a ToR (downstream) goes to the other ToR and both spines.
     let out = probe_in(&mut sw, us(50), 0, 0, 5);
     assert_eq!(out_ports(&out), vec![(1, 5), (2, 5), (3, 5)]);
+    // The diagnostic counter saw one move of a best hop (2 -> 3): leaving
+    // infinity and refreshing the current hop are not moves.
+    assert_eq!(sw.pipeline().read_counter(h.best_hop_changes, 0).packets, 1);
     sw.assert_no_violations();
 }
 
@@ -461,6 +464,12 @@ fn flowlets_keep_their_hop_and_new_ones_take_the_best() {
         assert_eq!(fwd(&mut sw, us(t), flow.clone()), 3);
     }
     assert_eq!(fwd(&mut sw, us(800), flow.clone()), 2);
+    // Two data packets started a flowlet by their gap (at 200 and 800 us).
+    let h = hula_handles(&info);
+    assert_eq!(
+        sw.pipeline().read_counter(h.new_data_flowlets, 0).packets,
+        2
+    );
     // Traffic to a local host: the host port.
     assert_eq!(
         fwd(&mut sw, us(900), tcp(ip(10, 0, 2, 5), ip(10, 0, 0, 3), 1)),

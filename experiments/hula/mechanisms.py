@@ -1,0 +1,415 @@
+#!/usr/bin/env python3
+"""Experiments on the mechanisms behind docs/results/hula.md's open points:
+data-mining at a scale where the schemes differ, why CONGA' stays close to
+HULA, and whether HULA's drops at the bottleneck come from herding.
+
+Tables go into docs/results/hula.md between `<!-- mechanisms:begin -->` and
+`<!-- mechanisms:end -->`; every run's derived numbers are cached in
+docs/results/hula/mechanisms.json (keyed by config and settings), so a rerun
+only simulates what is missing. `--tables` rewrites the tables from the cache.
+
+`.venv/bin/python experiments/hula/mechanisms.py [--only NAME ...] [--tables]`
+(about 45 minutes on one core without a cache). Uses
+target/release/examples/run (PISANET_COLUMNS=1), like run.py.
+
+Per-run numbers beyond the FCTs (all from outputs the runner already has):
+- the programs' diagnostic counters (`summary.switches.counters`):
+  `new_data_flowlets_tier0` (data packets that started a flowlet at a ToR;
+  HULA and CONGA'), `hula_best_hop_changes_tier{0,1,2}` (probes that moved a
+  best hop to another port);
+- the per-port counters: drops and bytes per link class (ToR up, A->S, S->A,
+  ...), and S2's share of the bytes the pod-1 aggregation switches send up;
+- with `ts`, 50 us samples of the A1/A2 uplink rates and of the S2->A3 queue.
+"""
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import run as hula  # noqa: E402  (experiments/hula/run.py)
+
+CACHE = hula.ROOT / "docs" / "results" / "hula" / "mechanisms.json"
+SEEDS = hula.SEEDS
+NAMES = dict(hula.NAMES, flowlet_ecmp="flowlet ECMP")
+
+WS = ["workload.cdf=websearch", f"workload.flows={hula.WS_FLOWS}", f"run.max_sim_time_ms={hula.WS_MAX_MS}"]
+ASYM60 = ("asym.toml", WS + ["workload.load=0.6"])
+SYM70 = ("base.toml", WS + ["workload.load=0.7"])
+# Data-mining at scale: 3000 flows (15x the sweep's 200), run to completion
+# (the cap is a safety net only): 3-4 s of simulated time at 80% load.
+DM_FLOWS = 3000
+DM = ["workload.cdf=datamining", f"workload.flows={DM_FLOWS}", "run.max_sim_time_ms=30000"]
+DM_LOADS = [0.4, 0.6, 0.8]
+# 50 us samples of the pod-1 aggregation uplinks and of the bottleneck.
+TS = ["metrics.port_rate_interval_us=50", 'metrics.port_rate_ports=["A1->S","A2->S","S2->A3"]',
+      "metrics.queue_sample_interval_us=50", 'metrics.queue_sample_ports=["S2->A3"]']
+TS_BIN_US = 50
+BUFFER_B = 500_000
+LINK_GBPS = 40.0
+
+
+def jobs_of(name):
+    """(cfg, sets, scheme, seed) of one experiment."""
+    out = []
+    if name == "datamining":
+        for cfg in ["base.toml", "asym.toml"]:
+            for load in DM_LOADS:
+                seeds = SEEDS if load == 0.8 else SEEDS[:1]
+                for s in hula.SCHEMES:
+                    out += [(cfg, DM + [f"workload.load={load}"], s, seed) for seed in seeds]
+    elif name == "flowlets":
+        for cfg, sets in [ASYM60, SYM70]:
+            for s in ["ecmp", "flowlet_ecmp", "conga_prime", "hula"]:
+                out += [(cfg, sets, s, seed) for seed in SEEDS]
+    elif name == "timeout":
+        for cfg, sets in [ASYM60, SYM70]:
+            for tf in [25, 500, 2000]:
+                for s in ["conga_prime", "hula"]:
+                    out += [(cfg, sets + [f"scheme.flowlet_timeout_us={tf}"], s, seed) for seed in SEEDS]
+            # Cross-check: plain flowlet ECMP with a long timeout.
+            out += [(cfg, sets + ["scheme.flowlet_timeout_us=500"], "flowlet_ecmp", seed) for seed in SEEDS]
+    elif name == "probe":
+        cfg, sets = ASYM60
+        for tp, tau in [(50, 400), (100, 400), (200, 400), (1000, 2000)]:
+            extra = [f"scheme.hula.probe_interval_us={tp}", f"scheme.hula.tau_us={tau}"]
+            out += [(cfg, sets + extra, "hula", seed) for seed in SEEDS]
+    elif name == "ts":
+        cfg, sets = ASYM60
+        for s in ["ecmp", "conga_prime", "hula"]:
+            out += [(cfg, sets + TS, s, seed) for seed in SEEDS]
+        for tp, tau in [(50, 400)]:
+            extra = [f"scheme.hula.probe_interval_us={tp}", f"scheme.hula.tau_us={tau}"]
+            out += [(cfg, sets + TS + extra, "hula", seed) for seed in SEEDS]
+    elif name == "window":
+        for cfg, sets in [ASYM60, SYM70]:
+            for s in hula.SCHEMES:
+                out += [(cfg, sets + [f"transport.rwnd_kb={WINDOW_KB}"], s, seed) for seed in SEEDS]
+    elif name == "ideal":
+        for cfg, sets in [ASYM60, SYM70]:
+            for s in ["ecmp", "hula"]:
+                out += [(cfg, sets + [f"topology.fabric_link_gbps={IDEAL_GBPS}"], s, seed) for seed in SEEDS]
+    return out
+
+
+EXPERIMENTS = ["datamining", "flowlets", "timeout", "probe", "ts", "window", "ideal"]
+# ns-2's default TCP window_ is 20 packets; the paper gives no window. 32 KB
+# is about 20 full-sized segments: a sensitivity, not a setting we adopt.
+WINDOW_KB = 32
+# A fabric 10x faster than the hosts' links: no fabric congestion, so FCTs
+# are set by the hosts' links alone (a lower bound for any load balancer).
+IDEAL_GBPS = 400
+
+
+def key(cfg, sets, scheme, seed):
+    return " ".join([cfg] + sets + [f"scheme.kind={scheme}", f"run.seed={seed}"])
+
+
+def port_class(name):
+    a, b = name.split("->")
+    t = lambda x: "H" if x.startswith("h") else x[0]  # noqa: E731
+    return f"{t(a)}->{t(b)}"
+
+
+def corr(xs, ys):
+    if len(xs) < 3:
+        return None
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sx = math.sqrt(sum((x - mx) ** 2 for x in xs))
+    sy = math.sqrt(sum((y - my) ** 2 for y in ys))
+    return None if sx == 0 or sy == 0 else sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / (sx * sy)
+
+
+def series(d):
+    """Time-series statistics of a `ts` run (50 us bins)."""
+    r = d["port_rates"]
+    by = {}
+    for t, p, g in zip(r["time_us"], r["port"], r["tx_gbps"]):
+        by.setdefault(p, {})[t] = g
+    ts = sorted(by.get("A1->S1", {}))
+    g = lambda p, t: by.get(p, {}).get(t, 0.0)  # noqa: E731
+    into_s2 = [g("A1->S2", t) + g("A2->S2", t) for t in ts]
+    # Only bins where both A1 and A2 send upward, for their S2 shares.
+    share = {a: [] for a in ["A1", "A2"]}
+    both = []
+    for t in ts:
+        u1, u2 = g("A1->S1", t) + g("A1->S2", t), g("A2->S1", t) + g("A2->S2", t)
+        if u1 > 1 and u2 > 1:
+            both.append((g("A1->S2", t) / u1, g("A2->S2", t) / u2))
+    share["A1"] = [x for x, _ in both]
+    share["A2"] = [y for _, y in both]
+    q = d["queues"]
+    qd = {t: b for t, p, b in zip(q["time_us"], q["port"], q["depth_bytes"]) if p == "S2->A3"}
+    qs = [qd.get(t, 0) for t in ts]
+    full = [i for i, b in enumerate(qs) if b >= 0.9 * BUFFER_B]
+    # The S2 inflow in the 200 us before the bottleneck queue fills, against all bins.
+    pre = [statistics.fmean(into_s2[max(0, i - 4):i]) for i in full if i >= 4]
+    # Autocorrelation of A1's S2 share at 50-400 us (probe rounds are 200 us).
+    s1 = share["A1"]
+    acf = {lag: corr(s1[:-lag], s1[lag:]) for lag in [1, 2, 4, 8]} if len(s1) > 10 else {}
+    return {
+        "bins": len(ts),
+        "into_s2_mean": statistics.fmean(into_s2) if ts else None,
+        "into_s2_over40": sum(1 for x in into_s2 if x > LINK_GBPS) / len(ts) if ts else None,
+        "into_s2_pre_full": statistics.fmean(pre) if pre else None,
+        "q_full": len(full) / len(ts) if ts else None,
+        "share_sd_a1": statistics.pstdev(s1) if len(s1) > 1 else None,
+        "share_corr_a1_a2": corr(share["A1"], share["A2"]),
+        "share_acf": acf,
+        "share_extreme": sum(1 for x, y in both if (x > 0.9 and y > 0.9) or (x < 0.1 and y < 0.1)) / len(both) if both else None,
+    }
+
+
+def one(cfg, sets, scheme, seed):
+    d = hula.run(cfg, sets + [f"scheme.kind={scheme}", f"run.seed={seed}"])
+    s = d["summary"]
+    f = s["fct_us"]
+    ports = [p for p in d["ports"] if p["switch_port"] or p["name"].startswith("h")]
+    cls = {}
+    for p in ports:
+        c = cls.setdefault(port_class(p["name"]), {"drops": 0, "tx_bytes": 0})
+        c["drops"] += p["drops"]
+        c["tx_bytes"] += p["tx_bytes"]
+    by = {p["name"]: p for p in ports}
+    up = lambda a, sp: by.get(f"{a}->{sp}", {}).get("tx_bytes", 0)  # noqa: E731
+    s2 = up("A1", "S2") + up("A2", "S2")
+    tot = s2 + up("A1", "S1") + up("A2", "S1")
+    q = d["queues"]["depth_bytes"]
+    rec = {
+        "key": key(cfg, sets, scheme, seed), "cfg": cfg, "sets": sets, "scheme": scheme, "seed": seed,
+        "mean": f["mean"], "p99": f["p99"], "small": f["lt_100KB"]["mean"], "large": f["gt_10MB"]["mean"],
+        "completed": s["flows"]["completed"], "total": s["flows"]["total"], "sim_s": s["sim_time_s"],
+        "wall": s["wall_time_s"], "reordered": s["packets"]["reordered"],
+        "counters": {k: v["packets"] for k, v in s["switches"]["counters"].items()},
+        "classes": cls,
+        "drops_s2a3": by.get("S2->A3", {}).get("drops", 0),
+        "drops_a_s1": by.get("A1->S1", {}).get("drops", 0) + by.get("A2->S1", {}).get("drops", 0),
+        "s2_share": s2 / tot if tot else None,
+        "s2a3_gbps": by.get("S2->A3", {}).get("tx_bytes", 0) * 8 / s["sim_time_s"] / 1e9,
+        "q0": sum(1 for x in q if x == 0) / len(q) if q else None,
+    }
+    if d["port_rates"]["time_us"]:
+        rec["ts"] = series(d)
+    return rec
+
+
+def load_cache():
+    return {r["key"]: r for r in json.loads(CACHE.read_text())} if CACHE.exists() else {}
+
+
+def save_cache(cache):
+    CACHE.parent.mkdir(parents=True, exist_ok=True)
+    CACHE.write_text(json.dumps(list(cache.values()), indent=1))
+
+
+def pick(cache, cfg, sets, scheme, seeds=SEEDS):
+    return [cache[k] for k in (key(cfg, sets, scheme, s) for s in seeds) if k in cache]
+
+
+def avg(rs, f):
+    xs = [f(r) for r in rs]
+    xs = [x for x in xs if x is not None]
+    return statistics.fmean(xs) if xs else None
+
+
+def ms(x):
+    return "-" if x is None else f"{x / 1000:.2f}"
+
+
+def rat(a, b):
+    return "-" if a is None or not b else f"{a / b:.2f}x"
+
+
+def num(x, fmt="{:.0f}"):
+    return "-" if x is None else fmt.format(x)
+
+
+def flowlets_per_flow(r):
+    n = r["counters"].get("new_data_flowlets_tier0")
+    return None if n is None else n / r["completed"]
+
+
+def table_datamining(cache):
+    out = []
+    for cfg, topo in [("base.toml", "symmetric"), ("asym.toml", "asymmetric")]:
+        out += [f"#### Data-mining, {topo}: average FCT (ms), {DM_FLOWS} flows, run to completion", "",
+                "| load | seeds | ECMP | CONGA' | HULA | ECMP / HULA | CONGA' / HULA | small: ECMP / HULA | large: ECMP / HULA | p99: ECMP / HULA | ECMP / HULA per seed | sim s |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for load in DM_LOADS:
+            sets = DM + [f"workload.load={load}"]
+            v = {s: pick(cache, cfg, sets, s) for s in hula.SCHEMES}
+            if not all(v.values()):
+                continue
+            seeds = sorted(set.intersection(*[{r["seed"] for r in v[s]} for s in hula.SCHEMES]))
+            v = {s: [r for r in v[s] if r["seed"] in seeds] for s in hula.SCHEMES}
+            m = {s: avg(v[s], lambda r: r["mean"]) for s in hula.SCHEMES}
+            sm = {s: avg(v[s], lambda r: r["small"]) for s in hula.SCHEMES}
+            lg = {s: avg(v[s], lambda r: r["large"]) for s in hula.SCHEMES}
+            p = {s: avg(v[s], lambda r: r["p99"]) for s in hula.SCHEMES}
+            per = ", ".join(f"{a['mean'] / b['mean']:.2f}" for a, b in zip(v["ecmp"], v["hula"]))
+            sim = max(r["sim_s"] for s in hula.SCHEMES for r in v[s])
+            out.append(f"| {int(load * 100)}% | {','.join(map(str, seeds))} | " + " | ".join(ms(m[s]) for s in hula.SCHEMES)
+                       + f" | {rat(m['ecmp'], m['hula'])} | {rat(m['conga_prime'], m['hula'])} | {rat(sm['ecmp'], sm['hula'])}"
+                       + f" | {rat(lg['ecmp'], lg['hula'])} | {rat(p['ecmp'], p['hula'])} | {per} | {sim:.1f} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def table_flowlets(cache):
+    schemes = ["ecmp", "flowlet_ecmp", "conga_prime", "hula"]
+    out = ["#### Flowlets and where the bytes go (web-search, 2000 flows, seeds 1-3)", "",
+           "| set-up | scheme | avg FCT | / HULA | data flowlets per flow (ToR) | S2's share of A1, A2 up bytes | S2->A3 Gb/s | drops: all switch ports | T->A | A->S | S->A | A->T | T->H | S2->A3 |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (cfg, sets), label in [(ASYM60, "asymmetric, 60%"), (SYM70, "symmetric, 70%")]:
+        h = avg(pick(cache, cfg, sets, "hula"), lambda r: r["mean"])
+        for s in schemes:
+            rs = pick(cache, cfg, sets, s)
+            if not rs:
+                continue
+            c = lambda k: avg(rs, lambda r: r["classes"].get(k, {}).get("drops", 0))  # noqa: E731
+            allsw = avg(rs, lambda r: sum(v["drops"] for k, v in r["classes"].items() if not k.startswith("H->")))
+            m = avg(rs, lambda r: r["mean"])
+            out.append(f"| {label} | {NAMES[s]} | {ms(m)} | {rat(m, h)} | {num(avg(rs, flowlets_per_flow), '{:.2f}')}"
+                       f" | {num(avg(rs, lambda r: r['s2_share']), '{:.2f}')} | {num(avg(rs, lambda r: r['s2a3_gbps']), '{:.1f}')}"
+                       f" | {num(allsw)} | {num(c('T->A'))} | {num(c('A->S'))} | {num(c('S->A'))} | {num(c('A->T'))} | {num(c('T->H'))}"
+                       f" | {num(avg(rs, lambda r: r['drops_s2a3']))} |")
+    return "\n".join(out)
+
+
+def table_timeout(cache):
+    out = ["#### Flowlet timeout T_f (web-search, 2000 flows, seeds 1-3; ECMP does not read it)", "",
+           "| set-up | T_f (us) | ECMP | flowlet ECMP | CONGA' | HULA | CONGA' / HULA | ECMP / HULA | data flowlets per flow: CONGA' / HULA | S2's share of A1, A2 up bytes: CONGA' / HULA | reordered packets: CONGA' / HULA | S2->A3 drops: CONGA' / HULA |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (cfg, sets), label in [(ASYM60, "asymmetric, 60%"), (SYM70, "symmetric, 70%")]:
+        e = avg(pick(cache, cfg, sets, "ecmp"), lambda r: r["mean"])
+        for tf in [25, 100, 500, 2000]:
+            ss = sets if tf == 100 else sets + [f"scheme.flowlet_timeout_us={tf}"]
+            c, h = pick(cache, cfg, ss, "conga_prime"), pick(cache, cfg, ss, "hula")
+            if not c or not h:
+                continue
+            mc, mh = avg(c, lambda r: r["mean"]), avg(h, lambda r: r["mean"])
+            fe = avg(pick(cache, cfg, ss, "flowlet_ecmp"), lambda r: r["mean"])
+            out.append(f"| {label} | {tf} | {ms(e)} | {ms(fe)} | {ms(mc)} | {ms(mh)} | {rat(mc, mh)} | {rat(e, mh)}"
+                       f" | {num(avg(c, flowlets_per_flow), '{:.2f}')} / {num(avg(h, flowlets_per_flow), '{:.2f}')}"
+                       f" | {num(avg(c, lambda r: r['s2_share']), '{:.2f}')} / {num(avg(h, lambda r: r['s2_share']), '{:.2f}')}"
+                       f" | {num(avg(c, lambda r: r['reordered']))} / {num(avg(h, lambda r: r['reordered']))}"
+                       f" | {num(avg(c, lambda r: r['drops_s2a3']))} / {num(avg(h, lambda r: r['drops_s2a3']))} |")
+    return "\n".join(out)
+
+
+def changes_per_round(r, tier):
+    tp = next((float(x.split("=")[1]) for x in r["sets"] if x.startswith("scheme.hula.probe_interval_us=")), 200.0)
+    n = r["counters"].get(f"hula_best_hop_changes_tier{tier}")
+    return None if n is None else n / (r["sim_s"] * 1e6 / tp)
+
+
+def table_probe(cache):
+    cfg, sets = ASYM60
+    out = ["#### HULA probe interval T_p (web-search 60%, asymmetric, 2000 flows, seeds 1-3)", "",
+           "| T_p (us) | tau (us) | avg FCT | small flows | drops: S2->A3 | A1, A2->S1 | all switch ports | P(S2->A3 empty) | best-hop changes per round: ToRs / aggregation / spines | data flowlets per flow |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for tp, tau in [(50, 400), (100, 400), (200, 400), (1000, 2000)]:
+        rs = pick(cache, cfg, sets + [f"scheme.hula.probe_interval_us={tp}", f"scheme.hula.tau_us={tau}"], "hula")
+        if not rs:
+            continue
+        allsw = avg(rs, lambda r: sum(v["drops"] for k, v in r["classes"].items() if not k.startswith("H->")))
+        cpr = " / ".join(num(avg(rs, lambda r, t=t: changes_per_round(r, t)), "{:.2f}") for t in [0, 1, 2])
+        out.append(f"| {tp} | {tau} | {ms(avg(rs, lambda r: r['mean']))} | {ms(avg(rs, lambda r: r['small']))}"
+                   f" | {num(avg(rs, lambda r: r['drops_s2a3']))} | {num(avg(rs, lambda r: r['drops_a_s1']))} | {num(allsw)}"
+                   f" | {num(avg(rs, lambda r: r['q0']), '{:.2f}')} | {cpr} | {num(avg(rs, flowlets_per_flow), '{:.2f}')} |")
+    return "\n".join(out)
+
+
+def table_ts(cache):
+    cfg, sets = ASYM60
+    out = ["#### Herding: 50 us samples (web-search 60%, asymmetric, 2000 flows, seeds 1-3)", "",
+           "A1's and A2's \"S2 share\" is the fraction of their upward bytes in a 50 us bin sent to S2 (bins where both send upward). "
+           "\"Both > 0.9 or both < 0.1\" counts bins where the two switches send (nearly) everything the same way. "
+           "\"S2 inflow before a full queue\" is the mean of A1->S2 + A2->S2 over the 200 us before each sample with the S2->A3 queue at >= 90% of the buffer.", "",
+           "| scheme | S2 share: sd (A1) | corr(A1, A2) | both > 0.9 or both < 0.1 | autocorrelation of A1's share at 50 / 100 / 200 / 400 us | S2 inflow (Gb/s): mean | bins > 40 Gb/s | before a full queue | P(S2->A3 >= 90% full) |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    rows = [("ECMP", "ecmp", []), ("CONGA'", "conga_prime", []), ("HULA", "hula", []),
+            ("HULA, T_p 50 us, tau 400 us", "hula", ["scheme.hula.probe_interval_us=50", "scheme.hula.tau_us=400"])]
+    for label, s, extra in rows:
+        rs = [r for r in pick(cache, cfg, sets + TS + extra, s) if "ts" in r]
+        if not rs:
+            continue
+        t = lambda f: avg(rs, lambda r: r["ts"][f])  # noqa: E731
+        acf = " / ".join(num(avg(rs, lambda r, k=k: r["ts"]["share_acf"].get(str(k), r["ts"]["share_acf"].get(k))), "{:.2f}") for k in [1, 2, 4, 8])
+        out.append(f"| {label} | {num(t('share_sd_a1'), '{:.2f}')} | {num(t('share_corr_a1_a2'), '{:.2f}')} | {num(t('share_extreme'), '{:.2f}')}"
+                   f" | {acf} | {num(t('into_s2_mean'), '{:.1f}')} | {num(t('into_s2_over40'), '{:.3f}')} | {num(t('into_s2_pre_full'), '{:.1f}')}"
+                   f" | {num(t('q_full'), '{:.3f}')} |")
+    return "\n".join(out)
+
+
+def table_window(cache):
+    out = [f"#### Receive window {WINDOW_KB} KB (about ns-2's default of 20 packets; web-search, 2000 flows, seeds 1-3)", "",
+           "| set-up | window | ECMP | CONGA' | HULA | ECMP / HULA | CONGA' / HULA | drops at all switch ports E / C / H | S2->A3 drops E / C / H | P(S2->A3 empty) E / C / H |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for (cfg, sets), label in [(ASYM60, "asymmetric, 60%"), (SYM70, "symmetric, 70%")]:
+        for w, ss in [("default (4 MB)", sets), (f"{WINDOW_KB} KB", sets + [f"transport.rwnd_kb={WINDOW_KB}"])]:
+            v = {s: pick(cache, cfg, ss, s) for s in hula.SCHEMES}
+            if not all(v.values()):
+                continue
+            m = {s: avg(v[s], lambda r: r["mean"]) for s in hula.SCHEMES}
+            allsw = " / ".join(num(avg(v[s], lambda r: sum(x["drops"] for k, x in r["classes"].items() if not k.startswith("H->")))) for s in hula.SCHEMES)
+            bn = " / ".join(num(avg(v[s], lambda r: r["drops_s2a3"])) for s in hula.SCHEMES)
+            q0 = " / ".join(num(avg(v[s], lambda r: r["q0"]), "{:.2f}") for s in hula.SCHEMES)
+            out.append(f"| {label} | {w} | " + " | ".join(ms(m[s]) for s in hula.SCHEMES)
+                       + f" | {rat(m['ecmp'], m['hula'])} | {rat(m['conga_prime'], m['hula'])} | {allsw} | {bn} | {q0} |")
+    return "\n".join(out)
+
+
+def table_ideal(cache):
+    out = [f"#### A fabric without congestion ({IDEAL_GBPS:.0f}G fabric links, 10G hosts; web-search, 2000 flows, seeds 1-3)", "",
+           "| set-up | ECMP, 40G fabric | HULA, 40G fabric | ECMP, 400G fabric | HULA, 400G fabric | ECMP / HULA (40G) | largest possible ECMP / HULA: ECMP (40G) / best (400G) | HULA (40G) / best (400G) |",
+           "|---|---|---|---|---|---|---|---|"]
+    for (cfg, sets), label in [(ASYM60, "asymmetric, 60%"), (SYM70, "symmetric, 70%")]:
+        ss = sets + [f"topology.fabric_link_gbps={IDEAL_GBPS}"]
+        e, h = pick(cache, cfg, sets, "ecmp"), pick(cache, cfg, sets, "hula")
+        ei, hi = pick(cache, cfg, ss, "ecmp"), pick(cache, cfg, ss, "hula")
+        if not (e and h and ei and hi):
+            continue
+        me, mh, mei, mhi = (avg(x, lambda r: r["mean"]) for x in (e, h, ei, hi))
+        best = min(mei, mhi)
+        out.append(f"| {label} | {ms(me)} | {ms(mh)} | {ms(mei)} | {ms(mhi)} | {rat(me, mh)} | {rat(me, best)} | {rat(mh, best)} |")
+    return "\n".join(out)
+
+
+def tables(cache):
+    parts = [table_datamining(cache), table_flowlets(cache), table_timeout(cache), table_probe(cache), table_ts(cache),
+             table_window(cache), table_ideal(cache)]
+    return "\n\n".join(p for p in parts if p.count("\n|") > 1)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", nargs="*", help="experiments: " + ", ".join(EXPERIMENTS))
+    ap.add_argument("--tables", action="store_true", help="only rewrite the tables from the cache")
+    a = ap.parse_args()
+    cache = load_cache()
+    if not a.tables:
+        for name in a.only or EXPERIMENTS:
+            for cfg, sets, scheme, seed in jobs_of(name):
+                k = key(cfg, sets, scheme, seed)
+                if k in cache:
+                    continue
+                cache[k] = one(cfg, sets, scheme, seed)
+                save_cache(cache)
+                r = cache[k]
+                print(f"{name} {scheme} seed {seed} {' '.join(sets[-2:])}: {r['mean'] / 1000:.2f} ms, "
+                      f"wall {r['wall']:.0f} s", flush=True)
+    body = tables(cache)
+    text = hula.DOC.read_text()
+    begin, end = "<!-- mechanisms:begin -->", "<!-- mechanisms:end -->"
+    if begin in text:
+        i, j = text.index(begin) + len(begin), text.index(end)
+        hula.DOC.write_text(text[:i] + "\n" + body + "\n" + text[j:])
+    print(body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
