@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""Plots mean short- and large-flow FCT against load per scheme for the
-web-search grids (Fig. 9 style) into docs/results/p4te/*.png.
+"""Plots of the P4TE grids into docs/results/p4te/*.png: mean short- and
+large-flow FCT against load per scheme (Fig. 9 and 10 style), and CDFs of
+FCT per load and class (appendix A.2, Fig. 14 and 15).
 
 Usage: .venv/bin/python experiments/p4te/plot.py (needs matplotlib). Reads
 only the run cache of run.py (target/p4te-runs); points not cached are left
-out. run.py calls plot() itself when matplotlib is importable.
+out. run.py calls plot() and plot_cdfs() itself when matplotlib is
+importable.
 """
 
+import json
 import sys
 from pathlib import Path
 
@@ -29,9 +32,13 @@ STYLE = {
     "P4TE-NRA": ("tab:olive", "v", "--"),
     "P4TE-RA fast": ("tab:red", "^", "-"),
     "P4TE-NRA fast": ("tab:purple", "v", "-"),
+    "P4TE-RA batch": ("tab:brown", "D", "--"),
+    "P4TE-RA fast, fixed delta": ("tab:pink", "^", ":"),
 }
 PLOTS = [("leaf_spine_10g.toml", "websearch", "websearch_10g.png"),
-         ("leaf_spine_40g.toml", "websearch", "websearch_40g.png")]
+         ("leaf_spine_40g.toml", "websearch", "websearch_40g.png"),
+         ("leaf_spine_10g.toml", "datamining", "datamining_10g.png"),
+         ("leaf_spine_40g.toml", "datamining", "datamining_40g.png")]
 
 
 def plot(res, plan=None):
@@ -45,6 +52,7 @@ def plot(res, plan=None):
         title = dict(R.CONFIGS)[cfg]
         fig, axes = plt.subplots(1, 2, figsize=(10, 4))
         for ax, cls, label in [(axes[0], "short", "short flows (<= p90 size)"), (axes[1], "large", "large flows")]:
+            ax.set_xlabel("load of the aggregation layer (%)")
             for v in variants:
                 xs, ys, lo, hi = [], [], [], []
                 for load in loads:
@@ -60,15 +68,14 @@ def plot(res, plan=None):
                     continue
                 c, mk, ls = STYLE[v]
                 ax.errorbar(xs, ys, yerr=[lo, hi], color=c, marker=mk, linestyle=ls, capsize=3, label=v)
-            ax.set_xlabel("offered load (%)")
             ax.set_ylabel("mean FCT (ms)")
             ax.set_title(label)
             ax.set_xticks([int(l * 100) for l in loads])
             ax.set_ylim(bottom=0)
             ax.grid(alpha=0.3)
         axes[0].legend(fontsize=8)
-        n = R.FLOWS[(cfg, cdf)]
-        fig.suptitle(f"{cdf}, leaf-spine {title}, stride, {n} flows; mean over seeds {seeds} (bars: min-max)")
+        n = R.flows_title(cfg, cdf, loads)
+        fig.suptitle(f"{cdf}, leaf-spine {title}, stride, {n};\nmean over seeds {seeds} (bars: min-max)", fontsize=9)
         fig.tight_layout()
         out = OUTDIR / name
         fig.savefig(out, dpi=110)
@@ -77,14 +84,74 @@ def plot(res, plan=None):
     return written
 
 
+def cdf_points(values):
+    xs = sorted(values)
+    n = len(xs)
+    return xs, [(i + 1) / n for i in range(n)]
+
+
+def plot_cdfs(cache, plan=None, cfg="leaf_spine_10g.toml"):
+    """Appendix A.2: CDF of FCT per load (columns) for short, large and all
+    flows (rows), per-flow records pooled over the seeds. Unfinished flows
+    (null FCT) are left out and counted in the panel title."""
+    plan = plan or R.PLAN
+    OUTDIR.mkdir(parents=True, exist_ok=True)
+    written = []
+    for cdf, fig_no in [("datamining", "14"), ("websearch", "15")]:
+        seeds, loads, variants = plan[(cfg, cdf)]
+        vs = [v for v in R.CDF_VARIANTS if v in variants]
+        fig, axes = plt.subplots(3, len(loads), figsize=(4 * len(loads), 9.5), squeeze=False)
+        for j, load in enumerate(loads):
+            for v in vs:
+                fcts = {"short": [], "large": [], "all": []}
+                missing = 0
+                for seed in seeds:
+                    f = R.flows_file(cache, cfg, R.grid_sets(cfg, cdf, load, seed, v))
+                    if not f.exists():
+                        continue
+                    d = json.loads(f.read_text())
+                    for c, t in zip(d["class"], d["fct_us"]):
+                        if t is None:
+                            missing += 1
+                            continue
+                        fcts["large" if c else "short"].append(t / 1000)
+                        fcts["all"].append(t / 1000)
+                c, _, ls = STYLE[v]
+                for i, cls in enumerate(["short", "large", "all"]):
+                    if fcts[cls]:
+                        xs, ys = cdf_points(fcts[cls])
+                        label = v + (f" ({missing} unfinished)" if missing and i == 0 else "")
+                        axes[i][j].step(xs, ys, where="post", color=c, linestyle=ls, label=label)
+            for i, cls in enumerate(["short", "large", "all"]):
+                ax = axes[i][j]
+                ax.set_xscale("log")
+                ax.set_title(f"{cls} flows, load {int(load * 100)}%", fontsize=9)
+                ax.set_xlabel("FCT (ms)", fontsize=8)
+                ax.set_ylabel("CDF", fontsize=8)
+                ax.set_ylim(0, 1.01)
+                ax.grid(alpha=0.3, which="both")
+                ax.tick_params(labelsize=7)
+            axes[0][j].legend(fontsize=7, loc="lower right")
+        title = dict(R.CONFIGS)[cfg]
+        fig.suptitle(f"Fig. {fig_no} (appendix A.2): CDF of FCT, {cdf}, leaf-spine {title}, stride, "
+                     f"{R.flows_title(cfg, cdf, loads)}, seeds {seeds} pooled", fontsize=10)
+        fig.tight_layout()
+        out = OUTDIR / f"cdf_{cdf}_10g.png"
+        fig.savefig(out, dpi=100)
+        plt.close(fig)
+        written.append(out)
+    return written
+
+
 def main():
     cache = R.ROOT / "target" / "p4te-runs"
     res = {}
+    R.calibrate_all(cache, [1, 2, 3])
     for key, cfg, sets in R.jobs([1, 2, 3]):
         f = cache / f"{R.cache_key(cfg, sets)}.json"
         if f.exists():
             res[key] = R.json.loads(f.read_text())
-    for f in plot(res):
+    for f in plot(res) + plot_cdfs(cache):
         print(f"wrote {f}")
 
 

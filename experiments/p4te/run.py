@@ -5,16 +5,28 @@ tables into docs/results/p4te.md (everything above its "## Discussion").
 Usage: python3 experiments/p4te/run.py [--seeds 1,2,3] [--quick] [--cache DIR]
 Needs `cargo build --release -p pisanet --example run` first. Runs one
 simulation at a time; each run's summary is cached in --cache (default
-target/p4te-runs), keyed by its arguments, so the tables can be rewritten
-without re-running.
+target/p4te-runs), keyed by its arguments, with its per-flow sizes and FCTs
+beside it (KEY.flows.json, for the CDF plots), so the tables can be
+rewritten without re-running.
+
+Two steps follow the paper's section 7:
+- loads are of the aggregation layer: with stride every flow crosses the
+  fabric, so the hosts offer `load x fabric capacity` (workload.load is a
+  fraction of host links: load x fabric / host capacity, 0.5 at 2:1);
+- delta (alg. 1) is calibrated per topology: flowlet ECMP (the paper's ECMP)
+  at 80% web-search load, fabric queues sampled every 10 us, p90 of the depth
+  (packets) seen by departing packets, delta = max(1, round(p90 / 3)).
 """
 
 import argparse
 import hashlib
 import json
+import math
 import os
 import statistics
 import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -25,26 +37,72 @@ OUT = ROOT / "docs" / "results" / "p4te.md"
 # A switch CPU that keeps up with alg. 1's events (docs/schemes/p4te.md).
 FAST_CPU = ["control_plane.write_latency_us=1", "control_plane.write_interval_us=0.1"]
 NRA = ["scheme.p4te.rate_adaptation=false"]
+# "+delta": the P4TE variant runs with the calibrated delta (DELTA[config]);
+# the others use the config file's value.
 VARIANTS = {
     "ECMP": ["scheme.kind=ecmp"],
     # The paper's ECMP selects paths per flowlet (section 7.1.2).
     "flowlet ECMP": ["scheme.kind=flowlet_ecmp"],
     "HULA": ["scheme.kind=hula"],
-    "P4TE-RA": ["scheme.kind=p4te"],
-    "P4TE-NRA": ["scheme.kind=p4te", *NRA],
-    "P4TE-RA fast": ["scheme.kind=p4te", *FAST_CPU],
-    "P4TE-NRA fast": ["scheme.kind=p4te", *NRA, *FAST_CPU],
-}
-# Flows per point, chosen so that the whole set runs in about 40 minutes on
-# one shared core: web-search runs take ~1 s per 150 flows, data-mining ones
-# (flows up to 1 GB) ~1 s per 50 flows.
-FLOWS = {
-    ("leaf_spine_10g.toml", "websearch"): 600,
-    ("leaf_spine_40g.toml", "websearch"): 600,
-    ("leaf_spine_10g.toml", "datamining"): 100,
-    ("leaf_spine_40g.toml", "datamining"): 100,
+    "P4TE-RA": ["scheme.kind=p4te", "+delta"],
+    "P4TE-NRA": ["scheme.kind=p4te", *NRA, "+delta"],
+    "P4TE-RA fast": ["scheme.kind=p4te", *FAST_CPU, "+delta"],
+    "P4TE-NRA fast": ["scheme.kind=p4te", *NRA, *FAST_CPU, "+delta"],
+    # Default CPU as a batching P4Runtime controller (agent.rs).
+    "P4TE-RA batch": ["scheme.kind=p4te", "scheme.p4te.cpu_coalesce=true", "+delta"],
+    # The hand-picked delta of earlier versions (the config file's: 8 at 10G, 32 at 40G).
+    "P4TE-RA fast, fixed delta": ["scheme.kind=p4te", *FAST_CPU],
 }
 CONFIGS = [("leaf_spine_10g.toml", "host 10G / fabric 5G"), ("leaf_spine_40g.toml", "host 40G / fabric 20G")]
+# Mean flow size of the embedded CDFs (pisanet-workload Cdf::mean_bytes).
+MEAN_BYTES = {"websearch": 1_711_250.0, "datamining": 12_658_198.6}
+# Web-search points run a fixed number of flows; data-mining points (flows
+# up to 1 GB) as many as arrive in this much time at the point's load
+# (lambda = load x fabric capacity / (8 E[size])).
+WEBSEARCH_FLOWS = 600
+DATAMINING_ARRIVALS_S = {"leaf_spine_10g.toml": 1.5, "leaf_spine_40g.toml": 0.6}
+# Data-mining runs last seconds: a 1 GB flow alone takes 1.6 s on a 5G link.
+LONG_RUN = ["run.max_sim_time_ms=30000"]
+# Calibration of delta (section 7), per topology config.
+CALIB_VARIANT = "flowlet ECMP"
+CALIB_LOAD = 0.8
+CALIB_INTERVAL_US = 10
+DELTA = {}
+
+
+def topology(cfg):
+    """(fabric capacity in b/s of one direction, share of host capacity, fabric ports filter)."""
+    t = tomllib.loads((HERE / cfg).read_text())["topology"]
+    if t["kind"] == "leaf_spine":
+        fabric = t["leaves"] * t["spines"] * t["fabric_link_gbps"] * 1e9
+        hosts = t["leaves"] * t["hosts_per_leaf"] * t["host_link_gbps"] * 1e9
+        return fabric, fabric / hosts, ["spine"]
+    # fat_tree: not oversubscribed, uniform pairs (not in the paper): loads
+    # are of host links as in its config.
+    return None, 1.0, ["agg", "core"]
+
+
+def host_load(cfg, load):
+    """workload.load (fraction of host links) for the paper's aggregation-layer load."""
+    return round(load * topology(cfg)[1], 6)
+
+
+def flows_for(cfg, cdf, load):
+    if cdf == "websearch":
+        return WEBSEARCH_FLOWS
+    fabric = topology(cfg)[0]
+    return round(load * fabric / (8 * MEAN_BYTES[cdf]) * DATAMINING_ARRIVALS_S[cfg])
+
+
+def sets_for(v, cfg):
+    out = []
+    for x in VARIANTS[v]:
+        if x == "+delta":
+            if cfg in DELTA:
+                out.append(f"scheme.p4te.delta_pkts={DELTA[cfg]['delta']}")
+        else:
+            out.append(x)
+    return out
 
 # Section 7.1.2, as "scheme needs x% more time than P4TE" (ranges over loads).
 PAPER = {
@@ -65,13 +123,90 @@ def cache_key(config, sets):
 
 def run(cache, config, sets):
     f = cache / f"{cache_key(config, sets)}.json"
-    if f.exists():
+    # Summaries cached by earlier versions have no per-flow file: run again.
+    if f.exists() and flows_file(cache, config, sets).exists():
         return json.loads(f.read_text())
-    env = dict(os.environ, PISANET_PORTS="1")
+    env = dict(os.environ, PISANET_PORTS="1", PISANET_FLOWS="1")
     p = subprocess.run([str(RUN), str(HERE / config), *sets], capture_output=True, text=True, env=env)
     if p.returncode != 0:
         raise RuntimeError(f"{config} {sets}: {p.stderr.strip()}")
-    out = stats(json.loads(p.stdout))
+    raw = json.loads(p.stdout)
+    out = stats(raw)
+    if f.exists():
+        before = json.loads(f.read_text())
+        same = all(before.get(k) == out[k] for k in ["short", "large", "retx", "delivered"])
+        print(f"re-ran for per-flow records; summary {'identical' if same else 'DIFFERS'}", flush=True)
+    flows_file(cache, config, sets).write_text(json.dumps(raw["flows"]))
+    f.write_text(json.dumps(out))
+    print(f"ran {config} {' '.join(sets)}: {out['wall']:.1f} s", flush=True)
+    return out
+
+
+def flows_file(cache, config, sets):
+    return cache / f"{cache_key(config, sets)}.flows.json"
+
+
+def quantile_weighted(pairs, q):
+    """The smallest value v with weight(x <= v) >= q x total weight."""
+    pairs = sorted(pairs)
+    total = sum(w for _, w in pairs)
+    acc = 0.0
+    for v, w in pairs:
+        acc += w
+        if acc >= q * total:
+            return v
+    return pairs[-1][0] if pairs else 0
+
+
+def calibrate(cache, cfg, seeds, variant=CALIB_VARIANT):
+    """Section 7: queue depths of the fabric ports under ECMP (with ECN) at
+    80% web-search load, their p90 in packets, delta = p90 / 3.
+
+    Depths are sampled every 10 us (bytes, converted to full-size packets,
+    rounded up); each sample is weighted by the bytes the port sent in the
+    10 us before it, so the distribution is that of the depth seen by
+    departing packets (deq_qdepth, what alg. 1 reads; a port idle in that
+    interval weighs nothing, an empty queue that is sending counts as 0).
+    The p90 of all samples (idle ones included) and of non-empty samples
+    are reported beside it."""
+    frame = 1518
+    _, _, ports = topology(cfg)
+    load = CALIB_LOAD if cfg.startswith("leaf_spine") else tomllib.loads((HERE / cfg).read_text())["workload"]["load"]
+    sets = [*sets_for(variant, cfg), "workload.cdf=websearch", f"workload.load={host_load(cfg, load)}",
+            f"workload.flows={WEBSEARCH_FLOWS if cfg.startswith('leaf_spine') else 1500}",
+            f"metrics.queue_sample_interval_us={CALIB_INTERVAL_US}",
+            f"metrics.port_rate_interval_us={CALIB_INTERVAL_US}",
+            "metrics.queue_sample_ports=" + json.dumps(ports), "metrics.port_rate_ports=" + json.dumps(ports)]
+    f = cache / f"calib-{cache_key(cfg, [sets, seeds])}.json"
+    if f.exists():
+        return json.loads(f.read_text())
+    weighted, all_s = [], []
+    for seed in seeds:
+        env = dict(os.environ, PISANET_COLUMNS="1")
+        p = subprocess.run([str(RUN), str(HERE / cfg), *sets, f"run.seed={seed}"],
+                           capture_output=True, text=True, env=env)
+        if p.returncode != 0:
+            raise RuntimeError(f"{cfg} calibration: {p.stderr.strip()}")
+        d = json.loads(p.stdout)
+        q, r = d["queues"], d["port_rates"]
+        rate = {(round(t, 3), port): g for t, port, g in zip(r["time_us"], r["port"], r["tx_gbps"])}
+        for t, port, b in zip(q["time_us"], q["port"], q["depth_bytes"]):
+            pk = math.ceil(b / frame)
+            all_s.append(pk)
+            weighted.append((pk, rate.get((round(t, 3), port), 0.0)))
+        print(f"calibrated {cfg} seed {seed}", flush=True)
+    nonempty = [x for x in all_s if x > 0]
+    p90 = quantile_weighted(weighted, 0.9)
+    out = {
+        "variant": variant, "load": load, "seeds": seeds, "samples": len(all_s),
+        "p90_departures": p90,
+        "p90_all": quantile_weighted([(x, 1) for x in all_s], 0.9),
+        "p90_nonempty": quantile_weighted([(x, 1) for x in nonempty], 0.9),
+        "nonempty_frac": len(nonempty) / max(len(all_s), 1),
+        "p50_departures": quantile_weighted(weighted, 0.5),
+        "p99_departures": quantile_weighted(weighted, 0.99),
+        "delta": max(1, int(p90 / 3 + 0.5)),
+    }
     f.write_text(json.dumps(out))
     return out
 
@@ -120,18 +255,28 @@ def pct(a, b):
     return "-" if a is None or b is None or b == 0 else f"{100 * (a / b - 1):+.0f}%"
 
 
-# Which seeds, loads and variants each section runs (the full grid at 3
-# seeds does not fit the time budget of one shared core: the web-search
-# grids (10G: all variants; 40G: the core five), the incast and the fat tree
-# run with 3 seeds, the data-mining grids reduced).
+# Which seeds, loads and variants each section runs (about 40 minutes on one
+# shared core in all; the data-mining grids take most of it).
+LOADS = [0.2, 0.4, 0.6, 0.8]
 ALL = list(VARIANTS)
-CORE = ["flowlet ECMP", "HULA", "P4TE-RA", "P4TE-RA fast", "P4TE-NRA fast"]
+BASE = ["ECMP", "flowlet ECMP", "HULA", "P4TE-RA", "P4TE-NRA", "P4TE-RA fast", "P4TE-NRA fast", "P4TE-RA batch"]
+CORE40 = ["ECMP", "flowlet ECMP", "HULA", "P4TE-RA", "P4TE-RA fast", "P4TE-NRA fast", "P4TE-RA batch",
+          "P4TE-RA fast, fixed delta"]
+DM = ["ECMP", "flowlet ECMP", "HULA", "P4TE-RA fast", "P4TE-RA batch"]
 PLAN = {
-    ("leaf_spine_10g.toml", "websearch"): ([1, 2, 3], [0.2, 0.4, 0.6, 0.8], ALL),
-    ("leaf_spine_40g.toml", "websearch"): ([1, 2, 3], [0.2, 0.4, 0.6, 0.8], CORE),
-    ("leaf_spine_10g.toml", "datamining"): ([1], [0.4, 0.8], CORE),
-    ("leaf_spine_40g.toml", "datamining"): ([1], [0.4, 0.8], CORE),
+    ("leaf_spine_10g.toml", "websearch"): ([1, 2, 3], LOADS, ALL),
+    ("leaf_spine_40g.toml", "websearch"): ([1, 2, 3], LOADS, CORE40),
+    ("leaf_spine_10g.toml", "datamining"): ([1, 2, 3], LOADS, DM),
+    ("leaf_spine_40g.toml", "datamining"): ([1, 2, 3], LOADS, DM),
 }
+# The CDF plots (appendix A.2): these schemes, 10G/5G.
+CDF_VARIANTS = ["ECMP", "flowlet ECMP", "HULA", "P4TE-RA fast"]
+
+
+def grid_sets(cfg, cdf, load, seed, v):
+    sets = sets_for(v, cfg) + [f"workload.cdf={cdf}", f"workload.load={host_load(cfg, load)}",
+                               f"workload.flows={flows_for(cfg, cdf, load)}", f"run.seed={seed}"]
+    return sets + (LONG_RUN if cdf == "datamining" else [])
 
 
 def jobs(seeds):
@@ -140,18 +285,24 @@ def jobs(seeds):
         for load in loads:
             for seed in ss:
                 for v in vs:
-                    sets = VARIANTS[v] + [f"workload.cdf={cdf}", f"workload.load={load}",
-                                          f"workload.flows={FLOWS[(cfg, cdf)]}", f"run.seed={seed}"]
-                    yield ("grid", cfg, cdf, load, seed, v), cfg, sets
+                    yield ("grid", cfg, cdf, load, seed, v), cfg, grid_sets(cfg, cdf, load, seed, v)
     first, *rest = PLAN
     yield from grid(*first)
     for seed in seeds:
-        for v in VARIANTS:
-            yield ("incast", seed, v), "incast_10g.toml", VARIANTS[v] + [f"run.seed={seed}"]
-    for v in VARIANTS:
-        yield ("fat", v), "fat_tree_k8.toml", VARIANTS[v]
+        for v in BASE:
+            yield ("incast", seed, v), "incast_10g.toml", sets_for(v, "incast_10g.toml") + [f"run.seed={seed}"]
+    for v in BASE:
+        yield ("fat", v), "fat_tree_k8.toml", sets_for(v, "fat_tree_k8.toml")
     for k in rest:
         yield from grid(*k)
+
+
+def calibrate_all(cache, seeds):
+    """DELTA for every config (incast: the 10G one, same topology)."""
+    for cfg in ["leaf_spine_10g.toml", "leaf_spine_40g.toml", "fat_tree_k8.toml"]:
+        DELTA[cfg] = calibrate(cache, cfg, seeds)
+    DELTA["incast_10g.toml"] = DELTA["leaf_spine_10g.toml"]
+    return {cfg: calibrate(cache, cfg, seeds, "ECMP") for cfg in ["leaf_spine_10g.toml", "leaf_spine_40g.toml"]}
 
 
 def main():
@@ -166,23 +317,33 @@ def main():
             PLAN[k] = ([1], [0.4, 0.8], vs)
     cache = Path(a.cache)
     cache.mkdir(parents=True, exist_ok=True)
+    per_flow_ecmp = calibrate_all(cache, seeds)
     res = {}
     for key, cfg, sets in jobs(seeds):
         res[key] = run(cache, cfg, sets)
-    write(res, seeds)
+    write(res, seeds, per_flow_ecmp)
+    # plot.py imports this module as `run`: let it share this run's state
+    # (DELTA, PLAN) instead of importing a fresh copy.
+    sys.modules.setdefault("run", sys.modules[__name__])
     try:
         import plot
     except ImportError as e:
         print(f"plots not redrawn ({e}); run .venv/bin/python experiments/p4te/plot.py")
     else:
-        for f in plot.plot(res, PLAN):
+        for f in plot.plot(res, PLAN) + plot.plot_cdfs(cache, PLAN):
             print(f"wrote {f}")
 
 
-def write(res, seeds):
+def flows_title(cfg, cdf, loads):
+    n = [flows_for(cfg, cdf, l) for l in loads]
+    if len(set(n)) == 1:
+        return f"{n[0]} flows"
+    return "flows " + " / ".join(f"{x:,}" for x in n) + f" (arrivals over {DATAMINING_ARRIVALS_S[cfg]} s)"
+
+
+def write(res, seeds, per_flow_ecmp):
     L = []
     w = L.append
-    V = list(VARIANTS)
 
     def g(cfg, cdf, load, v, k):
         ss = PLAN[(cfg, cdf)][0]
@@ -191,92 +352,134 @@ def write(res, seeds):
     w("Generated by `python3 experiments/p4te/run.py` (configs and the figure each reproduces: "
       "experiments/p4te/README.md; the scheme: docs/schemes/p4te.md). "
       "Each point is the mean over the seeds in its section's title (\"-\": not run); flows per point "
-      "are there too  (the paper: 500 s per load on 40/20 packets/s links, 5 repetitions). FCT in us (mean over the class's flows: short <= p90 of the "
+      "are there too (the paper: 500 s per load on 40/20 packets/s links, 5 repetitions). **Loads are of the "
+      "aggregation layer** as in the paper's section 7.1 (\"20-80% capacity of the aggregation layer\"): with "
+      "stride every flow crosses the fabric, so the hosts offer load x fabric capacity, `workload.load` = load / 2 "
+      "of the host links at 2:1. FCT in us (mean over the class's flows: short <= p90 of the "
       "size CDF); retransmissions are segments resent per completed flow. Hosts run DCTCP with TCP "
       "Small Queues (`transport.tsq_kb` = 131.072, default) and congestion-window validation "
       "(docs/model.md, Hosts), with the ordinary receive window. \"ECMP\" hashes each flow; "
       "\"flowlet ECMP\" re-hashes per flowlet (the paper's ECMP, section 7.1.2). \"P4TE-RA\"/\"P4TE-NRA\": "
       "with/without rate adaptation (section 7.1.1), default switch CPU (10 us to the CPU, 50 us per "
-      "write, writes 5 us apart); \"fast\": writes in 1 us, 0.1 us apart.\n")
+      "write, writes 5 us apart); \"fast\": writes in 1 us, 0.1 us apart; \"batch\": the default CPU as a "
+      "batching controller (`scheme.p4te.cpu_coalesce = true`: one batch in flight, then the net change). "
+      "Every P4TE variant runs with the calibrated delta below, except \"fixed delta\" (the hand-picked "
+      "8 / 32 packets of earlier versions).\n")
+    w("\n## Delta calibration (section 7)\n")
+    w("The paper measured queue depths under ECMP with ECN, took the 90th percentile (6 packets) and set "
+      f"delta = 6 / 3 = 2. Here: {CALIB_VARIANT} (the paper's ECMP), web-search, 80% load (fat tree: its "
+      f"own 60%), seeds {seeds}, {WEBSEARCH_FLOWS} flows (fat tree 1500); every fabric port's queue "
+      f"(leaf uplinks and spine downlinks; fat tree: all switch-to-switch ports) sampled every "
+      f"{CALIB_INTERVAL_US} us, bytes / 1518 rounded up = packets. **p90 (departures)** weighs each sample "
+      f"by the bytes the port sent in the {CALIB_INTERVAL_US} us before it: the depth a departing packet "
+      "sees (deq_qdepth, what alg. 1 measures; idle ports weigh nothing, a sending port with an empty "
+      "queue counts as 0). delta = max(1, round(p90 / 3)). The other two columns show the choice matters "
+      "little here.\n")
+    w("| topology | baseline | samples | non-empty | p50 / p90 / p99 (departures) | p90 all samples | p90 non-empty | delta | hand-picked before |")
+    w("|---|---|---|---|---|---|---|---|---|")
+    fixed = {"leaf_spine_10g.toml": 8, "leaf_spine_40g.toml": 32, "fat_tree_k8.toml": 32}
+    rows = [(c, DELTA[c]) for c in ["leaf_spine_10g.toml", "leaf_spine_40g.toml", "fat_tree_k8.toml"]]
+    rows += [(c, per_flow_ecmp[c]) for c in ["leaf_spine_10g.toml", "leaf_spine_40g.toml"]]
+    for c, d in rows:
+        used = d is DELTA[c]
+        w(f"| {c.removesuffix('.toml')} | {d['variant']}{'' if used else ' (not used)'} | {d['samples']:,} | "
+          f"{100 * d['nonempty_frac']:.0f}% | {d['p50_departures']} / {d['p90_departures']} / {d['p99_departures']} | "
+          f"{d['p90_all']} | {d['p90_nonempty']} | {'**' + str(d['delta']) + '**' if used else d['delta']} | {fixed[c]} |")
     for cdf in ["websearch", "datamining"]:
         for cfg, title in CONFIGS:
             fig = "9" if cdf == "websearch" else "10"
             ss, loads, V = PLAN[(cfg, cdf)]
-            w(f"\n## Fig. {fig}: {cdf}, leaf-spine {title}, stride, {FLOWS[(cfg, cdf)]} flows, seeds {ss}\n")
+            w(f"\n## Fig. {fig}: {cdf}, leaf-spine {title}, stride, {flows_title(cfg, cdf, loads)}, seeds {ss}\n")
             w("| load | metric | " + " | ".join(V) + " |")
             w("|---|---|" + "---|" * len(V))
             for load in loads:
                 for metric, key, d in [("short FCT", "short", 0), ("large FCT", "large", 0), ("retx/flow", "retx", 2)]:
                     w(f"| {int(load * 100)}% | {metric} | " + " | ".join(fmt(g(cfg, cdf, load, v, key), d) for v in V) + " |")
-            if cdf == "websearch":
-                png = "websearch_10g.png" if "10g" in cfg else "websearch_40g.png"
-                w(f"\n![mean FCT against load, {title}](p4te/{png})\n\n"
-                  f"Plot: [p4te/{png}](p4te/{png}) (mean over the seeds, bars min-max; solid P4TE lines: fast CPU, "
-                  f"dashed: default CPU).")
-            w(f"\n**vs the paper** (x% = the scheme needs x% more time than P4TE-RA; ours per load 20/40/60/80%):\n")
-            w("| comparison | flows | paper | ours, default CPU | ours, fast CPU |")
-            w("|---|---|---|---|---|")
-            for other, ours_other in [("ECMP", "flowlet ECMP"), ("HULA", "HULA")]:
+            if cdf == "datamining":
+                w("| all | traffic ms | " + " | ".join(fmt(mean([g(cfg, cdf, l, v, 'sim_s') for l in loads]) * 1000) for v in V) + " |")
+            png = f"{cdf}_{'10g' if '10g' in cfg else '40g'}.png"
+            w(f"\n![mean FCT against load, {cdf}, {title}](p4te/{png})\n\n"
+              f"Plot: [p4te/{png}](p4te/{png}) (mean over the seeds, bars min-max; solid P4TE lines: fast CPU, "
+              f"dashed: default CPU).")
+            w("\n**vs the paper** (x% = the scheme needs x% more time than the P4TE variant of the column; ours per load "
+              + "/".join(str(int(l * 100)) for l in loads) + "%):\n")
+            has = lambda v: v in V  # noqa: E731
+            cols = [c for c in ["P4TE-RA", "P4TE-RA batch", "P4TE-RA fast"] if has(c)]
+            w("| comparison | flows | paper | " + " | ".join(f"ours, vs {c}" for c in cols) + " |")
+            w("|---|---|---|" + "---|" * len(cols))
+            for other, ours_other in [("ECMP", "flowlet ECMP"), ("ECMP", "ECMP"), ("HULA", "HULA")]:
                 for cls in ["short", "large"]:
-                    d = " / ".join(pct(g(cfg, cdf, l, ours_other, cls), g(cfg, cdf, l, "P4TE-RA", cls)) for l in loads)
-                    f = " / ".join(pct(g(cfg, cdf, l, ours_other, cls), g(cfg, cdf, l, "P4TE-RA fast", cls)) for l in loads)
-                    w(f"| {ours_other} vs P4TE | {cls} | {PAPER[(cdf, other, cls)]} | {d} | {f} |")
-            for cls in ["short", "large"]:
-                d = " / ".join(pct(g(cfg, cdf, l, "P4TE-NRA", cls), g(cfg, cdf, l, "P4TE-RA", cls)) for l in loads)
-                f = " / ".join(pct(g(cfg, cdf, l, "P4TE-NRA fast", cls), g(cfg, cdf, l, "P4TE-RA fast", cls)) for l in loads)
-                w(f"| Fig. 8: NRA vs RA | {cls} | +5 to +12% at high load | {d} | {f} |")
-            d = " / ".join(pct(g(cfg, cdf, l, "P4TE-RA", "retx"), g(cfg, cdf, l, "flowlet ECMP", "retx")) for l in loads)
-            f = " / ".join(pct(g(cfg, cdf, l, "P4TE-RA fast", "retx"), g(cfg, cdf, l, "flowlet ECMP", "retx")) for l in loads)
-            w(f"| retransmissions, P4TE vs flowlet ECMP | all | {'+6 to +26%' if cdf == 'websearch' else 'more'} | {d} | {f} |")
+                    cells = [" / ".join(pct(g(cfg, cdf, l, ours_other, cls), g(cfg, cdf, l, c, cls)) for l in loads) for c in cols]
+                    w(f"| {ours_other} vs P4TE | {cls} | {PAPER[(cdf, other, cls)]} | " + " | ".join(cells) + " |")
+            if has("P4TE-NRA fast"):
+                for cls in ["short", "large"]:
+                    cells = []
+                    for c in cols:
+                        nra = {"P4TE-RA": "P4TE-NRA", "P4TE-RA fast": "P4TE-NRA fast"}.get(c)
+                        cells.append(" / ".join(pct(g(cfg, cdf, l, nra, cls), g(cfg, cdf, l, c, cls)) for l in loads)
+                                     if nra and has(nra) else "-")
+                    w(f"| Fig. 8: NRA vs RA | {cls} | +5 to +12% at high load | " + " | ".join(cells) + " |")
+            cells = [" / ".join(pct(g(cfg, cdf, l, c, "retx"), g(cfg, cdf, l, "flowlet ECMP", "retx")) for l in loads) for c in cols]
+            w(f"| retransmissions, P4TE vs flowlet ECMP | all | {'+6 to +26%' if cdf == 'websearch' else 'more'} | " + " | ".join(cells) + " |")
             fk = " / ".join(fmt(g(cfg, cdf, l, "P4TE-RA fast", "facks") * 1000 / max(g(cfg, cdf, l, "P4TE-RA fast", "delivered"), 1), 1) for l in loads)
             w(f"\nFACKs per 1000 delivered packets (P4TE-RA fast): {fk}.")
+    w("\n## Appendix A.2 (Fig. 14, 15): CDFs of FCT, host 10G / fabric 5G\n")
+    w("Per-flow FCTs of the grids above pooled over the seeds, one panel per load (columns) and class "
+      "(rows: short, large, all), " + ", ".join(CDF_VARIANTS) + " (the P4TE of the paper's testbed: its CPU kept up).\n")
+    for cdf, fig in [("datamining", "14"), ("websearch", "15")]:
+        w(f"- Fig. {fig}, {cdf}: ![CDF of FCT, {cdf}](p4te/cdf_{cdf}_10g.png) "
+          f"[p4te/cdf_{cdf}_10g.png](p4te/cdf_{cdf}_10g.png)")
     w("\n## Fig. 11: load over each leaf's uplinks (web-search, 80%, 10G/5G)\n")
     w("Standard deviation of the packets each leaf sends on its 4 uplinks over a whole run, and the same "
       "divided by the mean (coefficient of variation, comparable across run lengths), mean over the seeds. "
       "Paper: SD 196-661 packets (ECMP), 28-221 (P4TE), HULA lowest.\n")
-    V = list(VARIANTS)
     cfg = "leaf_spine_10g.toml"
-    seeds, loads, _ = PLAN[(cfg, "websearch")]
+    seeds10, loads, V = PLAN[(cfg, "websearch")]
     load = loads[-1]
-    leaves = sorted(res[("grid", cfg, "websearch", load, seeds[0], "ECMP")]["sd"])
+    leaves = sorted(res[("grid", cfg, "websearch", load, seeds10[0], "ECMP")]["sd"])
     w("| leaf | " + " | ".join(f"{v} SD" for v in V) + " |")
     w("|---|" + "---|" * len(V))
     for leaf in leaves:
-        w(f"| {leaf} | " + " | ".join(fmt(mean([res[("grid", cfg, "websearch", load, s, v)]["sd"].get(leaf) for s in seeds])) for v in V) + " |")
+        w(f"| {leaf} | " + " | ".join(fmt(mean([res[("grid", cfg, "websearch", load, s, v)]["sd"].get(leaf) for s in seeds10])) for v in V) + " |")
     w("| CV, mean of leaves | " + " | ".join(
-        f"{100 * mean([mean(list(res[('grid', cfg, 'websearch', load, s, v)]['cv'].values())) for s in seeds]):.1f}%" for v in V) + " |")
+        f"{100 * mean([mean(list(res[('grid', cfg, 'websearch', load, s, v)]['cv'].values())) for s in seeds10]):.1f}%" for v in V) + " |")
     w("\n## Fig. 12: incast, 24 x 512 KB and 8 x 1 MB from 12 hosts on other leaves to one host (10G/5G)\n")
     w("Mean over the seeds. Paper: P4TE slightly faster for short flows, more for large ones, more retransmissions.\n")
     w("| scheme | short FCT | large FCT | retx/flow | completed | FACKs |")
     w("|---|---|---|---|---|---|")
-    for v in V:
+    for v in BASE:
         rs = [res[("incast", s, v)] for s in seeds]
         w(f"| {v} | {fmt(mean([r['short'] for r in rs]))} | {fmt(mean([r['large'] for r in rs]))} | "
           f"{fmt(mean([r['retx'] for r in rs]), 2)} | {sum(r['completed'] for r in rs)}/{sum(r['total'] for r in rs)} | "
           f"{fmt(mean([r['facks'] for r in rs]))} |")
-    w("\n## At scale: fat_tree k=8, hosts 40G, fabric 100G, web-search 60%, uniform, 1500 flows, seed 1\n")
+    w("\n## At scale: fat_tree k=8, hosts 40G, fabric 100G, web-search 60% of host links, uniform, 1500 flows, seed 1\n")
     w("| scheme | short FCT | large FCT | retx/flow | completed | CPU writes issued | mean write wait us | wall s |")
     w("|---|---|---|---|---|---|---|---|")
-    for v in V:
+    for v in BASE:
         r = res[("fat", v)]
         w(f"| {v} | {fmt(r['short'])} | {fmt(r['large'])} | {fmt(r['retx'], 2)} | {r['completed']}/{r['total']} | "
           f"{r['issued']:,} | {fmt(r['wait_mean'], 1)} | {fmt(r['wall'], 1)} |")
-    w("\n## P4TE's overhead: feedback and the switch CPU (web-search, P4TE-RA)\n")
+    w("\n## P4TE's overhead: feedback and the switch CPU (web-search)\n")
     w("Feedback packets are alg. 1's clones to the CPU (queue-depth and colour events); \"per egress pass\" "
       "divides by packet hops (each delivered packet passes 2-3 switches). Writes: alg. 3's writes issued "
       "after start-up (all switches); wait: how long a write queued behind earlier ones beyond its latency, "
-      "mean and worst; applied: writes that took effect before the run ended. Mean over the seeds.\n")
-    w("| fabric | load | feedback / delivered pkt | feedback / egress pass | FACKs / delivered pkt | writes issued | default CPU: applied | default CPU: wait mean / max ms | fast CPU: wait mean / max us | traffic ms |")
-    w("|---|---|---|---|---|---|---|---|---|---|")
+      "mean and worst; applied: writes that took effect before the run ended, including the ~230 of "
+      "start-up (hence batch: applied > issued). Mean over the seeds. "
+      "Feedback and FACK columns are P4TE-RA's (default CPU).\n")
+    w("| fabric | load | feedback / delivered pkt | feedback / egress pass | FACKs / delivered pkt | default CPU: writes issued / applied | default CPU: wait mean / max ms | batch: writes issued / applied | batch: wait mean / max us | fast CPU: wait mean / max us | traffic ms |")
+    w("|---|---|---|---|---|---|---|---|---|---|---|")
     for cfg, title in CONFIGS:
         ss, loads, _ = PLAN[(cfg, "websearch")]
         for load in loads:
             rs = [res[("grid", cfg, "websearch", load, s, "P4TE-RA")] for s in ss]
+            bs = [res[("grid", cfg, "websearch", load, s, "P4TE-RA batch")] for s in ss]
             fs = [res[("grid", cfg, "websearch", load, s, "P4TE-RA fast")] for s in ss]
             w(f"| {title} | {int(load * 100)}% | {mean([r['feedback'] / max(r['delivered'], 1) for r in rs]):.3f} | "
               f"{mean([r['feedback'] / max(r['hops'], 1) for r in rs]):.3f} | {mean([r['facks'] / max(r['delivered'], 1) for r in rs]):.4f} | "
-              f"{fmt(mean([r['issued'] for r in rs]))} | {fmt(mean([r['writes'] for r in rs]))} | "
+              f"{fmt(mean([r['issued'] for r in rs]))} / {fmt(mean([r['writes'] for r in rs]))} | "
               f"{fmt(mean([r['wait_mean'] for r in rs]) / 1000, 1)} / {fmt(max(r['wait_max'] for r in rs) / 1000, 1)} | "
+              f"{fmt(mean([r['issued'] for r in bs]))} / {fmt(mean([r['writes'] for r in bs]))} | "
+              f"{fmt(mean([r['wait_mean'] for r in bs]), 1)} / {fmt(max(r['wait_max'] for r in bs), 0)} | "
               f"{fmt(mean([r['wait_mean'] for r in fs]), 2)} / {fmt(max(r['wait_max'] for r in fs), 1)} | "
               f"{fmt(mean([r['sim_s'] for r in rs]) * 1000, 0)} |")
     OUT.parent.mkdir(parents=True, exist_ok=True)

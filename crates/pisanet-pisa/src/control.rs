@@ -72,6 +72,12 @@ impl<'a> CpuApi<'a> {
         self.writes.push(w);
     }
 
+    /// Writes issued so far in this call (they are queued when it returns,
+    /// in issue order), so an agent can follow its own write backlog.
+    pub fn writes_issued(&self) -> usize {
+        self.writes.len()
+    }
+
     /// Sends a packet into ingress (on [`CPU_PORT`](crate::CPU_PORT)); the
     /// switch counts it as injected.
     pub fn packet_out(&mut self, pkt: Packet) {

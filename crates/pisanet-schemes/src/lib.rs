@@ -127,7 +127,12 @@ impl Default for SchemeParams {
 
 type Program = (Pipeline, Box<dyn DataPlane>, Box<dyn ControlAgent>);
 
-fn declare(kind: &str, params: &SchemeParams, info: &SwitchInfo) -> Result<Program, String> {
+fn declare(
+    kind: &str,
+    params: &SchemeParams,
+    info: &SwitchInfo,
+    cp: ControlPlaneConfig,
+) -> Result<Program, String> {
     let mut pipe = Pipeline::new(match kind {
         "ecmp" => "ecmp",
         "flowlet_ecmp" => "flowlet_ecmp",
@@ -171,7 +176,7 @@ fn declare(kind: &str, params: &SchemeParams, info: &SwitchInfo) -> Result<Progr
         }
         "p4te" => {
             let p = p4te::P4te::new(&mut pipe, params, info)?;
-            let a = p.agent();
+            let a = p.agent(cp);
             (Box::new(p), Box::new(a))
         }
         _ => unreachable!("checked above"),
@@ -187,13 +192,18 @@ pub fn build(
     rng: SimRng,
     cp: ControlPlaneConfig,
 ) -> Result<Switch, String> {
-    let (pipe, dp, agent) = declare(kind, params, info)?;
+    let (pipe, dp, agent) = declare(kind, params, info, cp)?;
     Switch::new(info, pipe, dp, agent, rng, cp, params.target)
 }
 
 /// The resource report of scheme `kind` with default parameters.
 pub fn resources(kind: &str) -> Result<ResourceReport, String> {
-    let (pipe, _, _) = declare(kind, &SchemeParams::default(), &SwitchInfo::default())?;
+    let (pipe, _, _) = declare(
+        kind,
+        &SchemeParams::default(),
+        &SwitchInfo::default(),
+        ControlPlaneConfig::default(),
+    )?;
     Ok(pipe.resources())
 }
 

@@ -361,6 +361,8 @@ pub struct P4teCfg {
     pub rate_control_window_kb: f64,
     /// Slots of the per-flow registers (a power of two, 1..=2^24).
     pub flow_slots: u32,
+    /// Alg. 3's switch CPU as a batching P4Runtime controller (default false: one move's writes per event, as alg. 3 is written). True: the agent keeps each port's desired group, keeps at most one batch of writes in flight, and when it has been applied writes only the net change since (superseded moves are never written); still one entry at a time, not atomic.
+    pub cpu_coalesce: bool,
 }
 
 impl Default for P4teCfg {
@@ -379,6 +381,7 @@ impl Default for P4teCfg {
             class_burst_window_us: 100.0,
             rate_control_window_kb: 50.0,
             flow_slots: 65536,
+            cpu_coalesce: false,
         }
     }
 }

@@ -229,6 +229,7 @@ pub fn scheme_params(cfg: &Config) -> SchemeParams {
                 class_burst_window: SimTime::from_us_f64(p.class_burst_window_us),
                 rate_control_window_bytes: (p.rate_control_window_kb * 1000.0) as u64,
                 flow_slots: p.flow_slots,
+                cpu_coalesce: p.cpu_coalesce,
             }
         },
         ..SchemeParams::default()

@@ -35,7 +35,8 @@ kind = "p4te"
 /// packets per delivered packet at any load, and alg. 3 turns each into 1-4
 /// writes. The default CPU (50 us per write, 5 us apart) then queues writes
 /// for hundreds of ms, so its routing groups are stale for the whole run and
-/// P4TE with it is not faster than ECMP at 10G/80% (docs/results/p4te.md).
+/// P4TE with it is not faster than ECMP at this test's load (80% of the host
+/// links, 160% of the fabric; docs/results/p4te.md).
 /// The paper's CPU, on 40 packets/s links, had many packet times per write;
 /// 1 us per write, 0.1 us apart, is the closer analogue at 10G.
 const FAST_CPU: [&str; 2] = [

@@ -3,6 +3,15 @@
 //! highest-priority group, meters, clone sessions) and alg. 3 (T5), which
 //! moves one port between routing groups per feedback packet with
 //! P4Runtime-like writes that land one at a time.
+//!
+//! Two ways to write (`P4teParams::cpu_coalesce`):
+//! - as alg. 3 is written (default): each event's move is written at once
+//!   (1-4 writes), behind every write still queued;
+//! - as a batching P4Runtime controller: the agent keeps the desired group of
+//!   each port, keeps at most one batch (one WriteRequest) in flight, and when
+//!   it has been applied (the WriteResponse) sends the net change since then
+//!   as the next batch. A move that a later event undid before it was sent is
+//!   never written. Writes still land one entry at a time, not atomically.
 
 #![allow(clippy::integer_division)]
 
@@ -12,10 +21,12 @@ use super::{
     SET_ROUTING_GROUP,
 };
 use crate::l3::RouteAgent;
+use pisanet_engine::SimTime;
 use pisanet_net::{Packet, PortNo};
 use pisanet_pisa::{
-    matches, ActionCall, ControlAgent, CpuApi, MeterConfig, MeterId, SelectorId, SwitchInfo,
-    TableEntry, TableId, UpdateType, UserMeta, Write, CPU_PORT, RECIRC_PORT,
+    matches, ActionCall, ControlAgent, ControlPlaneConfig, CpuApi, MeterConfig, MeterId,
+    SelectorId, SwitchInfo, TableEntry, TableId, UpdateType, UserMeta, Write, CPU_PORT,
+    RECIRC_PORT,
 };
 
 /// The routing groups of one link metric: a ternary table with one entry per
@@ -30,7 +41,11 @@ pub struct RoutingGroups {
     prefix: (u64, u64),
     /// portToRoutingGroupMap (alg. 3, lines 1 and 6).
     group_of: Vec<Option<u32>>,
+    /// Each group's ports (sorted), as the agent wants them.
     members: Vec<Vec<PortNo>>,
+    /// Each group's ports as written so far (coalescing mode only: the
+    /// switch holds these once every issued write has landed).
+    issued: Vec<Vec<PortNo>>,
     /// Ports moved so far.
     pub moves: u64,
 }
@@ -44,6 +59,7 @@ impl RoutingGroups {
             prefix: (0, 0),
             group_of: vec![None; n_ports as usize],
             members: vec![Vec::new(); n_groups as usize],
+            issued: vec![Vec::new(); n_groups as usize],
             moves: 0,
         }
     }
@@ -57,10 +73,14 @@ impl RoutingGroups {
     }
 
     fn group_write(&self, g: u32) -> Write {
+        self.group_write_of(g, &self.members[g as usize])
+    }
+
+    fn group_write_of(&self, g: u32, ports: &[PortNo]) -> Write {
         Write::SelectorGroup {
             selector: self.selector,
             group: g,
-            members: self.members[g as usize]
+            members: ports
                 .iter()
                 .map(|&p| ActionCall::new(SET_PORT, [p as u64, 0, 0]))
                 .collect(),
@@ -77,6 +97,8 @@ impl RoutingGroups {
             self.group_of[p as usize] = Some(0);
             self.members[0].push(p);
         }
+        self.members[0].sort_unstable();
+        self.issued[0] = self.members[0].clone();
         cpu.write(self.group_write(0));
         cpu.write(Write::TableEntry {
             table: self.table,
@@ -138,6 +160,72 @@ impl RoutingGroups {
         self.moves += 1;
         true
     }
+
+    /// Alg. 3 lines 1-3 and 6 for a batching controller: records that
+    /// `port` belongs in `new` (None: in no group) without writing anything;
+    /// [`Self::flush`] writes the net change. Returns whether anything moved.
+    pub fn set_desired(&mut self, port: PortNo, new: Option<u32>) -> bool {
+        let Some(&old) = self.group_of.get(port as usize) else {
+            return false;
+        };
+        if old == new {
+            return false;
+        }
+        if let Some(g) = old {
+            self.members[g as usize].retain(|&p| p != port);
+        }
+        if let Some(g) = new {
+            self.members[g as usize].push(port);
+            self.members[g as usize].sort_unstable();
+        }
+        self.group_of[port as usize] = new;
+        self.moves += 1;
+        true
+    }
+
+    /// Whether the desired groups differ from those written.
+    pub fn dirty(&self) -> bool {
+        self.issued != self.members
+    }
+
+    /// Writes the net change from the written groups to the desired ones, in
+    /// alg. 3's order: first every port leaves the group it no longer belongs
+    /// to (line 4; a group's entry is deleted before the group empties), then
+    /// enters its new one (line 5; the entry is inserted after the group
+    /// fills). A group that only loses or only gains ports is written once.
+    pub fn flush(&mut self, cpu: &mut CpuApi<'_>) {
+        for g in 0..self.n_groups {
+            let (want, had) = (&self.members[g as usize], &self.issued[g as usize]);
+            if had.iter().all(|p| want.contains(p)) {
+                continue;
+            }
+            let kept: Vec<PortNo> = had.iter().copied().filter(|p| want.contains(p)).collect();
+            if kept.is_empty() {
+                cpu.write(Write::TableEntry {
+                    table: self.table,
+                    update: UpdateType::Delete,
+                    entry: self.entry(g),
+                });
+            }
+            cpu.write(self.group_write_of(g, &kept));
+            self.issued[g as usize] = kept;
+        }
+        for g in 0..self.n_groups {
+            if self.issued[g as usize] == self.members[g as usize] {
+                continue;
+            }
+            let was_empty = self.issued[g as usize].is_empty();
+            self.issued[g as usize] = self.members[g as usize].clone();
+            cpu.write(self.group_write(g));
+            if was_empty {
+                cpu.write(Write::TableEntry {
+                    table: self.table,
+                    update: UpdateType::Insert,
+                    entry: self.entry(g),
+                });
+            }
+        }
+    }
 }
 
 /// P4TE's CPU agent.
@@ -153,6 +241,13 @@ pub struct P4teAgent {
     /// Feedback packets received.
     pub feedback_packets: u64,
     uplinks: Vec<PortNo>,
+    /// The switch CPU's write timing, to follow the write backlog.
+    cp: ControlPlaneConfig,
+    /// When the last write issued so far takes effect (the switch applies
+    /// writes `cp.write_interval` apart, in issue order).
+    last_write_at: Option<SimTime>,
+    /// Coalescing mode: a wake-up is set for when the batch in flight lands.
+    wake_set: bool,
 }
 
 /// The longest prefix common to every route's destination, as (value, mask).
@@ -177,7 +272,7 @@ fn common_prefix(info: &SwitchInfo) -> (u64, u64) {
 }
 
 impl P4teAgent {
-    pub fn new(prog: &P4te) -> Self {
+    pub fn new(prog: &P4te, cp: ControlPlaneConfig) -> Self {
         let n = prog.n_ports;
         P4teAgent {
             route: RouteAgent::new(prog.l3),
@@ -193,6 +288,55 @@ impl P4teAgent {
             link_util: RoutingGroups::new(prog.mat_up_link_util, prog.rg_link_util, 3, n),
             feedback_packets: 0,
             uplinks: Vec::new(),
+            cp,
+            last_write_at: None,
+            wake_set: false,
+        }
+    }
+
+    /// Moves `port` in `groups` to `new`: at once (alg. 3 as written) or in
+    /// the next batch (coalescing).
+    fn move_port(
+        coalesce: bool,
+        groups: &mut RoutingGroups,
+        port: PortNo,
+        new: Option<u32>,
+        cpu: &mut CpuApi<'_>,
+    ) {
+        if coalesce {
+            groups.set_desired(port, new);
+        } else {
+            groups.move_port(port, new, cpu);
+        }
+    }
+
+    /// Coalescing mode, at the end of every call: sends the next batch if
+    /// no write is still waiting to land, follows the writes issued in this
+    /// call, and asks to be woken when the last one lands.
+    fn end_call(&mut self, cpu: &mut CpuApi<'_>) {
+        if !self.params.cpu_coalesce {
+            return;
+        }
+        let now = cpu.now;
+        let idle = self.last_write_at.is_none_or(|t| t <= now);
+        if idle && !self.wake_set {
+            self.queue_depth.flush(cpu);
+            self.link_util.flush(cpu);
+        }
+        // The switch's write schedule (control.rs): each write lands
+        // write_latency after issue, write_interval after the previous one.
+        for _ in 0..cpu.writes_issued() {
+            let earliest = now + self.cp.write_latency;
+            self.last_write_at = Some(match self.last_write_at {
+                Some(last) => earliest.max(last + self.cp.write_interval),
+                None => earliest,
+            });
+        }
+        if !self.wake_set && (self.queue_depth.dirty() || self.link_util.dirty()) {
+            if let Some(at) = self.last_write_at.filter(|&t| t > now) {
+                cpu.wake_at(at);
+                self.wake_set = true;
+            }
         }
     }
 
@@ -274,14 +418,21 @@ impl ControlAgent for P4teAgent {
         let port = m.event_port() as PortNo;
         // Alg. 3 for each metric the feedback reports; line 2 maps the event
         // data to a group (only upward ports have groups).
+        let c = self.params.cpu_coalesce;
         if m.queue_event() != EVT_NONE && self.queue_depth.group_of(port).is_some() {
             let g = self.queue_group(m.event_depth());
-            self.queue_depth.move_port(port, Some(g), cpu);
+            Self::move_port(c, &mut self.queue_depth, port, Some(g), cpu);
         }
         if m.util_event() != EVT_NONE && self.link_util.group_of(port).is_some() {
-            self.link_util
-                .move_port(port, Some(m.new_color() as u32), cpu);
+            let g = m.new_color() as u32;
+            Self::move_port(c, &mut self.link_util, port, Some(g), cpu);
         }
+        self.end_call(cpu);
+    }
+
+    fn on_wake(&mut self, cpu: &mut CpuApi<'_>) {
+        self.wake_set = false;
+        self.end_call(cpu);
     }
 
     fn on_port_status(&mut self, port: PortNo, up: bool, cpu: &mut CpuApi<'_>) {
@@ -290,8 +441,10 @@ impl ControlAgent for P4teAgent {
         // back in the highest-priority ones.
         if self.uplinks.contains(&port) {
             let g = if up { Some(0) } else { None };
-            self.queue_depth.move_port(port, g, cpu);
-            self.link_util.move_port(port, g, cpu);
+            let c = self.params.cpu_coalesce;
+            Self::move_port(c, &mut self.queue_depth, port, g, cpu);
+            Self::move_port(c, &mut self.link_util, port, g, cpu);
         }
+        self.end_call(cpu);
     }
 }

@@ -35,10 +35,10 @@ use pisanet_engine::SimTime;
 use pisanet_net::packet::{tcp_flags, Ecn};
 use pisanet_net::{ExtHeader, Packet, PortNo, TC_LARGE};
 use pisanet_pisa::{
-    ActionCall, ActionId, CloneType, Color, CounterId, CounterKind, CounterSpec, Ctx, DataPlane,
-    HashAlgo, HashId, HashInput, HashSpec, InstanceType, KeyField, MatchKind, MeterId, MeterKind,
-    MeterSpec, MeterUnit, Pipeline, RegisterId, RegisterSpec, SelectorId, SelectorSpec,
-    StandardMetadata, SwitchInfo, TableId, TableSpec, UserMeta,
+    ActionCall, ActionId, CloneType, Color, ControlPlaneConfig, CounterId, CounterKind,
+    CounterSpec, Ctx, DataPlane, HashAlgo, HashId, HashInput, HashSpec, InstanceType, KeyField,
+    MatchKind, MeterId, MeterKind, MeterSpec, MeterUnit, Pipeline, RegisterId, RegisterSpec,
+    SelectorId, SelectorSpec, StandardMetadata, SwitchInfo, TableId, TableSpec, UserMeta,
 };
 
 /// The P4TE shim header's `ExtHeader::kind`.
@@ -106,6 +106,10 @@ pub struct P4teParams {
     pub rate_control_window_bytes: u64,
     /// Slots of the per-flow registers (a power of two).
     pub flow_slots: u32,
+    /// Alg. 3 by a batching controller (agent.rs, [`P4teAgent`]): at most one
+    /// batch of writes in flight, then the net change since; false: each
+    /// move's writes as the event arrives.
+    pub cpu_coalesce: bool,
 }
 
 impl Default for P4teParams {
@@ -125,6 +129,7 @@ impl Default for P4teParams {
             // 10 Gb/s x 40 us (section 6.1.5: line rate x average RTT).
             rate_control_window_bytes: 50_000,
             flow_slots: 1 << 16,
+            cpu_coalesce: false,
         }
     }
 }
@@ -379,9 +384,9 @@ impl P4te {
         })
     }
 
-    /// The control agent of this program.
-    pub fn agent(&self) -> P4teAgent {
-        P4teAgent::new(self)
+    /// The control agent of this program, for a switch CPU with timing `cp`.
+    pub fn agent(&self, cp: ControlPlaneConfig) -> P4teAgent {
+        P4teAgent::new(self, cp)
     }
 
     pub fn params(&self) -> &P4teParams {

@@ -369,6 +369,133 @@ fn a_group_move_lands_one_write_at_a_time() {
     sw.assert_no_violations();
 }
 
+/// One metric's routing groups as a lookup sees them: (port * 8 + group)
+/// per member, and the table's entries as (group, priority).
+type GroupState = (Vec<u64>, Vec<(u64, i32)>);
+
+/// Both metrics' routing groups.
+fn group_state(sw: &Switch, h: &P4te) -> Vec<GroupState> {
+    [
+        (h.mat_up_queue_depth, h.rg_queue_depth, 4),
+        (h.mat_up_link_util, h.rg_link_util, 3),
+    ]
+    .into_iter()
+    .map(|(table, sel, n)| {
+        let ports = (0..n).flat_map(|g| {
+            members(sw, sel, g)
+                .into_iter()
+                .map(move |p| p * 8 + g as u64)
+        });
+        let mut entries: Vec<(u64, i32)> = sw
+            .pipeline()
+            .entries(table)
+            .iter()
+            .map(|e| (e.action.params[0], e.priority))
+            .collect();
+        entries.sort_unstable();
+        (ports.collect(), entries)
+    })
+    .collect()
+}
+
+/// A storm of queue-depth events on both uplinks, 4 us apart (faster than
+/// the default CPU writes: 50 us each, 5 us apart), on a switch with or
+/// without `cpu_coalesce`. Returns the switch once every write has landed.
+fn event_storm(coalesce: bool, events: usize) -> (Switch, P4te) {
+    let info = leaf_info();
+    let p = params(|p| {
+        p.delta_pkts = 4;
+        p.cpu_coalesce = coalesce;
+    });
+    let h = handles(&info, &p);
+    let mut sw = switch(&info, &p);
+    let q = through(
+        &mut sw,
+        us(0),
+        0,
+        tcp_pkt(H0, REMOTE, 1000, 0, 1460, TC_SHORT),
+    );
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    for i in 0..events {
+        // xorshift64: depths 0..31, so every group is visited.
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let port = 2 + (x >> 40) as PortNo % 2;
+        let t = us(10 + 4 * i as u64);
+        settle(&mut sw, t);
+        egress(&mut sw, t, &(port, q.1.clone(), q.2), (x % 32) as u32);
+    }
+    settle(&mut sw, SimTime::from_ms(100));
+    assert!(sw.next_deadline().is_none(), "writes still pending");
+    sw.assert_no_violations();
+    (sw, h)
+}
+
+#[test]
+fn a_coalescing_cpu_ends_in_the_same_groups_with_fewer_writes() {
+    let (plain, h) = event_storm(false, 400);
+    let (batched, _) = event_storm(true, 400);
+    let (fb_plain, fb_batched) = (
+        plain.pipeline().read_counter(h.feedback, 0).packets,
+        batched.pipeline().read_counter(h.feedback, 0).packets,
+    );
+    // Same data-plane events (the groups do not change which port a queue
+    // event is on), same final tables, far fewer writes.
+    assert_eq!(fb_plain, fb_batched);
+    assert!(fb_plain > 200, "{fb_plain} events");
+    assert_eq!(group_state(&plain, &h), group_state(&batched, &h));
+    let (w_plain, w_batched) = (plain.stats().writes_issued, batched.stats().writes_issued);
+    assert!(
+        w_batched * 2 < w_plain,
+        "writes issued: {w_batched} batched vs {w_plain} as written"
+    );
+    assert_eq!(plain.stats().write_errors + batched.stats().write_errors, 0);
+    // As written, the backlog grows with every event; batched, a write waits
+    // at most for one batch (at most 2 writes per group, 2 entries).
+    let max_batch = 2 * (4 + 3) + 2;
+    let bound = ControlPlaneConfig::default().write_interval.ps() * max_batch;
+    assert!(batched.stats().write_wait_ps_max <= bound);
+    assert!(
+        plain.stats().write_wait_ps_max > 10 * bound,
+        "as written: {} ps",
+        plain.stats().write_wait_ps_max
+    );
+}
+
+#[test]
+fn a_coalescing_cpu_writes_a_lone_move_as_alg_3_does() {
+    // One event on an idle CPU: the same writes at the same times (the
+    // script of a_group_move_lands_one_write_at_a_time).
+    let info = leaf_info();
+    let cp = ControlPlaneConfig::default();
+    let first = cp.to_cpu_latency + cp.write_latency;
+    let mut seen = Vec::new();
+    for coalesce in [false, true] {
+        let p = params(|p| {
+            p.delta_pkts = 4;
+            p.cpu_coalesce = coalesce;
+        });
+        let h = handles(&info, &p);
+        let mut sw = switch(&info, &p);
+        let q = through(
+            &mut sw,
+            us(0),
+            0,
+            tcp_pkt(H0, REMOTE, 1000, 0, 1460, TC_SHORT),
+        );
+        assert_eq!(to_cpu(&egress(&mut sw, us(0), &q, 9)), 1);
+        let mut steps = Vec::new();
+        for k in 0..4 {
+            settle(&mut sw, first + SimTime(cp.write_interval.ps() * k));
+            steps.push(group_state(&sw, &h));
+        }
+        assert_eq!(sw.stats().writes_issued, 3);
+        seen.push(steps);
+    }
+    assert_eq!(seen[0], seen[1]);
+}
+
 // ---- T2: alg. 2 ----
 
 /// Puts `port` alone in group `g` of `table`/`sel` (the other uplink stays
