@@ -315,6 +315,9 @@ fn flat_hit(
     }
 }
 
+// NOTE: `Lpm1` holds its masks inline (a lookup's first load finds them
+// beside the slots pointer); one index per table, so the size is no cost.
+#[allow(clippy::large_enum_variant)]
 enum Index {
     /// One exact field (the common case: a plain hash probe on a word).
     Exact1(FlatMap),
