@@ -132,7 +132,8 @@ fn pipeline_pass(c: &mut Criterion) {
         b.iter(|| {
             for p in &pkts {
                 out.clear();
-                let _ = switch.ingress_unicast(SimTime::ZERO, 0, p.clone(), &mut out);
+                let mut p = p.clone();
+                let _ = switch.ingress_unicast(SimTime::ZERO, 0, &mut p, &mut out);
             }
             out.len()
         })

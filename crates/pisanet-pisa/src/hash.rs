@@ -22,13 +22,118 @@ pub enum HashAlgo {
     Identity,
 }
 
+/// A reflected CRC of at most 32 bits computed "slice-by-n" for inputs of
+/// at most [`SMALL`] bytes: `tables[k][b]` is the register after byte `b`
+/// followed by `k` zero bytes, so the `n` lookups of an `n`-byte input are
+/// independent (a byte-at-a-time loop, as the `crc` crate runs below 16
+/// bytes, is a chain of `n` dependent loads). Longer inputs go to the crate.
+/// Equal to the crate's CRC for every input (tested).
+struct SmallCrc {
+    tables: [[u32; 256]; SMALL],
+    init: u32,
+    xorout: u32,
+}
+
+/// Longest input [`SmallCrc`] computes itself (the 5-tuple is 13 bytes).
+const SMALL: usize = 16;
+
+impl SmallCrc {
+    /// `poly_reflected`: the bit-reversed polynomial, e.g. 0xEDB88320.
+    const fn new(poly_reflected: u32, init: u32, xorout: u32) -> Self {
+        let mut tables = [[0u32; 256]; SMALL];
+        let mut b = 0;
+        while b < 256 {
+            let mut r = b as u32;
+            let mut i = 0;
+            while i < 8 {
+                r = if r & 1 == 1 {
+                    (r >> 1) ^ poly_reflected
+                } else {
+                    r >> 1
+                };
+                i += 1;
+            }
+            tables[0][b] = r;
+            b += 1;
+        }
+        let mut k = 1;
+        while k < SMALL {
+            let mut b = 0;
+            while b < 256 {
+                let prev = tables[k - 1][b];
+                tables[k][b] = (prev >> 8) ^ tables[0][(prev & 0xff) as usize];
+                b += 1;
+            }
+            k += 1;
+        }
+        SmallCrc {
+            tables,
+            init,
+            xorout,
+        }
+    }
+
+    /// The CRC of exactly `N <= SMALL` bytes, unrolled: the register's
+    /// initial bytes combine with the first input bytes (reflected: low byte
+    /// first); past a short input's end the rest of it is shifted out.
+    #[inline(always)]
+    fn fixed<const N: usize>(&self, bytes: &[u8; N]) -> u32 {
+        let mut acc = if N < 4 { self.init >> (8 * N) } else { 0 };
+        let mut i = 0;
+        while i < N {
+            let x = if i < 4 {
+                bytes[i] ^ (self.init >> (8 * i)) as u8
+            } else {
+                bytes[i]
+            };
+            acc ^= self.tables[N - 1 - i][x as usize];
+            i += 1;
+        }
+        acc ^ self.xorout
+    }
+
+    /// The CRC of `bytes` (at most [`SMALL`]), or None if longer.
+    #[inline(always)]
+    fn checksum(&self, bytes: &[u8]) -> Option<u32> {
+        macro_rules! by_len {
+            ($($n:literal)*) => {
+                match bytes.len() {
+                    $($n => Some(self.fixed::<$n>(bytes.try_into().expect("length matched"))),)*
+                    _ => None,
+                }
+            };
+        }
+        by_len!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)
+    }
+}
+
+static CRC32_SMALL: SmallCrc = SmallCrc::new(0xEDB8_8320, 0xFFFF_FFFF, 0xFFFF_FFFF);
+static CRC16_SMALL: SmallCrc = SmallCrc::new(0xA001, 0, 0);
+
+/// bmv2's `crc32` (CRC-32/ISO-HDLC) of `bytes`.
+#[inline]
+pub fn crc32(bytes: &[u8]) -> u32 {
+    CRC32_SMALL
+        .checksum(bytes)
+        .unwrap_or_else(|| CRC32.checksum(bytes))
+}
+
+/// bmv2's `crc16` (CRC-16/ARC) of `bytes`.
+#[inline]
+pub fn crc16(bytes: &[u8]) -> u16 {
+    match CRC16_SMALL.checksum(bytes) {
+        Some(c) => c as u16,
+        None => CRC16.checksum(bytes),
+    }
+}
+
 impl HashAlgo {
     /// Hashes `bytes`.
-    #[inline]
+    #[inline(always)]
     pub fn compute(self, bytes: &[u8]) -> u32 {
         match self {
-            HashAlgo::Crc16 => CRC16.checksum(bytes) as u32,
-            HashAlgo::Crc32 => CRC32.checksum(bytes),
+            HashAlgo::Crc16 => crc16(bytes) as u32,
+            HashAlgo::Crc32 => crc32(bytes),
             HashAlgo::Identity => {
                 let tail = &bytes[bytes.len().saturating_sub(4)..];
                 tail.iter().fold(0u32, |acc, &b| (acc << 8) | b as u32)
@@ -141,6 +246,14 @@ mod tests {
         // The catalogue check input "123456789".
         assert_eq!(HashAlgo::Crc16.compute(b"123456789"), 0xBB3D);
         assert_eq!(HashAlgo::Crc32.compute(b"123456789"), 0xCBF4_3926);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn small_crc_equals_the_crate(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..40)) {
+            proptest::prop_assert_eq!(crc32(&bytes), CRC32.checksum(&bytes));
+            proptest::prop_assert_eq!(crc16(&bytes), CRC16.checksum(&bytes));
+        }
     }
 
     #[test]

@@ -64,7 +64,7 @@ pub mod table;
 pub use control::{ControlAgent, ControlPlaneConfig, CpuApi};
 pub use counter::{CounterData, CounterId, CounterKind, CounterSpec};
 pub use estimator::{EstimatorId, EstimatorSpec, UtilEstimator};
-pub use hash::{HashAlgo, HashId, HashInput, HashSpec};
+pub use hash::{crc16, crc32, HashAlgo, HashId, HashInput, HashSpec};
 pub use info::{Route, SwitchInfo, TargetConfig};
 pub use meta::{
     CloneType, Gress, InstanceType, StandardMetadata, UserMeta, CPU_PORT, DROP_PORT, PKTGEN_PORT,

@@ -107,6 +107,18 @@ pub struct StandardMetadata {
 }
 
 impl StandardMetadata {
+    /// Nothing asked of the packet but a port (which may still be a drop,
+    /// the CPU or out of range): no clone, resubmission, recirculation,
+    /// termination or multicast.
+    #[inline(always)]
+    pub(crate) fn is_plain_unicast(&self) -> bool {
+        self.clone.is_none()
+            && !self.resubmit
+            && !self.recirculate
+            && !self.terminate
+            && self.mcast_grp == 0
+    }
+
     pub(crate) fn for_ingress(
         ingress_port: PortNo,
         packet_length: u32,

@@ -383,6 +383,8 @@ impl Pipeline {
         (&self.violations, self.violation_count)
     }
 
+    #[cold]
+    #[inline(never)]
     pub(crate) fn violate(&mut self, at: SimTime, kind: ViolationKind, object: &'static str) {
         self.violation_count += 1;
         if self.violations.len() < KEEP_VIOLATIONS {
@@ -437,7 +439,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Computes a declared hash over `input` (its fields in declared order).
-    #[inline]
+    #[inline(always)]
     pub fn hash(&mut self, hash: HashId, input: &HashInput) -> u32 {
         let h = &self.pipe.hashes[hash.0 as usize];
         if h.input_bits != input.bits() {

@@ -45,6 +45,12 @@ pub trait DataPlane: Send {
     fn parse(&mut self, _pkt: &Packet, _meta: &mut UserMeta) -> bool {
         true
     }
+    /// Whether [`Self::parse`] may reject: a program whose parser accepts
+    /// everything (the default `parse`) may return false, and the switch
+    /// skips the call.
+    fn has_parser(&self) -> bool {
+        true
+    }
     /// The ingress control: decides the egress port, a drop, a multicast
     /// group, a clone, a resubmission or a send to the CPU.
     fn ingress(
@@ -233,6 +239,8 @@ pub struct Switch {
     /// When the recirculation port is free again.
     recirc_free_at: SimTime,
     stats: SwitchStats,
+    /// `dp.has_parser()`, asked once.
+    parses: bool,
     scratch_writes: Vec<Write>,
     scratch_outs: Vec<Packet>,
 }
@@ -265,9 +273,11 @@ impl Switch {
             last_write_at: None,
             recirc_free_at: SimTime::ZERO,
             stats: SwitchStats::default(),
+            parses: true,
             scratch_writes: Vec::new(),
             scratch_outs: Vec::new(),
         };
+        sw.parses = sw.dp.has_parser();
         let mut writes = Vec::new();
         let mut outs = Vec::new();
         let mut wake = None;
@@ -325,6 +335,14 @@ impl Switch {
 
     /// The earliest pending work (control-plane writes, CPU deliveries,
     /// re-entries, generator ticks).
+    /// How much work the switch has scheduled so far (a count): when it has
+    /// not changed across a call, neither has [`Self::next_deadline`] moved
+    /// earlier.
+    #[inline]
+    pub fn scheduled(&self) -> u64 {
+        self.seq
+    }
+
     pub fn next_deadline(&self) -> Option<SimTime> {
         self.pending.peek().map(|p| p.at)
     }
@@ -334,18 +352,21 @@ impl Switch {
         self.run_ingress_to(now, in_port, pkt, InstanceType::Normal, [0; 2], out);
     }
 
-    /// [`Self::ingress`], returning a plain unicast decision directly: the
-    /// packet, its egress port and what travels with it to the traffic
-    /// manager. Anything else the pass makes or decides is put in `out`, as
-    /// `ingress` does. Same semantics; fewer moves on the hot path.
+    /// [`Self::ingress`] on a packet the caller keeps: a plain unicast
+    /// decision comes back as its egress port and what travels with the
+    /// packet to the traffic manager, and `pkt` (as ingress left it) stays
+    /// with the caller to queue. Otherwise (`None`) the pass took the packet
+    /// (`pkt` is left a default) and put what it made or decided in `out`,
+    /// as `ingress` does. Same semantics; no moves of the packet on the hot
+    /// path.
     #[inline]
     pub fn ingress_unicast(
         &mut self,
         now: SimTime,
         in_port: PortNo,
-        pkt: Packet,
+        pkt: &mut Packet,
         out: &mut Vec<Emit>,
-    ) -> Option<(PortNo, Packet, QueueMeta)> {
+    ) -> Option<(PortNo, QueueMeta)> {
         self.run_ingress(now, in_port, pkt, InstanceType::Normal, [0; 2], out)
     }
 
@@ -557,6 +578,14 @@ impl Switch {
         self.stats.injected += 1;
     }
 
+    #[cold]
+    fn parser_reject(&mut self, pkt: &mut Packet, out: &mut Vec<Emit>) {
+        out.push(Emit::Drop {
+            pkt: std::mem::take(pkt),
+            reason: DropReason::ParserReject,
+        });
+    }
+
     fn end_pass(&mut self, now: SimTime) {
         self.stats.violations = self.pipe.violation_count;
         if !self.pipe.digests.is_empty() {
@@ -650,36 +679,35 @@ impl Switch {
         &mut self,
         now: SimTime,
         in_port: PortNo,
-        pkt: Packet,
-        instance: InstanceType,
-        user: UserMeta,
-        out: &mut Vec<Emit>,
-    ) {
-        if let Some((port, pkt, meta)) = self.run_ingress(now, in_port, pkt, instance, user, out) {
-            out.push(Emit::Enqueue { port, pkt, meta });
-        }
-    }
-
-    /// One ingress pass. A plain unicast result is returned (the common case,
-    /// without a round trip through `out`); everything else (copies, drops,
-    /// CPU, multicast, resubmission) goes into `out`.
-    fn run_ingress(
-        &mut self,
-        now: SimTime,
-        in_port: PortNo,
         mut pkt: Packet,
         instance: InstanceType,
         user: UserMeta,
         out: &mut Vec<Emit>,
-    ) -> Option<(PortNo, Packet, QueueMeta)> {
+    ) {
+        if let Some((port, meta)) = self.run_ingress(now, in_port, &mut pkt, instance, user, out) {
+            out.push(Emit::Enqueue { port, pkt, meta });
+        }
+    }
+
+    /// One ingress pass over `pkt` in place. A plain unicast result is
+    /// returned (the common case: the packet stays with the caller);
+    /// everything else (copies, drops, CPU, multicast, resubmission) takes
+    /// the packet and goes into `out`.
+    #[inline(always)]
+    fn run_ingress(
+        &mut self,
+        now: SimTime,
+        in_port: PortNo,
+        pkt: &mut Packet,
+        instance: InstanceType,
+        user: UserMeta,
+        out: &mut Vec<Emit>,
+    ) -> Option<(PortNo, QueueMeta)> {
         self.pass += 1;
         self.stats.ingress_passes += 1;
         let mut meta = user;
-        if !self.dp.parse(&pkt, &mut meta) {
-            out.push(Emit::Drop {
-                pkt,
-                reason: DropReason::ParserReject,
-            });
+        if self.parses && !self.dp.parse(pkt, &mut meta) {
+            self.parser_reject(pkt, out);
             return None;
         }
         let mut sm = StandardMetadata::for_ingress(in_port, pkt.size, now, instance);
@@ -696,8 +724,42 @@ impl Switch {
                 &mut self.pipe,
                 &mut self.rng,
             );
-            self.dp.ingress(&mut ctx, &mut pkt, &mut sm, &mut meta);
+            self.dp.ingress(&mut ctx, pkt, &mut sm, &mut meta);
         }
+        // The common case, a plain unicast that asked for nothing else: what
+        // the general path below would do, without its checks.
+        if original.is_none()
+            && sm.is_plain_unicast()
+            && sm.egress_spec < self.n_ports
+            && self.pipe.digests.is_empty()
+            && self.pipe.violation_count == self.stats.violations
+        {
+            let meta = QueueMeta {
+                user: meta,
+                ingress_port: in_port,
+                instance_type: sm.instance_type,
+                egress_rid: 0,
+            };
+            return Some((sm.egress_spec, meta));
+        }
+        self.finish_ingress(now, in_port, pkt, sm, meta, original, out)
+    }
+
+    /// The rest of an ingress pass that did more than a plain unicast (or
+    /// broke a rule): rule checks, digests, copies, drops, CPU, multicast,
+    /// resubmission.
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn finish_ingress(
+        &mut self,
+        now: SimTime,
+        in_port: PortNo,
+        pkt: &mut Packet,
+        sm: StandardMetadata,
+        meta: UserMeta,
+        original: Option<Packet>,
+        out: &mut Vec<Emit>,
+    ) -> Option<(PortNo, QueueMeta)> {
         if sm.recirculate {
             self.pipe
                 .violate(now, ViolationKind::PrimitiveInWrongGress, "recirculate");
@@ -731,7 +793,7 @@ impl Switch {
         // 2. Resubmission: the original passes ingress again; this one is not forwarded.
         if sm.resubmit {
             self.stats.resubmitted += 1;
-            let again = original.unwrap_or(pkt);
+            let again = original.unwrap_or_else(|| std::mem::take(pkt));
             let work = Work::Reenter {
                 pkt: again,
                 meta,
@@ -744,21 +806,21 @@ impl Switch {
         // 3. Termination (a probe's last hop): consumed, not forwarded.
         if sm.terminate {
             self.stats.terminated += 1;
-            out.push(Emit::Consumed(pkt));
+            out.push(Emit::Consumed(std::mem::take(pkt)));
             return None;
         }
         // 4. Multicast.
         if sm.mcast_grp != 0 {
-            self.replicate(sm.mcast_grp, pkt, meta, in_port, out);
+            self.replicate(sm.mcast_grp, std::mem::take(pkt), meta, in_port, out);
             return None;
         }
         // 5. Unicast, drop or CPU.
         match sm.egress_spec {
             DROP_PORT => out.push(Emit::Drop {
-                pkt,
+                pkt: std::mem::take(pkt),
                 reason: DropReason::Program,
             }),
-            CPU_PORT => self.send_to_cpu(now, pkt, meta, out),
+            CPU_PORT => self.send_to_cpu(now, std::mem::take(pkt), meta, out),
             port if port < self.n_ports => {
                 let meta = QueueMeta {
                     user: meta,
@@ -766,10 +828,10 @@ impl Switch {
                     instance_type: sm.instance_type,
                     egress_rid: 0,
                 };
-                return Some((port, pkt, meta));
+                return Some((port, meta));
             }
             _ => out.push(Emit::Drop {
-                pkt,
+                pkt: std::mem::take(pkt),
                 reason: DropReason::InvalidPort,
             }),
         }

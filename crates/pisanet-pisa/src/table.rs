@@ -206,17 +206,121 @@ const LPM_MORE: u32 = 1 << 31;
 /// In an `Lpm1` map value: a marker only, no entry of this length.
 const LPM_NONE: u32 = LPM_MORE - 1;
 
-/// An `Lpm1` map value: the entry index with the marker bits, and the
-/// entry's action (a copy, rebuilt with the index).
+/// A slot of [`FlatMap`]: key, which sub-table it belongs to (0: empty),
+/// the `LpmSlot` flags and the action, in one place (48 bytes).
 #[derive(Clone, Copy)]
-struct LpmSlot {
+struct FlatSlot {
+    key: u64,
+    tag: u32,
     flags: u32,
     action: ActionCall,
 }
 
+const FLAT_EMPTY: FlatSlot = FlatSlot {
+    key: 0,
+    tag: 0,
+    flags: 0,
+    action: ActionCall {
+        action: ActionId(0),
+        params: [0; MAX_ACTION_PARAMS],
+    },
+};
+
+/// The data-plane view of a one-field table: an open-addressing hash table
+/// (linear probing, at most half full) of (tag, key) -> slot, where the tag
+/// names a prefix length (1 + its index, shortest first) or 1 for an exact
+/// table. Rebuilt from the entries on every control-plane write (writes are
+/// rare; lookups are per packet): a probe touches one slot, where a
+/// SwissTable touches its control bytes and then its bucket.
+struct FlatMap {
+    slots: Box<[FlatSlot]>,
+    /// 64 - log2(slots).
+    shift: u32,
+}
+
+impl FlatMap {
+    fn new(items: &[(u32, u64, u32, ActionCall)]) -> Self {
+        let cap = (items.len() * 2).next_power_of_two().max(2);
+        let mut m = FlatMap {
+            slots: vec![FLAT_EMPTY; cap].into_boxed_slice(),
+            shift: 64 - cap.trailing_zeros(),
+        };
+        for &(tag, key, flags, action) in items {
+            debug_assert!(tag != 0);
+            let mask = m.slots.len() - 1;
+            let mut i = m.home(tag, key);
+            while m.slots[i].tag != 0 {
+                i = (i + 1) & mask;
+            }
+            m.slots[i] = FlatSlot {
+                key,
+                tag,
+                flags,
+                action,
+            };
+        }
+        m
+    }
+
+    #[inline(always)]
+    fn home(&self, tag: u32, key: u64) -> usize {
+        // Multiply-shift (Fibonacci hashing) over the key and its tag: the
+        // high bits of the product mix every bit of the key.
+        ((key ^ ((tag as u64) << 58)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+    }
+
+    #[inline(always)]
+    fn get(&self, tag: u32, key: u64) -> Option<&FlatSlot> {
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(tag, key);
+        loop {
+            let s = &self.slots[i];
+            if s.tag == tag && s.key == key {
+                return Some(s);
+            }
+            if s.tag == 0 {
+                return None;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+}
+
+/// The hit (or miss) of a flat-index lookup: the action comes from the
+/// slot, without a second load from the entries.
+#[inline(always)]
+fn flat_hit(
+    slot: Option<&FlatSlot>,
+    spec: &TableSpec,
+    counters: &mut [CounterData],
+    default_action: ActionCall,
+) -> Hit {
+    match slot {
+        Some(slot) => {
+            let i = slot.flags & LPM_NONE;
+            if spec.direct_counter {
+                counters[i as usize].packets += 1;
+            }
+            Hit {
+                hit: true,
+                action: slot.action,
+                entry: i,
+            }
+        }
+        None => Hit {
+            hit: false,
+            action: default_action,
+            entry: u32::MAX,
+        },
+    }
+}
+
+// NOTE: `Lpm1` holds its masks inline (a lookup's first load finds them
+// beside the slots pointer); one index per table, so the size is no cost.
+#[allow(clippy::large_enum_variant)]
 enum Index {
     /// One exact field (the common case: a plain hash probe on a word).
-    Exact1(FxMap<u64, u32>),
+    Exact1(FlatMap),
     Exact(FxMap<Key, u32>),
     /// One LPM field alone: (prefix mask, entries by masked value), shortest
     /// prefix first, with markers (Waldvogel et al., SIGCOMM 1997): a value
@@ -224,7 +328,13 @@ enum Index {
     /// stops at the first length that has neither an entry nor a marker.
     /// The slot also holds a copy of the entry's action, so a hit touches
     /// only the map's bucket.
-    Lpm1(Vec<(u64, FxMap<u64, LpmSlot>)>),
+    Lpm1 {
+        /// The first `n_masks` prefix masks, inline (one load fewer in
+        /// the chain of a lookup than a separate allocation).
+        masks: [u64; 65],
+        n_masks: u8,
+        map: FlatMap,
+    },
     /// (prefix mask, entries by masked key), longest prefix first.
     Lpm {
         field: usize,
@@ -264,9 +374,13 @@ impl Table {
         let index = if scan {
             Index::Scan(Vec::new())
         } else if spec.keys.len() == 1 && n_lpm == 1 {
-            Index::Lpm1(Vec::new())
+            Index::Lpm1 {
+                masks: [0; 65],
+                n_masks: 0,
+                map: FlatMap::new(&[]),
+            }
         } else if spec.keys.len() == 1 {
-            Index::Exact1(FxMap::default())
+            Index::Exact1(FlatMap::new(&[]))
         } else if n_lpm == 1 {
             let field = spec
                 .keys
@@ -368,8 +482,8 @@ impl Table {
             }
         }
         self.entries[i] = entry;
-        if matches!(self.index, Index::Lpm1(_)) {
-            // The LPM index keeps a copy of each entry's action.
+        if matches!(self.index, Index::Lpm1 { .. } | Index::Exact1(_)) {
+            // The flat index keeps a copy of each entry's action.
             self.rebuild();
         }
         Ok(())
@@ -410,12 +524,19 @@ impl Table {
         let keys: Vec<Key> = self.entries.iter().map(|e| self.exact_key(e)).collect();
         match &mut self.index {
             Index::Exact1(map) => {
-                map.clear();
-                for (i, k) in keys.into_iter().enumerate() {
-                    map.insert(k[0], i as u32);
-                }
+                let items: Vec<_> = keys
+                    .iter()
+                    .zip(&self.entries)
+                    .enumerate()
+                    .map(|(i, (k, e))| (1, k[0], i as u32, e.action))
+                    .collect();
+                *map = FlatMap::new(&items);
             }
-            Index::Lpm1(by_len) => {
+            Index::Lpm1 {
+                masks,
+                n_masks,
+                map,
+            } => {
                 let width = self.spec.keys[0].width;
                 let len_of = |e: &TableEntry| match e.key[0] {
                     FieldMatch::Lpm { len, .. } => len,
@@ -424,38 +545,38 @@ impl Table {
                 let mut lens: Vec<u8> = self.entries.iter().map(len_of).collect();
                 lens.sort_unstable();
                 lens.dedup();
-                by_len.clear();
-                for &len in &lens {
-                    let mut map = FxMap::default();
-                    for (i, e) in self.entries.iter().enumerate() {
-                        if len_of(e) == len {
-                            map.insert(
-                                keys[i][0],
-                                LpmSlot {
-                                    flags: i as u32,
-                                    action: e.action,
-                                },
-                            );
-                        }
-                    }
-                    by_len.push((prefix_mask(len, width), map));
+                for (j, &l) in lens.iter().enumerate() {
+                    masks[j] = prefix_mask(l, width);
                 }
-                // Markers: every shorter length learns that this prefix lies under it.
+                *n_masks = lens.len() as u8;
+                let tag_of =
+                    |len: u8| 1 + lens.iter().position(|&l| l == len).expect("listed") as u32;
+                // (tag, masked key) -> (flags, action): entries, then markers:
+                // every shorter length learns that this prefix lies under it.
+                let mut slots: FxMap<(u32, u64), (u32, ActionCall)> = FxMap::default();
+                for (i, e) in self.entries.iter().enumerate() {
+                    slots.insert((tag_of(len_of(e)), keys[i][0]), (i as u32, e.action));
+                }
                 for (i, e) in self.entries.iter().enumerate() {
                     let m = len_of(e);
                     for (j, &l) in lens.iter().enumerate() {
                         if l >= m {
                             break;
                         }
-                        let (mask, map) = &mut by_len[j];
-                        map.entry(keys[i][0] & *mask)
-                            .or_insert(LpmSlot {
-                                flags: LPM_NONE,
-                                action: ActionCall::default(),
-                            })
-                            .flags |= LPM_MORE;
+                        slots
+                            .entry((j as u32 + 1, keys[i][0] & masks[j]))
+                            .or_insert((LPM_NONE, ActionCall::default()))
+                            .0 |= LPM_MORE;
                     }
                 }
+                let mut items: Vec<_> = slots
+                    .into_iter()
+                    .map(|((tag, key), (flags, action))| (tag, key, flags, action))
+                    .collect();
+                // Insertion order decides probe positions: keep it independent
+                // of the hash map's iteration order.
+                items.sort_unstable_by_key(|&(tag, key, _, _)| (tag, key));
+                *map = FlatMap::new(&items);
             }
             Index::Exact(map) => {
                 map.clear();
@@ -502,15 +623,24 @@ impl Table {
     }
 
     /// Looks `key` up (fields beyond the declared ones are ignored).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn lookup(&mut self, key: &Key) -> Hit {
-        let found = match &self.index {
-            Index::Exact1(map) => map.get(&key[0]).copied(),
-            Index::Lpm1(by_len) => {
+        match &self.index {
+            Index::Exact1(map) => {
+                let slot = map.get(1, key[0]);
+                flat_hit(slot, &self.spec, &mut self.counters, self.default_action)
+            }
+            Index::Lpm1 {
+                masks,
+                n_masks,
+                map,
+            } => {
                 let v = key[0];
-                let mut best: Option<&LpmSlot> = None;
-                for (mask, map) in by_len {
-                    let Some(x) = map.get(&(v & mask)) else { break };
+                let mut best: Option<&FlatSlot> = None;
+                for (j, mask) in masks[..*n_masks as usize].iter().enumerate() {
+                    let Some(x) = map.get(j as u32 + 1, v & mask) else {
+                        break;
+                    };
                     if x.flags & LPM_NONE != LPM_NONE {
                         best = Some(x);
                     }
@@ -518,26 +648,17 @@ impl Table {
                         break;
                     }
                 }
-                // The action comes from the slot: no second load from `entries`.
-                return match best {
-                    Some(slot) => {
-                        let i = slot.flags & LPM_NONE;
-                        if self.spec.direct_counter {
-                            self.counters[i as usize].packets += 1;
-                        }
-                        Hit {
-                            hit: true,
-                            action: slot.action,
-                            entry: i,
-                        }
-                    }
-                    None => Hit {
-                        hit: false,
-                        action: self.default_action,
-                        entry: u32::MAX,
-                    },
-                };
+                flat_hit(best, &self.spec, &mut self.counters, self.default_action)
             }
+            _ => self.lookup_general(key),
+        }
+    }
+
+    /// [`Self::lookup`] for tables without a flat index.
+    #[inline(never)]
+    fn lookup_general(&mut self, key: &Key) -> Hit {
+        let found = match &self.index {
+            Index::Exact1(_) | Index::Lpm1 { .. } => unreachable!("flat lookups are inline"),
             Index::Exact(map) => {
                 let mut k = [0u64; MAX_KEY_FIELDS];
                 k[..self.spec.keys.len()].copy_from_slice(&key[..self.spec.keys.len()]);

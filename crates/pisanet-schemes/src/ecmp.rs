@@ -53,6 +53,11 @@ impl Ecmp {
 }
 
 impl DataPlane for Ecmp {
+    /// This program's parser accepts every packet.
+    fn has_parser(&self) -> bool {
+        false
+    }
+
     /// This program's egress control is empty.
     fn has_egress(&self) -> bool {
         false

@@ -108,6 +108,11 @@ impl FlowletEcmp {
 }
 
 impl DataPlane for FlowletEcmp {
+    /// This program's parser accepts every packet.
+    fn has_parser(&self) -> bool {
+        false
+    }
+
     /// This program's egress control is empty.
     fn has_egress(&self) -> bool {
         false

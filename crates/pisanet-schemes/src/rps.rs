@@ -30,6 +30,11 @@ impl Rps {
 }
 
 impl DataPlane for Rps {
+    /// This program's parser accepts every packet.
+    fn has_parser(&self) -> bool {
+        false
+    }
+
     /// This program's egress control is empty.
     fn has_egress(&self) -> bool {
         false

@@ -14,9 +14,6 @@ use pisanet_schemes::SchemeParams;
 use crate::api::Error;
 use crate::config::Config;
 
-const CRC32: crc::Crc<u32, crc::Table<16>> =
-    crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISO_HDLC);
-
 /// The CRC-32 of a packet's 5-tuple, as a switch's hash unit computes it.
 pub fn hash_five_tuple(pkt: &Packet) -> u32 {
     let (src, dst, proto, sport, dport) = pkt.five_tuple();
@@ -26,7 +23,7 @@ pub fn hash_five_tuple(pkt: &Packet) -> u32 {
     b[8] = proto;
     b[9..11].copy_from_slice(&sport.to_be_bytes());
     b[11..13].copy_from_slice(&dport.to_be_bytes());
-    CRC32.checksum(&b)
+    pisanet_pisa::crc32(&b)
 }
 
 /// Hand-written ECMP: per switch, a next-hop group per destination rack and

@@ -64,6 +64,9 @@ pub struct Port {
     /// Index into `World::shared` of the switch's shared buffer, if any.
     pub shared: Option<u32>,
     pub is_host_port: bool,
+    /// Packets leaving this port's queue pass the switch's egress control
+    /// (a PISA switch whose program has one).
+    pub egress_pass: bool,
     /// Bytes put on the wire while the link was up (reached the peer or are on their way).
     pub carried_bytes: u64,
     /// Bytes of switch-made packets (probes, clones) transmitted.
@@ -177,7 +180,6 @@ pub struct World {
     switch_timer: Vec<Option<SimTime>>,
     /// Whether each switch's program has an egress control (kept here, in
     /// one small array, so a dequeue does not touch the switch's state).
-    switch_egress: Vec<bool>,
     emits: Vec<Emit>,
     /// Per-packet loss probability of every link, and its random stream.
     loss: Option<(f64, SimRng)>,
@@ -270,6 +272,7 @@ impl World {
                     made_tx_bytes: 0,
                     shared: sb,
                     is_host_port: is_host,
+                    egress_pass: false,
                 });
             }
         }
@@ -282,10 +285,11 @@ impl World {
         let routes = topo.compute_routes();
         let loss = (params.link_loss_rate > 0.0)
             .then(|| (params.link_loss_rate, streams.stream(StreamKind::Link, 0)));
-        let switch_egress = match &fwd {
-            Forwarding::Pisa(switches) => switches.iter().map(|s| s.has_egress()).collect(),
-            Forwarding::Native(_) => Vec::new(),
-        };
+        if let Forwarding::Pisa(switches) = &fwd {
+            for port in ports.iter_mut().filter(|p| !p.is_host_port) {
+                port.egress_pass = switches[(port.node - topo.n_hosts) as usize].has_egress();
+            }
+        }
         World {
             topo,
             q: EventQueue::new(),
@@ -313,7 +317,6 @@ impl World {
             rates: RateSampler::default(),
             routes,
             switch_timer: Vec::new(),
-            switch_egress,
             emits: Vec::with_capacity(16),
             loss,
             tsq_bytes: params.tsq_bytes,
@@ -454,18 +457,13 @@ impl World {
             let Some(q) = port.queue.dequeue(shared) else {
                 return;
             };
-            let pkt = if port.is_host_port {
+            let pkt = if !port.egress_pass {
                 q.pkt
             } else {
                 let Forwarding::Pisa(switches) = &mut self.fwd else {
-                    self.transmit(now, p, q.pkt);
-                    return;
+                    unreachable!("only PISA switches have egress passes");
                 };
                 let sw = port.node - self.topo.n_hosts;
-                if !self.switch_egress[sw as usize] {
-                    self.transmit(now, p, q.pkt);
-                    return;
-                }
                 let deq = DeqInfo {
                     enq_timestamp: q.enq_time,
                     enq_qdepth: q.enq_qdepth,
@@ -672,7 +670,7 @@ impl World {
         }
     }
 
-    fn switch_receive(&mut self, now: SimTime, node: NodeId, in_port: PortNo, pkt: Packet) {
+    fn switch_receive(&mut self, now: SimTime, node: NodeId, in_port: PortNo, mut pkt: Packet) {
         let sw = node - self.topo.n_hosts;
         match &mut self.fwd {
             Forwarding::Native(e) => match e.route(sw, &pkt) {
@@ -683,17 +681,23 @@ impl World {
                 None => self.counts.dropped += 1,
             },
             Forwarding::Pisa(switches) => {
-                let mut emits = std::mem::take(&mut self.emits);
-                emits.clear();
-                let unicast = switches[sw as usize].ingress_unicast(now, in_port, pkt, &mut emits);
-                if !emits.is_empty() {
+                // `emits` is empty between uses (apply_emits drains it).
+                debug_assert!(self.emits.is_empty());
+                let switch = &mut switches[sw as usize];
+                let scheduled = switch.scheduled();
+                let unicast = switch.ingress_unicast(now, in_port, &mut pkt, &mut self.emits);
+                let rearm = switch.scheduled() != scheduled;
+                if !self.emits.is_empty() {
+                    let mut emits = std::mem::take(&mut self.emits);
                     self.apply_emits(now, sw, &mut emits);
+                    self.emits = emits;
                 }
-                self.emits = emits;
-                if let Some((port, pkt, meta)) = unicast {
+                if let Some((port, meta)) = unicast {
                     self.enqueue_from_switch(now, node, port, pkt, meta);
                 }
-                self.arm_switch(sw);
+                if rearm {
+                    self.arm_switch(sw);
+                }
             }
         }
     }
