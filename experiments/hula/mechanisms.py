@@ -9,7 +9,7 @@ docs/results/hula/mechanisms.json (keyed by config and settings), so a rerun
 only simulates what is missing. `--tables` rewrites the tables from the cache.
 
 `.venv/bin/python experiments/hula/mechanisms.py [--only NAME ...] [--tables]`
-(about 45 minutes on one core without a cache). Uses
+(about 75 minutes on one core without a cache). Uses
 target/release/examples/run (PISANET_COLUMNS=1), like run.py.
 
 Per-run numbers beyond the FCTs (all from outputs the runner already has):
