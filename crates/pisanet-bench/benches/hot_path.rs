@@ -91,40 +91,12 @@ load = 0.5
 /// ECMP, on an edge switch of a k=8 fat tree, over packets to every host: the
 /// model's per-pass cost with hot caches.
 fn pipeline_pass(c: &mut Criterion) {
-    use pisanet_engine::{BitRate, RngStreams, StreamKind};
-    use pisanet_net::{Ipv4, Tcp, L4, PROTO_TCP};
-    let topo = pisanet_net::topology::fat_tree(
-        8,
-        BitRate::from_gbps(10.0),
-        BitRate::from_gbps(40.0),
-        SimTime::from_us(1),
-    )
-    .unwrap();
-    let routes = topo.compute_routes();
-    let sw = 0u32;
-    let info = pisanet::forward::switch_info(&topo, &routes, sw);
-    let rng = RngStreams::new(1).stream(StreamKind::Switch, 0);
-    let mut switch =
-        pisanet_schemes::build("ecmp", &Default::default(), &info, rng, Default::default())
-            .unwrap();
-    let native = pisanet::forward::NativeEcmp::new(&topo, true);
-    let pkts: Vec<Packet> = (0..topo.n_hosts)
-        .map(|h| Packet {
-            size: 1518,
-            ip: Ipv4 {
-                src: topo.host_addr[0],
-                dst: topo.host_addr[h as usize],
-                proto: PROTO_TCP,
-                ..Default::default()
-            },
-            l4: L4::Tcp(Tcp {
-                sport: 1000 + h as u16,
-                dport: 80,
-                ..Default::default()
-            }),
-            ..Default::default()
-        })
-        .collect();
+    let pisanet_bench::PassFixture {
+        mut switch,
+        native,
+        sw,
+        pkts,
+    } = pisanet_bench::pass_fixture();
     let mut g = c.benchmark_group("pipeline_pass");
     g.throughput(Throughput::Elements(pkts.len() as u64));
     let mut out = Vec::with_capacity(4);

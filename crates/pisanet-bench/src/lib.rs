@@ -1,1 +1,59 @@
-//! Criterion benchmarks live in `benches/`; this crate has no library code.
+//! Criterion benchmarks live in `benches/`, the pass counter in `examples/`;
+//! this library holds what they share.
+
+use pisanet::forward::NativeEcmp;
+use pisanet_engine::{BitRate, RngStreams, SimTime, StreamKind};
+use pisanet_net::{Ipv4, Packet, Tcp, L4, PROTO_TCP};
+use pisanet_pisa::Switch;
+
+/// The switch-pass fixture: edge switch 0 of a k=8 fat tree running the
+/// `ecmp` program, the hand-written reference for the same fabric, and one
+/// TCP packet from host 0 to every host.
+pub struct PassFixture {
+    pub switch: Switch,
+    pub native: NativeEcmp,
+    /// The switch's index (for `NativeEcmp::route`).
+    pub sw: u32,
+    pub pkts: Vec<Packet>,
+}
+
+pub fn pass_fixture() -> PassFixture {
+    let topo = pisanet_net::topology::fat_tree(
+        8,
+        BitRate::from_gbps(10.0),
+        BitRate::from_gbps(40.0),
+        SimTime::from_us(1),
+    )
+    .expect("fat_tree k=8");
+    let routes = topo.compute_routes();
+    let sw = 0u32;
+    let info = pisanet::forward::switch_info(&topo, &routes, sw);
+    let rng = RngStreams::new(1).stream(StreamKind::Switch, 0);
+    let switch =
+        pisanet_schemes::build("ecmp", &Default::default(), &info, rng, Default::default())
+            .expect("ecmp builds");
+    let native = NativeEcmp::new(&topo, true);
+    let pkts = (0..topo.n_hosts)
+        .map(|h| Packet {
+            size: 1518,
+            ip: Ipv4 {
+                src: topo.host_addr[0],
+                dst: topo.host_addr[h as usize],
+                proto: PROTO_TCP,
+                ..Default::default()
+            },
+            l4: L4::Tcp(Tcp {
+                sport: 1000 + h as u16,
+                dport: 80,
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .collect();
+    PassFixture {
+        switch,
+        native,
+        sw,
+        pkts,
+    }
+}
