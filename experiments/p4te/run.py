@@ -53,6 +53,32 @@ VARIANTS = {
     # The hand-picked delta of earlier versions (the config file's: 8 at 10G, 32 at 40G).
     "P4TE-RA fast, fixed delta": ["scheme.kind=p4te", *FAST_CPU],
 }
+# Short flows on data-mining (section "Why HULA beats P4TE on data-mining
+# short flows"): one P4TE mechanism changed at a time, everything else as
+# "P4TE-RA fast" (calibrated delta unless the variant sets one).
+# Every port's link-utilization meter GREEN (CIR = PIR = line rate, a 10 ms
+# burst): alg. 2's colour check never overrides lowQueueDepthPort.
+ALL_GREEN = ["scheme.p4te.util_cir_pct=100", "scheme.p4te.util_pir_pct=100",
+             "scheme.p4te.util_burst_pct=100", "scheme.p4te.util_burst_window_us=10000"]
+ABLATION = {
+    "P4TE-RA fast, delta 8": ["scheme.kind=p4te", *FAST_CPU, "scheme.p4te.delta_pkts=8"],
+    "P4TE-RA fast, delta 4": ["scheme.kind=p4te", *FAST_CPU, "scheme.p4te.delta_pkts=4"],
+    "P4TE-RA fast, delta 2": ["scheme.kind=p4te", *FAST_CPU, "scheme.p4te.delta_pkts=2"],
+    # No queue-depth information: one queue group holds every uplink.
+    "P4TE-RA fast, 1 queue group": ["scheme.kind=p4te", *FAST_CPU, "+delta", "scheme.p4te.queue_groups=1"],
+    "P4TE-NRA fast, all GREEN": ["scheme.kind=p4te", *NRA, *FAST_CPU, "+delta", *ALL_GREEN],
+    "P4TE-RA fast, flowlet 50 us": ["scheme.kind=p4te", *FAST_CPU, "+delta", "scheme.p4te.flowlet_interval_us=50"],
+    "P4TE-RA fast, flowlet 500 us": ["scheme.kind=p4te", *FAST_CPU, "+delta", "scheme.p4te.flowlet_interval_us=500"],
+    # Every flow in the short class (alg. 2's short-flow branch for all).
+    "P4TE-RA fast, all short": ["scheme.kind=p4te", *FAST_CPU, "+delta", "workload.short_threshold_bytes=2000000000"],
+    # The finest leaf-local choice the program allows: 64 one-packet groups,
+    # no colour override, no FACKs.
+    "P4TE-NRA fast, delta 1 x 64 groups, all GREEN": ["scheme.kind=p4te", *NRA, *FAST_CPU, "scheme.p4te.delta_pkts=1",
+                                                     "scheme.p4te.queue_groups=64", *ALL_GREEN],
+    # HULA with 5x staler path information.
+    "HULA, probes 1 ms": ["scheme.kind=hula", "scheme.hula.probe_interval_us=1000"],
+}
+VARIANTS.update(ABLATION)
 CONFIGS = [("leaf_spine_10g.toml", "host 10G / fabric 5G"), ("leaf_spine_40g.toml", "host 40G / fabric 20G")]
 # Mean flow size of the embedded CDFs (pisanet-workload Cdf::mean_bytes).
 MEAN_BYTES = {"websearch": 1_711_250.0, "datamining": 12_658_198.6}
@@ -255,10 +281,10 @@ def pct(a, b):
     return "-" if a is None or b is None or b == 0 else f"{100 * (a / b - 1):+.0f}%"
 
 
-# Which seeds, loads and variants each section runs (about 40 minutes on one
+# Which seeds, loads and variants each section runs (about 75 minutes on one
 # shared core in all; the data-mining grids take most of it).
 LOADS = [0.2, 0.4, 0.6, 0.8]
-ALL = list(VARIANTS)
+ALL = [v for v in VARIANTS if v not in ABLATION]
 BASE = ["ECMP", "flowlet ECMP", "HULA", "P4TE-RA", "P4TE-NRA", "P4TE-RA fast", "P4TE-NRA fast", "P4TE-RA batch"]
 CORE40 = ["ECMP", "flowlet ECMP", "HULA", "P4TE-RA", "P4TE-RA fast", "P4TE-NRA fast", "P4TE-RA batch",
           "P4TE-RA fast, fixed delta"]
@@ -269,6 +295,23 @@ PLAN = {
     ("leaf_spine_10g.toml", "datamining"): ([1, 2, 3], LOADS, DM),
     ("leaf_spine_40g.toml", "datamining"): ([1, 2, 3], LOADS, DM),
 }
+# Why HULA beats P4TE on data-mining short flows (10G/5G): ABLATION's
+# variants beside the grid's, the grid's flows and seeds 1-2 (shared cache).
+SHORT_CFG = ("leaf_spine_10g.toml", "datamining")
+SHORT_SEEDS = [1, 2]
+SHORT_LOADS = [0.2, 0.4, 0.6, 0.8]
+SHORT_VARIANTS = ["flowlet ECMP", "HULA", "HULA, probes 1 ms", "P4TE-RA fast", "P4TE-RA batch", "P4TE-NRA fast",
+                  "P4TE-RA fast, delta 8", "P4TE-RA fast, delta 2", "P4TE-RA fast, 1 queue group",
+                  "P4TE-RA fast, flowlet 500 us", "P4TE-RA fast, all short", "P4TE-NRA fast, all GREEN",
+                  "P4TE-NRA fast, delta 1 x 64 groups, all GREEN"]
+# The same on web-search at 10G/5G (HULA also wins its short flows at 20-40%).
+SHORT_WS_SEEDS = [1, 2, 3]
+SHORT_WS_VARIANTS = ["HULA", "P4TE-RA fast", "P4TE-NRA fast", "P4TE-RA fast, delta 2", "P4TE-NRA fast, all GREEN",
+                     "P4TE-NRA fast, delta 1 x 64 groups, all GREEN"]
+# Where the queues are: fabric queues and transmit rates sampled every 20 us
+# (arrival period only), and alg. 2's decision counters; (load, seed, variants).
+WHERE = (0.4, 1, ["HULA", "P4TE-RA fast", "P4TE-NRA fast, all GREEN"])
+WHERE_INTERVAL_US = 20
 # The CDF plots (appendix A.2): these schemes, 10G/5G.
 CDF_VARIANTS = ["ECMP", "flowlet ECMP", "HULA", "P4TE-RA fast"]
 
@@ -295,6 +338,89 @@ def jobs(seeds):
         yield ("fat", v), "fat_tree_k8.toml", sets_for(v, "fat_tree_k8.toml")
     for k in rest:
         yield from grid(*k)
+    cfg, cdf = SHORT_CFG
+    for load in SHORT_LOADS:
+        for seed in SHORT_SEEDS:
+            for v in SHORT_VARIANTS:
+                yield ("short", load, seed, v), cfg, grid_sets(cfg, cdf, load, seed, v)
+        for seed in SHORT_WS_SEEDS:
+            for v in SHORT_WS_VARIANTS:
+                yield ("short-ws", load, seed, v), cfg, grid_sets(cfg, "websearch", load, seed, v)
+
+
+def short_flow_stats(cache, load, seed, v, cdf=SHORT_CFG[1]):
+    """Mean FCT of the short flows (the default classes: the variant "all
+    short" reclassifies its own) and the share of one-packet flows slower
+    than 50 us, from the per-flow records."""
+    cfg = SHORT_CFG[0]
+    ref = json.loads(flows_file(cache, cfg, grid_sets(cfg, cdf, load, seed, "HULA")).read_text())
+    d = json.loads(flows_file(cache, cfg, grid_sets(cfg, cdf, load, seed, v)).read_text())
+    short = [f for c, f in zip(ref["class"], d["fct_us"]) if c == 0 and f is not None]
+    one = [f for b, f in zip(d["bytes"], d["fct_us"]) if b <= 1460 and f is not None]
+    return {"short": mean(short), "one_slow": sum(f > 50 for f in one) / max(len(one), 1)}
+
+
+def where_queues(cache, v, load, seed):
+    """Fabric queues while the data-mining flows arrive (first 1.5 s): the
+    time-average depth (packets) of the leaf uplinks and of the spine
+    downlinks, the share of time a leaf has an idle uplink (empty queue,
+    nothing sent in the interval) while another of its uplinks holds 28+
+    packets, what a one-packet flow and its ACK would wait (packets, four
+    fabric queues) on a random path, on the uplinks with the shortest
+    queue at each end, and on the shortest end-to-end paths (by PASTA,
+    from the samples), and alg. 2's counters."""
+    cfg, cdf = SHORT_CFG
+    iv = WHERE_INTERVAL_US
+    sets = grid_sets(cfg, cdf, load, seed, v) + [
+        f"metrics.queue_sample_interval_us={iv}", f"metrics.port_rate_interval_us={iv}",
+        'metrics.queue_sample_ports=["spine"]', 'metrics.port_rate_ports=["spine"]']
+    f = cache / f"where-{cache_key(cfg, sets)}.json"
+    if f.exists():
+        return json.loads(f.read_text())
+    import numpy as np
+    env = dict(os.environ, PISANET_COLUMNS="1")
+    p = subprocess.run([str(RUN), str(HERE / cfg), *sets], capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        raise RuntimeError(f"{cfg} {sets}: {p.stderr.strip()}")
+    d = json.loads(p.stdout)
+    q, r = d["queues"], d["port_rates"]
+    names = sorted(set(q["port"]))
+    col = {n: i for i, n in enumerate(names)}
+    ts = np.unique(np.array(q["time_us"]))
+
+    def matrix(t, port, val):
+        m = np.zeros((len(ts), len(names)))
+        m[np.searchsorted(ts, np.array(t)), [col[x] for x in port]] = val
+        return m[ts <= DATAMINING_ARRIVALS_S[cfg] * 1e6]
+    depth = np.ceil(matrix(q["time_us"], q["port"], np.array(q["depth_bytes"], float)) / 1518)
+    tx = matrix(r["time_us"], r["port"], np.array(r["tx_gbps"], float))
+    n = 4
+
+    def by(fmt_name, shift=0):
+        return np.array([[depth[:, col[fmt_name(j, s, (j + shift) % n)]] for s in range(n)] for j in range(n)])
+    up = by(lambda j, s, k: f"leaf{j}->spine{s}")
+    down = by(lambda j, s, k: f"spine{s}->leaf{k}", 1)
+    up_tx = np.array([[tx[:, col[f"leaf{j}->spine{s}"]] for s in range(n)] for j in range(n)])
+    # A leaf-j flow's ACK: leaf j+1's uplink, then the spine's downlink to leaf j.
+    ack_up, ack_down = np.roll(up, -1, axis=0), by(lambda j, s, k: f"spine{s}->leaf{j}")
+    rng = np.random.default_rng(0)
+
+    def on_min_uplink(u, dn):
+        i = (u + rng.random(u.shape) * 1e-3).argmin(axis=1)
+        return float(np.take_along_axis(u + dn, i[:, None, :], 1).mean())
+    idle = (up == 0) & (up_tx == 0)
+    c = (d["summary"].get("switches") or {}).get("counters") or {}
+    out = {
+        "up": float(up.mean()), "down": float(down.mean()),
+        "idle_beside_deep": float((idle.any(axis=1) & (up >= 28).any(axis=1)).mean()),
+        "random": float((up + down).mean() + (ack_up + ack_down).mean()),
+        "min_uplink": on_min_uplink(up, down) + on_min_uplink(ack_up, ack_down),
+        "min_path": float((up + down).min(axis=1).mean() + (ack_up + ack_down).min(axis=1).mean()),
+        "counters": {k: c[k]["packets"] for k in c},
+    }
+    f.write_text(json.dumps(out))
+    print(f"ran where-queues {v} {load} {seed}", flush=True)
+    return out
 
 
 def calibrate_all(cache, seeds):
@@ -315,13 +441,15 @@ def main():
     if a.quick:
         for k, (_, _, vs) in PLAN.items():
             PLAN[k] = ([1], [0.4, 0.8], vs)
+        SHORT_SEEDS[:] = SHORT_WS_SEEDS[:] = [1]
+        SHORT_LOADS[:] = [0.4, 0.8]
     cache = Path(a.cache)
     cache.mkdir(parents=True, exist_ok=True)
     per_flow_ecmp = calibrate_all(cache, seeds)
     res = {}
     for key, cfg, sets in jobs(seeds):
         res[key] = run(cache, cfg, sets)
-    write(res, seeds, per_flow_ecmp)
+    write(res, seeds, per_flow_ecmp, cache)
     # plot.py imports this module as `run`: let it share this run's state
     # (DELTA, PLAN) instead of importing a fresh copy.
     sys.modules.setdefault("run", sys.modules[__name__])
@@ -341,7 +469,60 @@ def flows_title(cfg, cdf, loads):
     return "flows " + " / ".join(f"{x:,}" for x in n) + f" (arrivals over {DATAMINING_ARRIVALS_S[cfg]} s)"
 
 
-def write(res, seeds, per_flow_ecmp):
+def write_short(res, cache):
+    """The section on data-mining short flows (ABLATION, WHERE)."""
+    L = []
+    w = L.append
+    cfg, cdf = SHORT_CFG
+    w(f"\n## Data-mining short flows: why HULA is faster than P4TE ({cfg.removesuffix('.toml')}, seeds {SHORT_SEEDS})\n")
+    w("One P4TE mechanism changed at a time, everything else as \"P4TE-RA fast\" (the grid's flows; the "
+      "grid's own runs where the variant is the grid's). Short FCT: mean over the short flows (the default classes, "
+      "also for \"all short\"), us; \">50 us\": share of one-packet flows slower than 50 us (an empty path takes "
+      "9-15 us; one queue at the ECN threshold adds ~100 us). \"all GREEN\": every link-utilization meter at "
+      "CIR = PIR = line rate with a 10 ms burst, so alg. 2's colour check (lines 9-10) never overrides "
+      "lowQueueDepthPort (and large flows see every port in the GREEN group); it runs without rate adaptation "
+      "(compare P4TE-NRA fast), since T4 reads the same colours. \"1 queue group\": no queue-depth information. "
+      "\"all short\": every flow takes alg. 2's short-flow branch.\n")
+    w("| variant | " + " | ".join(f"{int(l * 100)}% short FCT | {int(l * 100)}% >50 us" for l in SHORT_LOADS) + " |")
+    w("|---|" + "---|---|" * len(SHORT_LOADS))
+    for v in SHORT_VARIANTS:
+        cells = []
+        for load in SHORT_LOADS:
+            st = [short_flow_stats(cache, load, s, v) for s in SHORT_SEEDS if ("short", load, s, v) in res]
+            cells += [fmt(mean([x["short"] for x in st])), f"{100 * mean([x['one_slow'] for x in st]):.0f}%" if st else "-"]
+        w(f"| {v} | " + " | ".join(cells) + " |")
+    w(f"\nThe same on web-search ({cfg.removesuffix('.toml')}, 600 flows, seeds {SHORT_WS_SEEDS}), short FCT:\n")
+    w("| variant | " + " | ".join(f"{int(l * 100)}%" for l in SHORT_LOADS) + " |")
+    w("|---|" + "---|" * len(SHORT_LOADS))
+    for v in SHORT_WS_VARIANTS:
+        w(f"| {v} | " + " | ".join(fmt(mean([short_flow_stats(cache, load, s, v, "websearch")["short"]
+                                              for s in SHORT_WS_SEEDS if ("short-ws", load, s, v) in res]))
+                                   for load in SHORT_LOADS) + " |")
+    load, seed, vs = WHERE
+    w(f"\n**Where the queues are** ({int(load * 100)}% load, seed {seed}, the first "
+      f"{DATAMINING_ARRIVALS_S[cfg]} s while flows arrive; queues sampled every {WHERE_INTERVAL_US} us, packets). "
+      "Stride sends leaf j's flows to leaf j+1, so leaf j's uplink to spine s feeds spine s's downlink to leaf j+1; "
+      "a one-packet flow waits in four fabric queues (its packet: that uplink and downlink; its ACK: leaf j+1's "
+      "uplink, then a spine's downlink to leaf j). \"wait on ...\": the time-average of those four queues (by PASTA, "
+      "what a tiny flow arriving at a random time would see) on a random path, on the uplinks with the shortest "
+      "queue at each leaf (the best a leaf-local choice can do with exact depths), and on the shortest whole paths. "
+      "Overrides: share of alg. 2's flowlet decisions (data and ACK flowlets) where the colour check sent the "
+      "flowlet to the other metric's port.\n")
+    w("| variant | uplink depth | downlink depth | idle uplink beside a 28+ one | wait on random path | wait on min uplinks | wait on min paths | short-class overrides | large-class overrides |")
+    w("|---|---|---|---|---|---|---|---|---|")
+    for v in vs:
+        x = where_queues(cache, v, load, seed)
+        c = x["counters"]
+
+        def share(cls):
+            tot = c.get(f"path_choices_{cls}")
+            return "-" if not tot else f"{100 * c.get(f'path_overrides_{cls}', 0) / tot:.0f}%"
+        w(f"| {v} | {x['up']:.1f} | {x['down']:.1f} | {100 * x['idle_beside_deep']:.0f}% | {x['random']:.1f} | "
+          f"{x['min_uplink']:.1f} | {x['min_path']:.1f} | {share('short')} | {share('large')} |")
+    return L
+
+
+def write(res, seeds, per_flow_ecmp, cache):
     L = []
     w = L.append
 
@@ -429,6 +610,7 @@ def write(res, seeds, per_flow_ecmp):
     for cdf, fig in [("datamining", "14"), ("websearch", "15")]:
         w(f"- Fig. {fig}, {cdf}: ![CDF of FCT, {cdf}](p4te/cdf_{cdf}_10g.png) "
           f"[p4te/cdf_{cdf}_10g.png](p4te/cdf_{cdf}_10g.png)")
+    L.extend(write_short(res, cache))
     w("\n## Fig. 11: load over each leaf's uplinks (web-search, 80%, 10G/5G)\n")
     w("Standard deviation of the packets each leaf sends on its 4 uplinks over a whole run, and the same "
       "divided by the mean (coefficient of variation, comparable across run lengths), mean over the seeds. "

@@ -195,6 +195,12 @@ pub struct P4te {
     /// cloned (0 queue-depth event, 1 utilization event).
     pub facks: CounterId,
     pub feedback: CounterId,
+    /// Instrumentation of alg. 2 (no effect on forwarding), per class
+    /// (short, large): flowlet decisions, and those where the colour check
+    /// (lines 9-10, 17-18) sent the flowlet to the other metric's port, when
+    /// that port differs.
+    pub path_choices: [CounterId; 2],
+    pub path_overrides: [CounterId; 2],
     params: P4teParams,
     tier: u8,
     leaf: bool,
@@ -341,6 +347,15 @@ impl P4te {
             kind: CounterKind::Packets,
             size: 2,
         });
+        let mut one = |name| {
+            pipe.counter(CounterSpec {
+                name,
+                kind: CounterKind::Packets,
+                size: 1,
+            })
+        };
+        let path_choices = [one("path_choices_short"), one("path_choices_large")];
+        let path_overrides = [one("path_overrides_short"), one("path_overrides_large")];
         // A recirculated feedback packet that also becomes a FACK is
         // resubmitted (portUtilizations is touched once per pass).
         pipe.keep_original();
@@ -375,6 +390,8 @@ impl P4te {
             rc_seq,
             facks,
             feedback,
+            path_choices,
+            path_overrides,
             tier: info.tier,
             leaf,
             n_ports: info.n_ports,
@@ -526,7 +543,8 @@ impl P4te {
         });
         let new_flowlet = gap >= self.params.flowlet_interval.ps();
         // Lines 8-14 (short) and 16-22 (large).
-        let (first, second) = if pkt.ip.dscp & TC_LARGE != 0 {
+        let large = pkt.ip.dscp & TC_LARGE != 0;
+        let (first, second) = if large {
             (low_util, low_queue_depth)
         } else {
             (low_queue_depth, low_util)
@@ -538,13 +556,20 @@ impl P4te {
             second
         };
         // Lines 15, 23 and 26 (a never-written slot starts a flowlet).
-        let port = ctx.register(self.flowlet_port, slot, |last| {
+        let (port, decided) = ctx.register(self.flowlet_port, slot, |last| {
             if new_flowlet || last == 0 {
-                (choice as u64 + 1, choice as u64)
+                (choice as u64 + 1, (choice as u64, true))
             } else {
-                (last, last - 1)
+                (last, (last - 1, false))
             }
         });
+        if decided {
+            let class = large as usize;
+            ctx.count(self.path_choices[class], 0, sm.packet_length);
+            if choice != first {
+                ctx.count(self.path_overrides[class], 0, sm.packet_length);
+            }
+        }
         Some(port as PortNo)
     }
 }

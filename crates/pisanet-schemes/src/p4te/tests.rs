@@ -584,6 +584,11 @@ fn short_flows_take_the_least_queued_port_unless_it_is_not_green_and_large_flows
     util(&mut sw, 2, Color::Red, t);
     t += SimTime::from_ms(2);
     assert_eq!(choose(&mut sw, TC_LARGE, t), 3);
+    // The instrumentation counts each class's decisions and the overrides.
+    let count = |c: pisanet_pisa::CounterId| sw.pipeline().read_counter(c, 0).packets;
+    let short = (count(h.path_choices[0]), count(h.path_overrides[0]));
+    let large = (count(h.path_choices[1]), count(h.path_overrides[1]));
+    assert_eq!((short, large), ((2, 1), (2, 1)));
     sw.assert_no_violations();
 }
 
