@@ -67,7 +67,10 @@ fn p4te_short_flows_finish_sooner_than_ecmp_at_high_load() {
         let batch = run(&[seed, "scheme.p4te.cpu_coalesce=true"]);
         for (name, p4te) in [("fast CPU", fast), ("batching CPU", batch)] {
             let p = at(&p4te.summary, "fct_us.short.mean");
-            assert!(p < e, "{seed}, {name}: P4TE short {p:.0} us, ECMP {e:.0} us");
+            assert!(
+                p < e,
+                "{seed}, {name}: P4TE short {p:.0} us, ECMP {e:.0} us"
+            );
             assert_eq!(at(&p4te.summary, "flows.completed"), 300.0);
         }
     }
