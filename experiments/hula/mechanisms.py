@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Experiments on the mechanisms behind docs/results/hula.md's open points:
 data-mining at a scale where the schemes differ, why CONGA' stays close to
-HULA, and whether HULA's drops at the bottleneck come from herding.
+HULA, whether HULA's drops at the bottleneck come from herding, and why a
+10x probe interval costs HULA time at 30-50% load (`probe10x`).
 
 Tables go into docs/results/hula.md between `<!-- mechanisms:begin -->` and
 `<!-- mechanisms:end -->`; every run's derived numbers are cached in
@@ -9,7 +10,7 @@ docs/results/hula/mechanisms.json (keyed by config and settings), so a rerun
 only simulates what is missing. `--tables` rewrites the tables from the cache.
 
 `.venv/bin/python experiments/hula/mechanisms.py [--only NAME ...] [--tables]`
-(about 75 minutes on one core without a cache). Uses
+(about 105 minutes on one core without a cache). Uses
 target/release/examples/run (PISANET_COLUMNS=1), like run.py.
 
 Per-run numbers beyond the FCTs (all from outputs the runner already has):
@@ -43,13 +44,17 @@ SYM70 = ("base.toml", WS + ["workload.load=0.7"])
 # (the cap is a safety net only): 3-4 s of simulated time at 80% load.
 DM_FLOWS = 3000
 DM = ["workload.cdf=datamining", f"workload.flows={DM_FLOWS}", "run.max_sim_time_ms=30000"]
-# 20% last in the run order: it is the longest to simulate (~10 s).
-DM_LOADS = [0.2, 0.4, 0.6, 0.8]
-DM_RUN_ORDER = [0.4, 0.6, 0.8, 0.2]
+# 20% and 10% take the most simulated time (10 s and 20 s) but not the most
+# wall time (about 30 s per run at 10%, 35-60 s at 90%).
+DM_LOADS = [0.1, 0.2, 0.4, 0.6, 0.8, 0.9]
+DM_RUN_ORDER = [0.4, 0.6, 0.8, 0.2, 0.9, 0.1]
+DM_SEEDS = {}  # load -> seeds, to run fewer than SEEDS at a load
 # 50 us samples of the pod-1 aggregation uplinks and of the bottleneck.
 TS = ["metrics.port_rate_interval_us=50", 'metrics.port_rate_ports=["A1->S","A2->S","S2->A3"]',
       "metrics.queue_sample_interval_us=50", 'metrics.queue_sample_ports=["S2->A3"]']
 TS_BIN_US = 50
+# Lags (in 50 us bins) for the autocorrelation of S2's inflow: 50 us, 200 us, 500 us, 1 ms, 2 ms.
+INFLOW_LAGS = [1, 4, 10, 20, 40]
 BUFFER_B = 500_000
 LINK_GBPS = 40.0
 
@@ -60,7 +65,7 @@ def jobs_of(name):
     if name == "datamining":
         for load in DM_RUN_ORDER:
             for cfg in ["base.toml", "asym.toml"]:
-                for seed in SEEDS:
+                for seed in DM_SEEDS.get(load, SEEDS):
                     out += [(cfg, DM + [f"workload.load={load}"], s, seed) for s in hula.SCHEMES]
     elif name == "flowlets":
         for cfg, sets in [ASYM60, SYM70]:
@@ -85,6 +90,11 @@ def jobs_of(name):
         for tp, tau in [(50, 400), (100, 400), (200, 400), (1000, 2000)]:
             extra = [f"scheme.hula.probe_interval_us={tp}", f"scheme.hula.tau_us={tau}"]
             out += [(cfg, sets + extra, "hula", seed) for seed in SEEDS]
+    elif name == "probe10x":
+        # Why 10x T_p costs HULA 1.20x at 50% load (docs/results/hula.md item 13).
+        for cfg, sets in PROBE10X_SETUPS:
+            for _label, extra in PROBE10X_ROWS:
+                out += [(cfg, sets + TS + extra, "hula", seed) for seed in SEEDS]
     elif name == "ts":
         cfg, sets = ASYM60
         for s in ["ecmp", "conga_prime", "hula"]:
@@ -103,7 +113,27 @@ def jobs_of(name):
     return out
 
 
-EXPERIMENTS = ["datamining", "flowlets", "timeout", "longtf", "probe", "ts", "window", "ideal"]
+EXPERIMENTS = ["datamining", "flowlets", "timeout", "longtf", "probe", "ts", "window", "ideal", "probe10x"]
+# Fig. 9c below 70%: web-search on the asymmetric topology at 50% (2000 and
+# 4000 flows) and 30%. keepalive and tau default to 3 T_p and 2 T_p
+# (crates/pisanet/src/config.rs), so the sweep's 10x run has tau 4 ms and
+# keepalive 6 ms; the rows below separate the probe interval from tau and
+# from aging. tau < 2 T_p is rejected (section 4.2), so T_p 2 ms with a fast
+# tau cannot be run.
+WS50 = WS + ["workload.load=0.5"]
+PROBE10X_SETUPS = [("asym.toml", WS50),
+                   ("asym.toml", ["workload.cdf=websearch", "workload.flows=4000", f"run.max_sim_time_ms={hula.WS_MAX_MS}", "workload.load=0.5"]),
+                   ("asym.toml", WS + ["workload.load=0.3"]),
+                   # Fewer decisions per round: T_f 500 us (about 0.5 data flowlets per flow, item 7).
+                   ("asym.toml", WS50 + ["scheme.flowlet_timeout_us=500"])]
+PROBE10X_ROWS = [
+    ("T_p 200 us (defaults: tau 400 us, keepalive 600 us)", ["scheme.hula.probe_interval_us=200"]),
+    ("T_p 200 us, tau 4 ms", ["scheme.hula.probe_interval_us=200", "scheme.hula.tau_us=4000"]),
+    ("T_p 500 us (tau 1 ms, keepalive 1.5 ms)", ["scheme.hula.probe_interval_us=500"]),
+    ("T_p 1 ms (tau 2 ms, keepalive 3 ms)", ["scheme.hula.probe_interval_us=1000"]),
+    ("T_p 2 ms (defaults: tau 4 ms, keepalive 6 ms)", ["scheme.hula.probe_interval_us=2000"]),
+    ("T_p 2 ms, keepalive 1 s (no aging)", ["scheme.hula.probe_interval_us=2000", "scheme.hula.keepalive_us=1000000"]),
+]
 LONG_TF_SEEDS = [1, 2, 3, 4, 5]
 # ns-2's default TCP window_ is 20 packets; the paper gives no window. 32 KB
 # is about 20 full-sized segments: a sensitivity, not a setting we adopt.
@@ -159,6 +189,8 @@ def series(d):
     # Autocorrelation of A1's S2 share at 50-400 us (probe rounds are 200 us).
     s1 = share["A1"]
     acf = {lag: corr(s1[:-lag], s1[lag:]) for lag in [1, 2, 4, 8]} if len(s1) > 10 else {}
+    # Autocorrelation of S2's inflow at 50 us-2 ms: how long a probe's reading of it stays true.
+    inflow_acf = {lag: corr(into_s2[:-lag], into_s2[lag:]) for lag in INFLOW_LAGS} if len(into_s2) > 2 * max(INFLOW_LAGS) else {}
     return {
         "bins": len(ts),
         "into_s2_mean": statistics.fmean(into_s2) if ts else None,
@@ -168,6 +200,7 @@ def series(d):
         "share_sd_a1": statistics.pstdev(s1) if len(s1) > 1 else None,
         "share_corr_a1_a2": corr(share["A1"], share["A2"]),
         "share_acf": acf,
+        "inflow_acf": inflow_acf,
         "share_extreme": sum(1 for x, y in both if (x > 0.9 and y > 0.9) or (x < 0.1 and y < 0.1)) / len(both) if both else None,
     }
 
@@ -189,7 +222,7 @@ def one(cfg, sets, scheme, seed):
     q = d["queues"]["depth_bytes"]
     rec = {
         "key": key(cfg, sets, scheme, seed), "cfg": cfg, "sets": sets, "scheme": scheme, "seed": seed,
-        "mean": f["mean"], "p99": f["p99"], "small": f["lt_100KB"]["mean"], "large": f["gt_10MB"]["mean"],
+        "mean": f["mean"], "p50": f["p50"], "p99": f["p99"], "small": f["lt_100KB"]["mean"], "large": f["gt_10MB"]["mean"],
         "completed": s["flows"]["completed"], "total": s["flows"]["total"], "sim_s": s["sim_time_s"],
         "wall": s["wall_time_s"], "reordered": s["packets"]["reordered"],
         "counters": {k: v["packets"] for k, v in s["switches"]["counters"].items()},
@@ -332,8 +365,12 @@ def table_longtf(cache):
     return "\n".join(out)
 
 
+def probe_us(r):
+    return next((float(x.split("=")[1]) for x in r["sets"] if x.startswith("scheme.hula.probe_interval_us=")), 200.0)
+
+
 def changes_per_round(r, tier):
-    tp = next((float(x.split("=")[1]) for x in r["sets"] if x.startswith("scheme.hula.probe_interval_us=")), 200.0)
+    tp = probe_us(r)
     n = r["counters"].get(f"hula_best_hop_changes_tier{tier}")
     return None if n is None else n / (r["sim_s"] * 1e6 / tp)
 
@@ -352,6 +389,38 @@ def table_probe(cache):
         out.append(f"| {tp} | {tau} | {ms(avg(rs, lambda r: r['mean']))} | {ms(avg(rs, lambda r: r['small']))}"
                    f" | {num(avg(rs, lambda r: r['drops_s2a3']))} | {num(avg(rs, lambda r: r['drops_a_s1']))} | {num(allsw)}"
                    f" | {num(avg(rs, lambda r: r['q0']), '{:.2f}')} | {cpr} | {num(avg(rs, flowlets_per_flow), '{:.2f}')} |")
+    return "\n".join(out)
+
+
+def table_probe10x(cache):
+    out = ["#### HULA probe interval at 30-50% load (web-search, asymmetric, seeds 1-3; 50 us samples)", "",
+           "\"Flowlets per round\" is data flowlets started at the ToRs per probe round (both pod-1 ToRs; each ToR sends all of a round's "
+           "flowlets to one destination ToR by one best hop). \"S2 inflow\" is A1->S2 + A2->S2 in 50 us bins (S2->A3 carries 40 Gb/s); "
+           "its autocorrelation says how long a probe's reading of the bottleneck stays true.", "",
+           "| load, flows | set-up | avg FCT | / T_p 200 us | p50 | small flows | large flows | drops: S2->A3 | P(S2->A3 empty) "
+           "| flowlets per round (ToRs) | best-hop changes per round: ToRs / aggregation / spines | S2's share of A1, A2 up bytes "
+           "| S2 inflow: bins > 40 Gb/s | A1, A2 both > 0.9 or both < 0.1 to S2 | S2 inflow autocorrelation at 50 us / 200 us / 500 us / 1 ms / 2 ms |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for cfg, sets in PROBE10X_SETUPS:
+        load = next(x.split("=")[1] for x in sets if x.startswith("workload.load="))
+        flows = next(x.split("=")[1] for x in sets if x.startswith("workload.flows="))
+        flows += "".join(f", T_f {x.split('=')[1]} us" for x in sets if x.startswith("scheme.flowlet_timeout_us="))
+        base = None
+        for label, extra in PROBE10X_ROWS:
+            rs = [r for r in pick(cache, cfg, sets + TS + extra, "hula") if "ts" in r]
+            if not rs:
+                continue
+            m = avg(rs, lambda r: r["mean"])
+            base = base or m
+            t = lambda f: avg(rs, lambda r: r["ts"][f])  # noqa: E731
+            cpr = " / ".join(num(avg(rs, lambda r, k=k: changes_per_round(r, k)), "{:.2f}") for k in [0, 1, 2])
+            fpr = avg(rs, lambda r: r["counters"].get("new_data_flowlets_tier0", 0) / (r["sim_s"] * 1e6 / probe_us(r)))
+            acf = " / ".join(num(avg(rs, lambda r, k=k: r["ts"]["inflow_acf"].get(str(k), r["ts"]["inflow_acf"].get(k))), "{:.2f}") for k in INFLOW_LAGS)
+            out.append(f"| {float(load) * 100:.0f}%, {flows} | {label} | {ms(m)} | {rat(m, base)} | {ms(avg(rs, lambda r: r.get('p50')))}"
+                       f" | {ms(avg(rs, lambda r: r['small']))} | {ms(avg(rs, lambda r: r['large']))}"
+                       f" | {num(avg(rs, lambda r: r['drops_s2a3']))} | {num(avg(rs, lambda r: r['q0']), '{:.2f}')}"
+                       f" | {num(fpr, '{:.1f}')} | {cpr} | {num(avg(rs, lambda r: r['s2_share']), '{:.2f}')}"
+                       f" | {num(t('into_s2_over40'), '{:.3f}')} | {num(t('share_extreme'), '{:.2f}')} | {acf} |")
     return "\n".join(out)
 
 
@@ -413,7 +482,7 @@ def table_ideal(cache):
 
 def tables(cache):
     parts = [table_datamining(cache), table_flowlets(cache), table_timeout(cache), table_longtf(cache), table_probe(cache), table_ts(cache),
-             table_window(cache), table_ideal(cache)]
+             table_window(cache), table_ideal(cache), table_probe10x(cache)]
     return "\n\n".join(p for p in parts if p.count("\n|") > 1)
 
 
