@@ -170,6 +170,24 @@ fn handles(info: &SwitchInfo, params: &SchemeParams) -> P4te {
     P4te::new(&mut Pipeline::new("p4te"), params, info).unwrap()
 }
 
+/// A leaf switch and its handles, after one short-class TCP packet from a
+/// local host went up through ingress at time 0: the packet as queued at
+/// its uplink, for the egress tests to replay.
+fn leaf_with_uplink_packet(
+    info: &SwitchInfo,
+    params: &SchemeParams,
+) -> (P4te, Switch, (PortNo, Packet, QueueMeta)) {
+    let h = handles(info, params);
+    let mut sw = switch(info, params);
+    let q = through(
+        &mut sw,
+        us(0),
+        0,
+        tcp_pkt(H0, REMOTE, 1000, 0, 1460, TC_SHORT),
+    );
+    (h, sw, q)
+}
+
 fn to_cpu(out: &[Emit]) -> usize {
     out.iter()
         .filter(|e| matches!(e, Emit::Consumed(_)))
@@ -182,14 +200,7 @@ fn to_cpu(out: &[Emit]) -> usize {
 fn queue_depth_events_fire_at_delta_and_move_the_port() {
     let info = leaf_info();
     let p = params(|p| p.delta_pkts = 8);
-    let h = handles(&info, &p);
-    let mut sw = switch(&info, &p);
-    let q = through(
-        &mut sw,
-        us(0),
-        0,
-        tcp_pkt(H0, REMOTE, 1000, 0, 1460, TC_SHORT),
-    );
+    let (h, mut sw, q) = leaf_with_uplink_packet(&info, &p);
     // Alg. 1 lines 3 and 7: an event when the depth moves by delta from the
     // last reported one; packets 200 us apart keep the meter GREEN.
     let script = [
@@ -224,14 +235,7 @@ fn queue_depth_events_fire_at_delta_and_move_the_port() {
 fn colour_changes_recirculate_feedback_that_updates_port_utilizations() {
     let info = leaf_info();
     let p = SchemeParams::default();
-    let h = handles(&info, &p);
-    let mut sw = switch(&info, &p);
-    let q = through(
-        &mut sw,
-        us(0),
-        0,
-        tcp_pkt(H0, REMOTE, 1000, 0, 1460, TC_SHORT),
-    );
+    let (h, mut sw, q) = leaf_with_uplink_packet(&info, &p);
     let port = q.0 as u32;
     // Back to back at line rate: CBS = PBS = 5% x 1.25 GB/s x 100 us =
     // 6250 B, four packets; the fifth finds the peak bucket empty: RED.
@@ -277,14 +281,7 @@ fn a_port_paced_between_cir_and_pir_reports_every_colour_flip() {
     let info = leaf_info();
     for burst_window_us in [100u64, 1000] {
         let p = params(|p| p.util_burst_window = us(burst_window_us));
-        let h = handles(&info, &p);
-        let mut sw = switch(&info, &p);
-        let q = through(
-            &mut sw,
-            us(0),
-            0,
-            tcp_pkt(H0, REMOTE, 1000, 0, 1460, TC_SHORT),
-        );
+        let (h, mut sw, q) = leaf_with_uplink_packet(&info, &p);
         // Paced at 85% of 10G (CIR 75%, PIR 95%): one packet every
         // bits / 8.5 ns.
         let bits = q.1.size as u64 * 8;
@@ -329,14 +326,7 @@ fn a_port_paced_between_cir_and_pir_reports_every_colour_flip() {
 fn a_group_move_lands_one_write_at_a_time() {
     let info = leaf_info();
     let p = params(|p| p.delta_pkts = 4);
-    let h = handles(&info, &p);
-    let mut sw = switch(&info, &p);
-    let q = through(
-        &mut sw,
-        us(0),
-        0,
-        tcp_pkt(H0, REMOTE, 1000, 0, 1460, TC_SHORT),
-    );
+    let (h, mut sw, q) = leaf_with_uplink_packet(&info, &p);
     let (port, other) = (q.0 as u64, 5 - q.0 as u64);
     // Depth 9: group (9 - 1) / 4 = 2.
     assert_eq!(to_cpu(&egress(&mut sw, us(0), &q, 9)), 1);
@@ -407,14 +397,7 @@ fn event_storm(coalesce: bool, events: usize) -> (Switch, P4te) {
         p.delta_pkts = 4;
         p.cpu_coalesce = coalesce;
     });
-    let h = handles(&info, &p);
-    let mut sw = switch(&info, &p);
-    let q = through(
-        &mut sw,
-        us(0),
-        0,
-        tcp_pkt(H0, REMOTE, 1000, 0, 1460, TC_SHORT),
-    );
+    let (h, mut sw, q) = leaf_with_uplink_packet(&info, &p);
     let mut x = 0x2545_F491_4F6C_DD1Du64;
     for i in 0..events {
         // xorshift64: depths 0..31, so every group is visited.
@@ -476,14 +459,7 @@ fn a_coalescing_cpu_writes_a_lone_move_as_alg_3_does() {
             p.delta_pkts = 4;
             p.cpu_coalesce = coalesce;
         });
-        let h = handles(&info, &p);
-        let mut sw = switch(&info, &p);
-        let q = through(
-            &mut sw,
-            us(0),
-            0,
-            tcp_pkt(H0, REMOTE, 1000, 0, 1460, TC_SHORT),
-        );
+        let (h, mut sw, q) = leaf_with_uplink_packet(&info, &p);
         assert_eq!(to_cpu(&egress(&mut sw, us(0), &q, 9)), 1);
         let mut steps = Vec::new();
         for k in 0..4 {
