@@ -213,11 +213,7 @@ def main():
     OUT_JSON.parent.mkdir(parents=True, exist_ok=True)
     OUT_JSON.write_text(json.dumps(rows, indent=1))
     body = tables(rows) + plot_length(rows)
-    text = hula.DOC.read_text()
-    begin, end = "<!-- ablations:begin -->", "<!-- ablations:end -->"
-    if begin in text:
-        i, j = text.index(begin) + len(begin), text.index(end)
-        hula.DOC.write_text(text[:i] + "\n" + body + "\n" + text[j:])
+    hula.write_section("ablations", body)
     print(body)
 
 

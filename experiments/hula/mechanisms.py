@@ -504,11 +504,7 @@ def main():
                 print(f"{name} {scheme} seed {seed} {' '.join(sets[-2:])}: {r['mean'] / 1000:.2f} ms, "
                       f"wall {r['wall']:.0f} s", flush=True)
     body = tables(cache)
-    text = hula.DOC.read_text()
-    begin, end = "<!-- mechanisms:begin -->", "<!-- mechanisms:end -->"
-    if begin in text:
-        i, j = text.index(begin) + len(begin), text.index(end)
-        hula.DOC.write_text(text[:i] + "\n" + body + "\n" + text[j:])
+    hula.write_section("mechanisms", body)
     print(body)
 
 

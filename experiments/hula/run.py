@@ -259,6 +259,19 @@ def plots(rows, ws, dm, qload, s9a, s9b):
     return "### Figures\n\n" + "\n".join(f"![{m}](hula/{m})" for m in made)
 
 
+
+def write_section(name: str, body: str) -> None:
+    """Puts `body` into docs/results/hula.md between `<!-- NAME:begin -->`
+    and `<!-- NAME:end -->` (a new page holds just that section)."""
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    text = DOC.read_text() if DOC.exists() else f"{begin}\n{end}\n"
+    if begin not in text or end not in text:
+        print(f"warning: {DOC} has no {begin} ... {end} markers; not written", file=sys.stderr)
+        return
+    i, j = text.index(begin) + len(begin), text.index(end)
+    DOC.write_text(text[:i] + "\n" + body + "\n" + text[j:])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="one seed, two loads (a smoke test)")
@@ -306,10 +319,7 @@ def main():
     if not a.quick:
         parts.append(plots(rows, ws, dm, qload, s9a, s9b))
     body = "\n\n".join(parts)
-    text = DOC.read_text() if DOC.exists() else "<!-- results:begin -->\n<!-- results:end -->\n"
-    begin, end = "<!-- results:begin -->", "<!-- results:end -->"
-    i, j = text.index(begin) + len(begin), text.index(end)
-    DOC.write_text(text[:i] + "\n" + body + "\n" + text[j:])
+    write_section("results", body)
     print(body)
 
 
