@@ -8,7 +8,7 @@
 //! source leaf, ingress (from a host):
 //!   get_dst_tor -> own rack: ipv4_lpm to the host
 //!   flowlet_time[h] -> gap                                          (stage 2)
-//!   conga_prime, other pod: flowlet_id[h] +1 on a new flowlet, hash(flowlet id, 5-tuple)
+//!   conga_prime, other pod: flowlet_id[h] new on a new flowlet, hash(flowlet id, 5-tuple)
 //!        carried in the header; ipv4_lpm -> ecmp_group on it       (stages 3-4)
 //!   otherwise: congestion_to_leaf_u[dst] and dre(uplink u) for each uplink u
 //!        (unrolled), flowlet_port[h] := argmin_u max(...) on a new flowlet
@@ -29,7 +29,7 @@ use crate::hula::{
     SET_DST_TOR,
 };
 use crate::l3::{self, RouteAgent, FIVE_TUPLE_FIELDS, L3};
-use crate::SchemeParams;
+use crate::{FlowletId, SchemeParams};
 use pisanet_net::{ExtHeader, Packet, PortNo, MIN_FRAME_BYTES};
 use pisanet_pisa::{
     ControlAgent, CounterId, CounterKind, CounterSpec, CpuApi, Ctx, DataPlane, EstimatorId,
@@ -166,6 +166,8 @@ pub struct Conga {
     hash_tier: u8,
     slot_mask: u32,
     flowlet_timeout_ps: u64,
+    /// How a new cross-pod flowlet gets its id (`scheme.flowlet_id`).
+    id_mode: FlowletId,
     age_ns: u64,
 }
 
@@ -234,7 +236,7 @@ impl Conga {
             name: "flowlet_id",
             width: 16,
             size: slots,
-            holds: "flowlet id of the slot's flow, +1 after each idle gap",
+            holds: "flowlet id of the slot's flow, renewed after each idle gap",
         });
         let congestion_to_leaf = (0..uplinks.len().max(1))
             .map(|u| {
@@ -299,6 +301,7 @@ impl Conga {
             hash_tier: l3::hash_tier(info.tier, params.ecmp_hash_per_tier),
             slot_mask: slots - 1,
             flowlet_timeout_ps: params.flowlet_timeout.ps(),
+            id_mode: params.flowlet_id,
             age_ns: ns32(c.age),
         })
     }
@@ -351,11 +354,8 @@ impl Conga {
         if cross_pod {
             // HULA section 6: flowlet ECMP across pods; the hash of the
             // flowlet id and the 5-tuple is used by every switch after.
-            let id = ctx.register(self.flowlet_id, slot, |id| {
-                let id = if new_flowlet { id + 1 } else { id };
-                (id, id)
-            });
-            let input = l3::push_five_tuple(HashInput::new().u16(id as u16), pkt);
+            let id = self.id_mode.update(ctx, self.flowlet_id, slot, new_flowlet);
+            let input = l3::push_five_tuple(HashInput::new().u16(id), pkt);
             let hash = ctx.hash(self.flowlet_hash, &input);
             CongaHeader {
                 src_leaf: me,

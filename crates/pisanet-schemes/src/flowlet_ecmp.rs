@@ -1,19 +1,21 @@
 //! `flowlet_ecmp`: ECMP over flowlets, CONGA'-style (HULA section 6): the
 //! selector hash covers the 5-tuple and a flowlet id, and a flow's flowlet id
 //! changes after an idle gap longer than `flowlet_timeout`, so a flow may move
-//! to another path only where the gap absorbs the difference in delay.
+//! to another path only where the gap absorbs the difference in delay. The
+//! new id is drawn at random by default, or is the old one + 1 as HULA
+//! section 6 writes ([`FlowletId`]).
 //!
 //! ```text
 //! ingress:  flowlet_index (crc32 of the 5-tuple)
 //!           ─► flowlet_time[i]   read last-seen time, write now      (stage 1)
-//!           ─► flowlet_id[i]     +1 if the gap exceeds the timeout   (stage 2)
+//!           ─► flowlet_id[i]     new id if the gap exceeds the timeout (stage 2)
 //!           ─► ipv4_lpm ─► ecmp_group (crc32 of flowlet id + 5-tuple) (stages 3-4)
 //! ```
 
 #![deny(clippy::float_arithmetic, clippy::integer_division)]
 
 use crate::l3::{self, RouteAgent, FIVE_TUPLE_FIELDS, L3};
-use crate::SchemeParams;
+use crate::{FlowletId, SchemeParams};
 use pisanet_net::Packet;
 use pisanet_pisa::{
     Ctx, DataPlane, HashAlgo, HashId, HashInput, HashSpec, Pipeline, RegisterId, RegisterSpec,
@@ -32,7 +34,7 @@ pub struct FlowletEcmp {
     pub ecmp_hash: HashId,
     /// Last time a packet of the slot's flow was seen (ps mod 2^48).
     pub flowlet_time: RegisterId,
-    /// The slot's flowlet id, +1 after each idle gap.
+    /// The slot's flowlet id, renewed after each idle gap ([`FlowletId`]).
     pub flowlet_id: RegisterId,
     /// Slots - 1 (slots are a power of two).
     slot_mask: u32,
@@ -40,6 +42,8 @@ pub struct FlowletEcmp {
     /// The tier passed to [`l3::member_hash`] (0 everywhere when
     /// `ecmp_hash_per_tier` is off).
     hash_tier: u8,
+    /// How a new flowlet gets its id (`scheme.flowlet_id`).
+    id_mode: FlowletId,
 }
 
 impl FlowletEcmp {
@@ -70,7 +74,7 @@ impl FlowletEcmp {
             name: "flowlet_id",
             width: 16,
             size: slots,
-            holds: "flowlet id of the slot's flow, +1 after each idle gap",
+            holds: "flowlet id of the slot's flow, renewed after each idle gap",
         });
         let l3 = L3::declare(pipe, HashAlgo::Crc32);
         // NOTE: the flowlet id goes first. A CRC is linear: with the id as the
@@ -94,6 +98,7 @@ impl FlowletEcmp {
             slot_mask: slots - 1,
             timeout_ps: params.flowlet_timeout.ps(),
             hash_tier: l3::hash_tier(info.tier, params.ecmp_hash_per_tier),
+            id_mode: params.flowlet_id,
         })
     }
 
@@ -132,15 +137,12 @@ impl DataPlane for FlowletEcmp {
             (now, now.wrapping_sub(last) & TIME_MASK)
         });
         let new_flowlet = gap > self.timeout_ps;
-        // Stage 2: flowlet_id read-modify-write.
-        let id = ctx.register(self.flowlet_id, slot, |id| {
-            let id = if new_flowlet { id + 1 } else { id };
-            (id, id)
-        });
+        // Stage 2: flowlet_id read-modify-write (a new id per new flowlet).
+        let id = self.id_mode.update(ctx, self.flowlet_id, slot, new_flowlet);
         // Stages 3-4: route, then pick a member by 5-tuple and flowlet id.
         let (hash, tier) = (self.ecmp_hash, self.hash_tier);
         self.l3.route(ctx, pkt, sm, |ctx| {
-            let input = l3::push_five_tuple(HashInput::new().u16(id as u16), pkt);
+            let input = l3::push_five_tuple(HashInput::new().u16(id), pkt);
             l3::member_hash(ctx.hash(hash, &input), tier)
         });
     }

@@ -820,17 +820,14 @@ fn hula_and_conga_resource_reports() {
         .any(|x| x.spec.name == "congestion_from_leaf"));
 }
 
-/// A known limit of flowlet ECMP with a CRC, pinned here because
-/// docs/results/hula.md (item 7) relies on it. `flowlet_ecmp` and
-/// conga_prime hash (flowlet id, 5-tuple) with crc32, and CRC is affine: the
-/// id changes the hash by a constant that does not depend on the 5-tuple.
-/// For the id's lowest bit that constant has bits 0, 11 and 22 clear, the
-/// bits that pick a member of a 2-way group at tiers 0, 1 and 2
-/// (`l3::member_hash`). So on hula3tier a new flowlet whose id goes from
-/// even to odd keeps its path at every tier: only every other new flowlet
-/// can move.
+/// Why `scheme.flowlet_id` defaults to "random" (docs/schemes/hula.md,
+/// "Flowlet ids"). Flowlet ECMP hashes (flowlet id, 5-tuple) with crc32, and
+/// CRC is affine: an id step from even to odd flips one input bit, so it
+/// changes the hash by a constant that does not depend on the flow. For the
+/// id's lowest bit that constant has bits 0, 11 and 22 clear, the bits that
+/// pick a member of a 2-way group at tiers 0, 1 and 2 (`l3::member_hash`).
 #[test]
-fn on_two_way_groups_only_every_other_flowlet_id_moves_a_flow() {
+fn with_a_crc_an_even_to_odd_flowlet_id_step_keeps_the_path_at_every_tier() {
     let flows = [
         tcp(ip(10, 0, 0, 2), ip(10, 1, 0, 3), 40_001),
         tcp(ip(10, 0, 1, 5), ip(10, 1, 1, 7), 40_002),
@@ -856,4 +853,58 @@ fn on_two_way_groups_only_every_other_flowlet_id_moves_a_flow() {
     }
     // Odd -> even ids do move flows (about half of the time per tier).
     assert!(moves > 3 * 32 * 3 / 4, "{moves}");
+}
+
+/// The programs: with `FlowletId::Increment` (HULA section 6 as written) a
+/// flow on a 2-way group never moves when its id goes from even to odd;
+/// with the default `Random` every new flowlet draws its path afresh, so
+/// about half of all new flowlets move, at either parity.
+#[test]
+fn random_flowlet_ids_let_every_new_flowlet_move() {
+    // flowlet_ecmp and conga_prime (across pods) on a ToR with 2 uplinks.
+    for kind in ["flowlet_ecmp", "conga_prime"] {
+        for mode in [FlowletId::Increment, FlowletId::Random] {
+            let params = SchemeParams {
+                flowlet_id: mode,
+                ..SchemeParams::default()
+            };
+            let mut sw = build_with(kind, &params, &tor());
+            let flow = tcp(ip(10, 0, 0, 2), ip(10, 0, 2, 2), 6);
+            let mut out = Vec::new();
+            let ports: Vec<PortNo> = (0..201)
+                .map(|k| {
+                    out.clear();
+                    // One packet per flowlet: 300 us apart, T_f = 100 us.
+                    sw.ingress(us(1000 + 300 * k), 0, flow.clone(), &mut out);
+                    enq(&out).0
+                })
+                .collect();
+            // Flowlet k (from 0) has id k + 1 under Increment; count moves
+            // into flowlets k + 1 with an odd id (from an even one) and with
+            // an even id.
+            let (mut to_odd, mut to_even) = (0, 0);
+            for k in 0..200 {
+                if ports[k] != ports[k + 1] {
+                    if (k + 2) % 2 == 1 {
+                        to_odd += 1;
+                    } else {
+                        to_even += 1;
+                    }
+                }
+            }
+            let what = format!("{kind} {mode:?}: {to_odd} to odd, {to_even} to even");
+            match mode {
+                FlowletId::Increment => {
+                    assert_eq!(to_odd, 0, "{what}");
+                    assert!(to_even > 25, "{what}");
+                }
+                // 100 transitions of each parity, each moving with p = 1/2.
+                FlowletId::Random => assert!(
+                    (30..=70).contains(&to_odd) && (30..=70).contains(&to_even),
+                    "{what}"
+                ),
+            }
+            sw.assert_no_violations();
+        }
+    }
 }

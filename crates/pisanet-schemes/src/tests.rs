@@ -256,51 +256,61 @@ fn ecmp_agent_removes_a_failed_uplink_after_the_write_latency() {
 
 #[test]
 fn flowlet_id_changes_only_after_the_idle_gap() {
-    let info = leaf(2);
-    let params = SchemeParams::default(); // 100 us
-    let mut pipe = pisanet_pisa::Pipeline::new("flowlet_ecmp");
-    let prog = flowlet_ecmp::FlowletEcmp::new(&mut pipe, &params, &info).unwrap();
-    let (flowlet_id, flowlet_time) = (prog.flowlet_id, prog.flowlet_time);
-    let agent = prog.agent();
-    let flow = tcp(ip(10, 0, 0, 1), ip(10, 0, 1, 7), 4321, 80);
-    let slot = prog.slot(crc32(&five_tuple_bytes(&flow)));
-    let rng = RngStreams::new(5).stream(StreamKind::Switch, 11);
-    let mut sw = Switch::new(
-        &info,
-        pipe,
-        Box::new(prog),
-        Box::new(agent),
-        rng,
-        ControlPlaneConfig::default(),
-        params.target,
-    )
-    .unwrap();
-    let us = SimTime::from_us;
-    // (arrival, flowlet id after it): gaps of exactly the timeout keep the flowlet.
-    let script = [
-        (us(1000), 1),
-        (us(1050), 1),
-        (us(1150), 1),
-        (us(1251), 2),
-        (us(1300), 2),
-        (us(2000), 3),
-        (us(2000), 3),
-    ];
-    for (t, want_id) in script {
-        let port = forward(&mut sw, t, 0, flow.clone()).unwrap();
-        assert_eq!(
-            sw.pipeline().read_register(flowlet_id, slot),
-            want_id,
-            "at {t}"
-        );
-        assert_eq!(sw.pipeline().read_register(flowlet_time, slot), t.ps());
-        // Golden: the uplink crc32(flowlet id, 5-tuple) picks.
-        let mut bytes = (want_id as u16).to_be_bytes().to_vec();
-        bytes.extend(five_tuple_bytes(&flow));
-        let h = crc32(&bytes) as usize;
-        assert_eq!(port, info.uplinks[h % 2], "at {t}");
+    for mode in [FlowletId::Increment, FlowletId::Random] {
+        let info = leaf(2);
+        let params = SchemeParams {
+            flowlet_id: mode,
+            ..SchemeParams::default() // 100 us
+        };
+        let mut pipe = pisanet_pisa::Pipeline::new("flowlet_ecmp");
+        let prog = flowlet_ecmp::FlowletEcmp::new(&mut pipe, &params, &info).unwrap();
+        let (flowlet_id, flowlet_time) = (prog.flowlet_id, prog.flowlet_time);
+        let agent = prog.agent();
+        let flow = tcp(ip(10, 0, 0, 1), ip(10, 0, 1, 7), 4321, 80);
+        let slot = prog.slot(crc32(&five_tuple_bytes(&flow)));
+        let rng = RngStreams::new(5).stream(StreamKind::Switch, 11);
+        let mut sw = Switch::new(
+            &info,
+            pipe,
+            Box::new(prog),
+            Box::new(agent),
+            rng,
+            ControlPlaneConfig::default(),
+            params.target,
+        )
+        .unwrap();
+        let us = SimTime::from_us;
+        // (arrival, starts a flowlet): gaps of exactly the timeout keep the
+        // flowlet; the first packet's gap is from time 0.
+        let script = [
+            (us(1000), true),
+            (us(1050), false),
+            (us(1150), false),
+            (us(1251), true),
+            (us(1300), false),
+            (us(2000), true),
+            (us(2000), false),
+        ];
+        let mut ids = Vec::new();
+        let mut id = 0;
+        for (t, new) in script {
+            let port = forward(&mut sw, t, 0, flow.clone()).unwrap();
+            let now = sw.pipeline().read_register(flowlet_id, slot);
+            assert_eq!(now != id, new, "{mode:?} at {t}: id {id} -> {now}");
+            id = now;
+            ids.push(id);
+            assert_eq!(sw.pipeline().read_register(flowlet_time, slot), t.ps());
+            // Golden: the uplink crc32(flowlet id, 5-tuple) picks.
+            let mut bytes = (id as u16).to_be_bytes().to_vec();
+            bytes.extend(five_tuple_bytes(&flow));
+            let h = crc32(&bytes) as usize;
+            assert_eq!(port, info.uplinks[h % 2], "{mode:?} at {t}");
+        }
+        if mode == FlowletId::Increment {
+            assert_eq!(ids, [1, 1, 1, 2, 2, 3, 3]);
+        }
+        sw.assert_no_violations();
     }
-    sw.assert_no_violations();
 }
 
 #[test]

@@ -240,6 +240,17 @@ impl Default for WorkloadCfg {
     }
 }
 
+/// scheme.flowlet_id: how flowlet ECMP gives a new flowlet its id.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum FlowletIdKind {
+    /// A random 16-bit id per new flowlet, so each new flowlet hashes to an independent path.
+    #[default]
+    Random,
+    /// The old id + 1, as HULA section 6 writes it. With the CRC hash, a flow on a 2-way group can move only at every other new flowlet (docs/schemes/hula.md).
+    Increment,
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct SchemeCfg {
@@ -249,6 +260,8 @@ pub struct SchemeCfg {
     pub flowlet_timeout_us: f64,
     /// ecmp, ecmp_native, flowlet_ecmp, conga, conga_prime: each tier picks ECMP next hops from its own bits of the 5-tuple hash (default true), as switches with per-switch hash seeds do. False: every tier uses the same bits (identical seeds), so a flow's choices at successive tiers are correlated (hash polarization: in a fat tree or hula3tier each aggregation switch sends all its cross-pod flows to one spine). Not read by hula or p4te.
     pub ecmp_hash_per_tier: bool,
+    /// flowlet_ecmp, conga_prime (across pods): the id a new flowlet hashes with: "random" (default) or "increment" (HULA section 6 as written).
+    pub flowlet_id: FlowletIdKind,
     /// hula: probes and best-hop tables (HULA sections 4 and 6).
     pub hula: HulaCfg,
     /// conga, conga_prime: congestion feedback (CONGA; HULA section 6).
@@ -263,6 +276,7 @@ impl Default for SchemeCfg {
             kind: "ecmp".into(),
             flowlet_timeout_us: 100.0,
             ecmp_hash_per_tier: true,
+            flowlet_id: FlowletIdKind::Random,
             hula: HulaCfg::default(),
             conga: CongaCfg::default(),
             p4te: P4teCfg::default(),
@@ -943,6 +957,14 @@ kind = "ecmp"
         assert_eq!(
             c.workload.client_server_assignment,
             ServerAssignmentKind::Random
+        );
+        assert_eq!(c.scheme.flowlet_id, FlowletIdKind::Random);
+        let c = Config::parse(CONTRACT, &["scheme.flowlet_id=increment".into()]).unwrap();
+        assert_eq!(c.scheme.flowlet_id, FlowletIdKind::Increment);
+        let e = err(CONTRACT, &["scheme.flowlet_id=hash"]);
+        assert!(
+            e.contains("scheme.flowlet_id") && e.contains("increment"),
+            "{e}"
         );
         assert!(err(CONTRACT, &["workload.client_server_assignment=greedy"])
             .contains("client_server_assignment"));

@@ -194,6 +194,10 @@ pub fn scheme_params(cfg: &Config) -> SchemeParams {
     SchemeParams {
         flowlet_timeout: SimTime::from_us_f64(cfg.scheme.flowlet_timeout_us),
         ecmp_hash_per_tier: cfg.scheme.ecmp_hash_per_tier,
+        flowlet_id: match cfg.scheme.flowlet_id {
+            crate::config::FlowletIdKind::Random => pisanet_schemes::FlowletId::Random,
+            crate::config::FlowletIdKind::Increment => pisanet_schemes::FlowletId::Increment,
+        },
         hula: {
             let h = &cfg.scheme.hula;
             let (keepalive, tau, suppress) = h.resolved();
