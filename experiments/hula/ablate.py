@@ -202,12 +202,14 @@ def main():
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--only", nargs="*", help="experiment names: " + ", ".join(EXPERIMENTS))
     ap.add_argument("--tables", action="store_true", help="only rewrite the tables from the saved JSON")
+    ap.add_argument("--schemes", nargs="*", help="rerun only these schemes (after a change to them); keep the others' saved rows")
     a = ap.parse_args()
     names = [] if a.tables else (a.only or list(EXPERIMENTS))
+    redo = set(a.schemes or SCHEMES)
     jobs = [(n, label, cfg, sets, s, seed) for n in names for (label, cfg, sets) in EXPERIMENTS[n][1]
-            for s in EXP_SCHEMES.get(n, SCHEMES) for seed in SEEDS]
+            for s in EXP_SCHEMES.get(n, SCHEMES) if s in redo for seed in SEEDS]
     old = json.loads(OUT_JSON.read_text()) if OUT_JSON.exists() else []
-    old = [r for r in old if r["exp"] not in names]
+    old = [r for r in old if r["exp"] not in names or r["scheme"] not in redo]
     with ThreadPoolExecutor(a.jobs) as ex:
         rows = old + list(ex.map(one, jobs))
     OUT_JSON.parent.mkdir(parents=True, exist_ok=True)

@@ -106,6 +106,14 @@ def jobs_of(name):
         for cfg, sets in [ASYM60, SYM70]:
             for s in hula.SCHEMES:
                 out += [(cfg, sets + [f"transport.rwnd_kb={WINDOW_KB}"], s, seed) for seed in SEEDS]
+    elif name == "flowletid":
+        # scheme.flowlet_id: the default random id per new flowlet against
+        # HULA section 6's increment (docs/schemes/hula.md, "Flowlet ids").
+        for cfg, sets in [ASYM60, SYM70]:
+            for tf in [100, 500]:
+                ss = sets if tf == 100 else sets + [f"scheme.flowlet_timeout_us={tf}"]
+                for ids in [[], [INCREMENT]]:
+                    out += [(cfg, ss + ids, s, seed) for s in ["flowlet_ecmp", "conga_prime"] for seed in SEEDS]
     elif name == "ideal":
         for cfg, sets in [ASYM60, SYM70]:
             for s in ["ecmp", "hula"]:
@@ -113,7 +121,10 @@ def jobs_of(name):
     return out
 
 
-EXPERIMENTS = ["datamining", "flowlets", "timeout", "longtf", "probe", "ts", "window", "ideal", "probe10x"]
+EXPERIMENTS = ["datamining", "flowlets", "timeout", "longtf", "probe", "ts", "window", "ideal", "probe10x", "flowletid"]
+# Flowlet ids as HULA section 6 writes them (the default before session 3).
+INCREMENT = "scheme.flowlet_id=increment"
+FLOWLET_ID_SCHEMES = ("conga_prime", "flowlet_ecmp")
 # Fig. 9c below 70%: web-search on the asymmetric topology at 50% (2000 and
 # 4000 flows) and 30%. keepalive and tau default to 3 T_p and 2 T_p
 # (crates/pisanet/src/config.rs), so the sweep's 10x run has tau 4 ms and
@@ -239,7 +250,14 @@ def one(cfg, sets, scheme, seed):
 
 
 def load_cache():
-    return {r["key"]: r for r in json.loads(CACHE.read_text())} if CACHE.exists() else {}
+    rows = json.loads(CACHE.read_text()) if CACHE.exists() else []
+    for r in rows:
+        # Runs of flowlet ECMP and CONGA' cached before `scheme.flowlet_id`
+        # existed used increments: keep them under that setting.
+        if r["scheme"] in FLOWLET_ID_SCHEMES and not any(x.startswith("scheme.flowlet_id=") for x in r["sets"]):
+            r["sets"] = r["sets"] + [INCREMENT]
+            r["key"] = key(r["cfg"], r["sets"], r["scheme"], r["seed"])
+    return {r["key"]: r for r in rows}
 
 
 def save_cache(cache):
@@ -464,6 +482,28 @@ def table_window(cache):
     return "\n".join(out)
 
 
+def table_flowletid(cache):
+    out = ["#### Flowlet ids: a random id per new flowlet (default) or HULA section 6's increment (web-search, 2000 flows, seeds 1-3)", "",
+           "| set-up | T_f (us) | flowlet ECMP: increment | random | CONGA': increment | random | HULA | CONGA' / HULA: increment | random | S2's share of A1, A2 up bytes, CONGA': increment / random | S2->A3 drops, CONGA': increment / random |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (cfg, sets), label in [(ASYM60, "asymmetric, 60%"), (SYM70, "symmetric, 70%")]:
+        for tf in [100, 500]:
+            ss = sets if tf == 100 else sets + [f"scheme.flowlet_timeout_us={tf}"]
+            v = {(s, i): pick(cache, cfg, ss + ([INCREMENT] if i else []), s) for s in FLOWLET_ID_SCHEMES for i in (True, False)}
+            h = pick(cache, cfg, ss, "hula")
+            if not all(v.values()) or not h:
+                continue
+            m = {k: avg(x, lambda r: r["mean"]) for k, x in v.items()}
+            mh = avg(h, lambda r: r["mean"])
+            c = lambda i, field, fmt: num(avg(v[("conga_prime", i)], lambda r: r[field]), fmt)  # noqa: E731
+            out.append(f"| {label} | {tf} | {ms(m[('flowlet_ecmp', True)])} | {ms(m[('flowlet_ecmp', False)])}"
+                       f" | {ms(m[('conga_prime', True)])} | {ms(m[('conga_prime', False)])} | {ms(mh)}"
+                       f" | {rat(m[('conga_prime', True)], mh)} | {rat(m[('conga_prime', False)], mh)}"
+                       f" | {c(True, 's2_share', '{:.2f}')} / {c(False, 's2_share', '{:.2f}')}"
+                       f" | {c(True, 'drops_s2a3', '{:.0f}')} / {c(False, 'drops_s2a3', '{:.0f}')} |")
+    return "\n".join(out)
+
+
 def table_ideal(cache):
     out = [f"#### A fabric without congestion ({IDEAL_GBPS:.0f}G fabric links, 10G hosts; web-search, 2000 flows, seeds 1-3)", "",
            "| set-up | ECMP, 40G fabric | HULA, 40G fabric | ECMP, 400G fabric | HULA, 400G fabric | ECMP / HULA (40G) | largest possible ECMP / HULA: ECMP (40G) / best (400G) | HULA (40G) / best (400G) |",
@@ -482,7 +522,7 @@ def table_ideal(cache):
 
 def tables(cache):
     parts = [table_datamining(cache), table_flowlets(cache), table_timeout(cache), table_longtf(cache), table_probe(cache), table_ts(cache),
-             table_window(cache), table_ideal(cache), table_probe10x(cache)]
+             table_window(cache), table_ideal(cache), table_probe10x(cache), table_flowletid(cache)]
     return "\n\n".join(p for p in parts if p.count("\n|") > 1)
 
 

@@ -3,11 +3,13 @@
 tables into docs/results/p4te.md (everything above its "## Discussion").
 
 Usage: python3 experiments/p4te/run.py [--seeds 1,2,3] [--quick] [--cache DIR]
+                                       [--rerun SETTING ...]
 Needs `cargo build --release -p pisanet --example run` first. Runs one
 simulation at a time; each run's summary is cached in --cache (default
 target/p4te-runs), keyed by its arguments, with its per-flow sizes and FCTs
 beside it (KEY.flows.json, for the CDF plots), so the tables can be
-rewritten without re-running.
+rewritten without re-running. After a change to one scheme, `--rerun
+scheme.kind=NAME` redoes only the runs of that scheme.
 
 Two steps follow the paper's section 7:
 - loads are of the aggregation layer: with stride every flow crosses the
@@ -147,10 +149,25 @@ def cache_key(config, sets):
     return hashlib.sha1(json.dumps([config, sets]).encode()).hexdigest()[:16]
 
 
+# --rerun: settings (e.g. "scheme.kind=flowlet_ecmp") whose cached runs are
+# stale after a change to the simulator; runs with any of them are redone.
+RERUN = []
+_redone = set()
+
+
+def cached(f, sets):
+    """Whether the cache file `f` of a run with `sets` may be used."""
+    flat = json.dumps(sets)
+    if f.exists() and any(r in flat for r in RERUN) and f.name not in _redone:
+        _redone.add(f.name)
+        return False
+    return f.exists()
+
+
 def run(cache, config, sets):
     f = cache / f"{cache_key(config, sets)}.json"
     # Summaries cached by earlier versions have no per-flow file: run again.
-    if f.exists() and flows_file(cache, config, sets).exists():
+    if cached(f, sets) and flows_file(cache, config, sets).exists():
         return json.loads(f.read_text())
     env = dict(os.environ, PISANET_PORTS="1", PISANET_FLOWS="1")
     p = subprocess.run([str(RUN), str(HERE / config), *sets], capture_output=True, text=True, env=env)
@@ -204,7 +221,7 @@ def calibrate(cache, cfg, seeds, variant=CALIB_VARIANT):
             f"metrics.port_rate_interval_us={CALIB_INTERVAL_US}",
             "metrics.queue_sample_ports=" + json.dumps(ports), "metrics.port_rate_ports=" + json.dumps(ports)]
     f = cache / f"calib-{cache_key(cfg, [sets, seeds])}.json"
-    if f.exists():
+    if cached(f, sets):
         return json.loads(f.read_text())
     weighted, all_s = [], []
     for seed in seeds:
@@ -375,7 +392,7 @@ def where_queues(cache, v, load, seed):
         f"metrics.queue_sample_interval_us={iv}", f"metrics.port_rate_interval_us={iv}",
         'metrics.queue_sample_ports=["spine"]', 'metrics.port_rate_ports=["spine"]']
     f = cache / f"where-{cache_key(cfg, sets)}.json"
-    if f.exists():
+    if cached(f, sets):
         return json.loads(f.read_text())
     import numpy as np
     env = dict(os.environ, PISANET_COLUMNS="1")
@@ -436,7 +453,10 @@ def main():
     ap.add_argument("--seeds", default="1,2,3")
     ap.add_argument("--quick", action="store_true", help="one seed, loads 0.4 and 0.8")
     ap.add_argument("--cache", default=str(ROOT / "target" / "p4te-runs"))
+    ap.add_argument("--rerun", action="append", default=[], metavar="SETTING",
+                    help="redo cached runs whose settings contain SETTING (e.g. scheme.kind=flowlet_ecmp), once each")
     a = ap.parse_args()
+    RERUN[:] = a.rerun
     seeds = [1] if a.quick else [int(s) for s in a.seeds.split(",")]
     if a.quick:
         for k, (_, _, vs) in PLAN.items():
