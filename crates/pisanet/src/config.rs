@@ -196,6 +196,17 @@ pub enum ServerAssignmentKind {
     Random,
 }
 
+/// workload.source_ports: how a connection gets its TCP/UDP source port.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum SourcePortsKind {
+    /// 10000 + the connection's number (the flow's, without persistent connections), as an OS hands out ephemeral ports in turn (ns-3 does the same).
+    #[default]
+    Sequential,
+    /// A pseudo-random port in 10000..=59999 per connection, drawn from the run seed. CRC hashes are affine, so sequential ports give ECMP structured, not independent, choices (docs/model.md, "Addressing and routing").
+    Random,
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct WorkloadCfg {
@@ -220,6 +231,8 @@ pub struct WorkloadCfg {
     pub connections: u32,
     /// client_server: "permutation" (each server has one client) or "random" (independent draws).
     pub client_server_assignment: ServerAssignmentKind,
+    /// Source ports: "sequential" (10000 + connection number; default) or "random" (per connection, from the run seed).
+    pub source_ports: SourcePortsKind,
 }
 
 impl Default for WorkloadCfg {
@@ -236,6 +249,7 @@ impl Default for WorkloadCfg {
             start_us: 0.0,
             connections: 3,
             client_server_assignment: ServerAssignmentKind::Permutation,
+            source_ports: SourcePortsKind::Sequential,
         }
     }
 }
@@ -959,6 +973,11 @@ kind = "ecmp"
             ServerAssignmentKind::Random
         );
         assert_eq!(c.scheme.flowlet_id, FlowletIdKind::Random);
+        assert_eq!(c.workload.source_ports, SourcePortsKind::Sequential);
+        let c = Config::parse(CONTRACT, &["workload.source_ports=random".into()]).unwrap();
+        assert_eq!(c.workload.source_ports, SourcePortsKind::Random);
+        let e = err(CONTRACT, &["workload.source_ports=ephemeral"]);
+        assert!(e.contains("workload.source_ports"), "{e}");
         let c = Config::parse(CONTRACT, &["scheme.flowlet_id=increment".into()]).unwrap();
         assert_eq!(c.scheme.flowlet_id, FlowletIdKind::Increment);
         let e = err(CONTRACT, &["scheme.flowlet_id=hash"]);

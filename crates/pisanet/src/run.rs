@@ -13,8 +13,8 @@ use sha2::{Digest, Sha256};
 
 use crate::api::{Error, FlowTable, PortRates, Progress, QueueSamples, RunOutput};
 use crate::config::{
-    Config, CustomTopology, EventKind, PatternKind, ServerAssignmentKind, TopologyKind,
-    TransportKind,
+    Config, CustomTopology, EventKind, PatternKind, ServerAssignmentKind, SourcePortsKind,
+    TopologyKind, TransportKind,
 };
 
 use crate::sim::{LinkEventSpec, StopReason, World, WorldParams};
@@ -228,6 +228,8 @@ pub fn run_config(
         link_loss_rate: t.link_loss_rate,
         tsq_bytes: (cfg.transport.tsq_kb > 0.0)
             .then(|| (cfg.transport.tsq_kb * 1000.0).round() as u64),
+        sport_salt: (w.source_ports == SourcePortsKind::Random)
+            .then(|| rand::RngCore::next_u64(&mut streams.stream(StreamKind::Workload, 1))),
     };
     let fwd = crate::forward::build(cfg, &topo, &streams)?;
     let mut world = World::new(topo, fwd, gen, params, &streams);

@@ -186,6 +186,8 @@ pub struct World {
     /// TSQ limit: wire bytes a TCP flow may have in its host's NIC queue
     /// (`transport.tsq_kb`); `None` leaves senders unlimited.
     tsq_bytes: Option<u64>,
+    /// `WorldParams::sport_salt`.
+    sport_salt: Option<u64>,
     /// Packets are being queued at a host NIC (`queue_at_host`): a TSQ
     /// wake-up then waits until they all are, so a flow's packets keep
     /// their order.
@@ -221,6 +223,27 @@ pub struct WorldParams {
     pub link_loss_rate: f64,
     /// TSQ limit per TCP flow in wire bytes; `None` disables it.
     pub tsq_bytes: Option<u64>,
+    /// `workload.source_ports = "random"`: the salt of the per-connection
+    /// port hash; `None` gives sequential ports.
+    pub sport_salt: Option<u64>,
+}
+
+/// The source port of connection `conn`: 10000 + its number (mod 50000),
+/// or, with a salt (`workload.source_ports = "random"`), a port in
+/// 10000..=59999 from a splitmix64 hash of the number and the salt. Two
+/// connections may then share a port; flows are told apart by their ids, so
+/// that only makes their 5-tuples hash alike, as a port collision would.
+pub fn source_port(conn: u64, salt: Option<u64>) -> u16 {
+    let n = match salt {
+        None => conn,
+        Some(salt) => {
+            let mut z = (conn ^ salt).wrapping_add(0x9E37_79B9_7F4A_7C15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+    };
+    10_000 + (n % 50_000) as u16
 }
 
 impl World {
@@ -320,6 +343,7 @@ impl World {
             emits: Vec::with_capacity(16),
             loss,
             tsq_bytes: params.tsq_bytes,
+            sport_salt: params.sport_salt,
             host_queueing: false,
             tsq_out: Vec::with_capacity(64),
         }
@@ -828,7 +852,7 @@ impl World {
         let src_addr = self.topo.host_addr[f.src as usize];
         let dst_addr = self.topo.host_addr[f.dst as usize];
         // A persistent connection (client-server) reuses its 5-tuple.
-        let sport = 10_000 + (f.conn.unwrap_or(id) % 50_000) as u16;
+        let sport = source_port(u64::from(f.conn.unwrap_or(id)), self.sport_salt);
         let ends = pisanet_transport::FlowEnds {
             flow: id,
             src_addr,
