@@ -69,6 +69,15 @@ EXPERIMENTS = {
                                              "scheme.ecmp_hash_per_tier=false"])
         for topo, cfg, load in [("symmetric", "base.toml", 0.7), ("asymmetric", "asym.toml", 0.6)]
     ]),
+    # Sequential source ports (the default) hash to structured ECMP choices
+    # under a CRC; random ports make every connection's path independent.
+    "sport": ("Source ports (web-search, 2000 flows, as run.py; `workload.source_ports`)", [
+        (f"{topo}, {int(load * 100)}%, {ports}", cfg, ["workload.cdf=websearch", f"workload.load={load}",
+                                                      f"workload.flows={hula.WS_FLOWS}", f"run.max_sim_time_ms={hula.WS_MAX_MS}",
+                                                      f"workload.source_ports={ports}"])
+        for topo, cfg, load in [("asymmetric", "asym.toml", 0.6), ("symmetric", "base.toml", 0.7)]
+        for ports in ["sequential", "random"]
+    ]),
     "datamining": ("Data-mining run length (80%, asymmetric, no cap, permutation)", [
         ("200 flows, 300 ms cap", "asym.toml", NOCAP + ["workload.cdf=datamining", "workload.flows=200", "workload.load=0.8", "run.max_sim_time_ms=300"]),
         ("1000 flows, 1500 ms cap", "asym.toml", NOCAP + ["workload.cdf=datamining", "workload.flows=1000", "workload.load=0.8", "run.max_sim_time_ms=1500"]),

@@ -85,6 +85,10 @@ def jobs_of(name):
         for seed in LONG_TF_SEEDS:
             out.append((cfg, sets, "ecmp", seed))
             out += [(cfg, sets + ["scheme.flowlet_timeout_us=500"], s, seed) for s in ["flowlet_ecmp", "conga_prime", "hula"]]
+            # Random source ports: ECMP without the structure that a CRC
+            # gives sequential ports (docs/results/hula.md item 12).
+            out += [(cfg, sets + [RANDOM_PORTS], "ecmp", seed),
+                    (cfg, sets + ["scheme.flowlet_timeout_us=500", RANDOM_PORTS], "flowlet_ecmp", seed)]
     elif name == "probe":
         cfg, sets = ASYM60
         for tp, tau in [(50, 400), (100, 400), (200, 400), (1000, 2000)]:
@@ -146,6 +150,7 @@ PROBE10X_ROWS = [
     ("T_p 2 ms, keepalive 1 s (no aging)", ["scheme.hula.probe_interval_us=2000", "scheme.hula.keepalive_us=1000000"]),
 ]
 LONG_TF_SEEDS = [1, 2, 3, 4, 5]
+RANDOM_PORTS = "workload.source_ports=random"
 # ns-2's default TCP window_ is 20 packets; the paper gives no window. 32 KB
 # is about 20 full-sized segments: a sensitivity, not a setting we adopt.
 WINDOW_KB = 32
@@ -359,23 +364,25 @@ def table_timeout(cache):
 def table_longtf(cache):
     cfg, sets = SYM70
     tf = sets + ["scheme.flowlet_timeout_us=500"]
-    cols = [("ecmp", sets), ("flowlet_ecmp", tf), ("conga_prime", tf), ("hula", tf)]
+    cols = [("ecmp", sets), ("flowlet_ecmp", tf), ("conga_prime", tf), ("hula", tf),
+            ("ecmp", sets + [RANDOM_PORTS]), ("flowlet_ecmp", tf + [RANDOM_PORTS])]
     out = ["#### T_f = 500 us on the symmetric topology, per seed (web-search 70%, 2000 flows; ECMP does not read T_f)", "",
-           "| seed | ECMP | flowlet ECMP | CONGA' | HULA | CONGA' / ECMP | flowlet ECMP / ECMP |",
-           "|---|---|---|---|---|---|---|"]
+           "| seed | ECMP | flowlet ECMP | CONGA' | HULA | ECMP, random ports | flowlet ECMP, random ports"
+           " | CONGA' / ECMP | flowlet ECMP / ECMP | the same, random ports |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     rows = []
     for seed in LONG_TF_SEEDS:
         v = [pick(cache, cfg, ss, s, [seed]) for s, ss in cols]
-        if not all(v):
+        if not all(v[:4]):
             continue
-        m = [x[0]["mean"] for x in v]
+        m = [x[0]["mean"] if x else None for x in v]
         rows.append(m)
-        out.append(f"| {seed} | " + " | ".join(ms(x) for x in m) + f" | {rat(m[2], m[0])} | {rat(m[1], m[0])} |")
+        out.append(f"| {seed} | " + " | ".join(ms(x) for x in m) + f" | {rat(m[2], m[0])} | {rat(m[1], m[0])} | {rat(m[5], m[4])} |")
     for label, rs in [("mean, seeds 1-3", rows[:3]), (f"mean, seeds 1-{len(rows)}", rows)]:
         if len(rs) < 2 or (rs is rows and len(rows) == 3):
             continue
-        m = [statistics.fmean(c) for c in zip(*rs)]
-        out.append(f"| {label} | " + " | ".join(ms(x) for x in m) + f" | {rat(m[2], m[0])} | {rat(m[1], m[0])} |")
+        m = [statistics.fmean(c) if None not in c else None for c in zip(*rs)]
+        out.append(f"| {label} | " + " | ".join(ms(x) for x in m) + f" | {rat(m[2], m[0])} | {rat(m[1], m[0])} | {rat(m[5], m[4])} |")
     return "\n".join(out)
 
 
