@@ -546,6 +546,48 @@ fn at_least(key: &str, v: u64, min: u64) -> Result<(), Error> {
     }
 }
 
+/// The values a string-enum key allows, from the config's JSON Schema
+/// (`"a", "b"`), or `None` when `path` ("workload.source_ports") is not one.
+fn allowed_values(path: &str) -> Option<String> {
+    let schema = serde_json::to_value(schemars::schema_for!(Config)).ok()?;
+    let defs = schema.get("definitions");
+    // Follows `$ref`s, bare or wrapped in `allOf` (how schemars documents a
+    // field whose type is a definition).
+    fn resolve<'a>(
+        defs: Option<&'a serde_json::Value>,
+        mut v: &'a serde_json::Value,
+    ) -> Option<&'a serde_json::Value> {
+        for _ in 0..8 {
+            let r = v
+                .get("$ref")
+                .or_else(|| v.get("allOf")?.get(0)?.get("$ref"));
+            match r.and_then(|r| r.as_str()?.strip_prefix("#/definitions/")) {
+                Some(name) => v = defs?.get(name)?,
+                None => return Some(v),
+            }
+        }
+        None
+    }
+    let mut node = resolve(defs, &schema)?;
+    for key in path.split('.') {
+        node = resolve(defs, node.get("properties")?.get(key)?)?;
+    }
+    let variants = match (node.get("enum"), node.get("oneOf")) {
+        (Some(e), _) => e.as_array()?.iter().collect::<Vec<_>>(),
+        (None, Some(one_of)) => one_of
+            .as_array()?
+            .iter()
+            .filter_map(|v| v.get("enum")?.as_array()?.first())
+            .collect(),
+        _ => return None,
+    };
+    let names: Vec<String> = variants
+        .iter()
+        .map(|v| v.as_str().map(|s| format!("{s:?}")))
+        .collect::<Option<_>>()?;
+    (!names.is_empty()).then(|| names.join(", "))
+}
+
 impl Config {
     /// Parses TOML text, applying `overrides` (`key.path=value`) first.
     pub fn parse(text: &str, overrides: &[String]) -> Result<Config, Error> {
@@ -558,12 +600,22 @@ impl Config {
         for o in overrides {
             apply_override(&mut value, o)?;
         }
-        let de = toml::Value::Table(value);
-        let cfg: Config = serde_path_to_error::deserialize(de).map_err(|e| {
+        let table = toml::Value::Table(value);
+        let cfg: Config = serde_path_to_error::deserialize(table.clone()).map_err(|e| {
             let path = e.path().to_string();
             let inner = one_line(&e.into_inner().to_string());
+            let given = path.split('.').try_fold(&table, |v, k| v.get(k));
             if path.is_empty() || path == "." {
                 Error::input(format!("config: {inner}"))
+            } else if let (true, Some(allowed), Some(given)) = (
+                inner.starts_with("invalid type"),
+                allowed_values(&path),
+                given,
+            ) {
+                // NOTE: serde's message for a wrong type on a string enum
+                // ("invalid type: unit variant, expected string only") does
+                // not say what is allowed; the schema does.
+                Error::input(format!("{path}: must be one of {allowed}, got {given}"))
             } else {
                 Error::input(format!("{path}: {inner}"))
             }
@@ -978,6 +1030,23 @@ kind = "ecmp"
         assert_eq!(c.workload.source_ports, SourcePortsKind::Random);
         let e = err(CONTRACT, &["workload.source_ports=ephemeral"]);
         assert!(e.contains("workload.source_ports"), "{e}");
+        // A value of the wrong type on a string enum names what is allowed.
+        let e = err(CONTRACT, &["workload.source_ports=3"]);
+        assert!(
+            e.starts_with("workload.source_ports: must be one of \"sequential\", \"random\""),
+            "{e}"
+        );
+        assert_eq!(
+            e,
+            "workload.source_ports: must be one of \"sequential\", \"random\", got 3"
+        );
+        let e = err(CONTRACT, &["transport.kind=true"]);
+        assert!(
+            e.starts_with("transport.kind: must be one of \"newreno\""),
+            "{e}"
+        );
+        assert_eq!(allowed_values("workload.load"), None);
+        assert_eq!(allowed_values("workload.nothing"), None);
         let c = Config::parse(CONTRACT, &["scheme.flowlet_id=increment".into()]).unwrap();
         assert_eq!(c.scheme.flowlet_id, FlowletIdKind::Increment);
         let e = err(CONTRACT, &["scheme.flowlet_id=hash"]);
