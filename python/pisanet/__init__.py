@@ -86,13 +86,14 @@ def run(
     text, base_dir = load(config)
     flat = _overrides(set, overrides)
     resolved = _core.resolve(text, base_dir, flat)
-    summary, flows, queues, ports = _core.run(text, base_dir, flat, progress)
+    summary, flows, queues, ports, port_rates = _core.run(text, base_dir, flat, progress)
     result = Result(
         summary=json.loads(summary),
         flows=results.flows_frame(flows),
         queues=results.queues_frame(queues),
         ports=json.loads(ports),
         resolved_config=resolved,
+        port_rates=results.port_rates_frame(port_rates),
     )
     if out is not None:
         results.write(Path(out), result)

@@ -1,8 +1,9 @@
 """Typed stub of the native module `pisanet._core` (crates/pisanet-py).
 
 Columns cross as `(dtype, buffer)` pairs: a numpy dtype string and a
-little-endian byte buffer (`numpy.frombuffer(buffer, dtype)`). Queue sample
-ports are dictionary-encoded: `port` holds `<u4` codes into `port_names`.
+little-endian byte buffer (`numpy.frombuffer(buffer, dtype)`). The ports of
+queue samples and port rates are dictionary-encoded: `port` holds `<u4` codes
+into `port_names`.
 """
 
 import os
@@ -36,8 +37,9 @@ def run(
     dict[str, tuple[str, bytes]],
     dict[str, tuple[str, bytes] | tuple[str, list[str]]],
     str,
+    dict[str, tuple[str, bytes] | tuple[str, list[str]]],
 ]:
-    """Runs a config (TOML text): `(summary_json, flows, queues, ports_json)`.
+    """Runs a config (TOML text): `(summary_json, flows, queues, ports_json, port_rates)`.
 
     `progress(sim_time_s, flows_completed, flows_total)` is called at most every
     50 ms of wall time; returning False stops the run (KeyboardInterrupt).

@@ -399,7 +399,8 @@ def sweep(
 def query(
     directory: Annotated[Path, typer.Argument(help="A sweep directory (pisanet sweep --out).")],
     sql: Annotated[
-        str, typer.Argument(help="SQL over runs, flows, ports, queues.", show_default=False)
+        str,
+        typer.Argument(help="SQL over runs, flows, ports, queues, port_rates.", show_default=False),
     ],
     format: Annotated[
         str, typer.Option("--format", "-f", help="Output: table, csv or json (records).")

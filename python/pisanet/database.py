@@ -12,6 +12,8 @@ running SQL against it. Holds:
 - `flows` (view): every finished point's `flows.parquet`, with `point_id`, the
   varied keys and `seed` in front.
 - `queues` (view): the same over `queues.parquet`, for points that sampled queues.
+- `port_rates` (view): the same over `port_rates.parquet`, for points that sampled
+  port rates.
 - `ports` (table): every finished point's `ports.json`, with `point_id`.
 - `meta` (table): the directory the views read from, and when it was built.
 
@@ -33,7 +35,7 @@ from typing import Any
 import pandas as pd
 
 from pisanet._core import ConfigError
-from pisanet.results import QUEUES_FILE
+from pisanet.results import PORT_RATES_FILE, QUEUES_FILE
 from pisanet.sweeps import ERROR_FILE, MANIFEST, POINTS, SEED_KEY, read_manifest
 
 if sys.version_info >= (3, 11):
@@ -178,12 +180,14 @@ def build(directory: str | os.PathLike[str]) -> Path:
             con.unregister("ports_df")
             flows = [directory / POINTS / pid / "flows.parquet" for pid in ok]
             con.execute(_file_view("flows", "flows.parquet", flows, front))
-            queues = [
-                directory / POINTS / pid / QUEUES_FILE
-                for pid in ok
-                if (directory / POINTS / pid / QUEUES_FILE).is_file()
-            ]
-            con.execute(_file_view("queues", QUEUES_FILE, queues, front))
+            # NOTE: only points that sampled have the file; the others are left out.
+            for view, file in (("queues", QUEUES_FILE), ("port_rates", PORT_RATES_FILE)):
+                paths = [
+                    directory / POINTS / pid / file
+                    for pid in ok
+                    if (directory / POINTS / pid / file).is_file()
+                ]
+                con.execute(_file_view(view, file, paths, front))
             con.execute(
                 "CREATE TABLE meta AS SELECT ? AS directory, ? AS built_unix_s",
                 [str(directory), time.time()],

@@ -10,6 +10,10 @@ directory, then `os.replace`, so a reader never sees a half-written file):
   ideal FCT on an idle network), `retransmissions`, `reordered` (packets).
 - `queues.parquet` (only when queues were sampled): `time` (microseconds), `port`
   (link name, e.g. `leaf0->spine1`), `depth_bytes`.
+- `port_rates.parquet` (only when port rates were sampled): `time` (microseconds,
+  the end of each sampling interval), `port` (link name), `tx_gbps` (the rate
+  the port sent at over the interval), `carried_gbps` (the part of it that went
+  onto a working link: zero while the link is down).
 - `ports.json`: per-port counters (name, tx_packets, tx_bytes, drops, ecn_marks).
 - `config.resolved.toml`: the config as run, every default filled in.
 """
@@ -43,6 +47,12 @@ FLOW_COLUMNS = {
     "reordered": "reordered",
 }
 QUEUE_COLUMNS = {"time_us": "time", "port": "port", "depth_bytes": "depth_bytes"}
+PORT_RATE_COLUMNS = {
+    "time_us": "time",
+    "port": "port",
+    "tx_gbps": "tx_gbps",
+    "carried_gbps": "carried_gbps",
+}
 UNITS = {
     "start": "us",
     "finish": "us",
@@ -50,12 +60,15 @@ UNITS = {
     "time": "us",
     "bytes": "bytes",
     "depth_bytes": "bytes",
+    "tx_gbps": "Gb/s",
+    "carried_gbps": "Gb/s",
     "retransmissions": "packets",
     "reordered": "packets",
 }
 
 FILES = ("summary.json", "flows.parquet", "ports.json", "config.resolved.toml")
 QUEUES_FILE = "queues.parquet"
+PORT_RATES_FILE = "port_rates.parquet"
 
 
 @dataclass(frozen=True)
@@ -72,6 +85,8 @@ class Result:
     """Per-port counters (the contents of `ports.json`)."""
     resolved_config: str
     """The config as run, every default filled in (TOML)."""
+    port_rates: pd.DataFrame | None = None
+    """Per-port transmit rates, or None when port rates were not sampled."""
 
 
 def _array(dtype: str, buffer: bytes) -> np.ndarray:
@@ -83,16 +98,28 @@ def flows_frame(columns: Mapping[str, tuple[str, bytes]]) -> pd.DataFrame:
     return pd.DataFrame({FLOW_COLUMNS[k]: _array(*columns[k]) for k in FLOW_COLUMNS})
 
 
+def _sampled_frame(columns: Mapping[str, Any], names: Mapping[str, str]) -> pd.DataFrame | None:
+    """Per-port samples (`port` dictionary-encoded), or None when there are none."""
+    if len(_array(*columns["time_us"])) == 0:
+        return None
+    codes = _array(*columns["port"]).astype(np.int64)
+    port = pd.Categorical.from_codes(codes, categories=columns["port_names"][1])
+    return pd.DataFrame(
+        {
+            published: port if native == "port" else _array(*columns[native])
+            for native, published in names.items()
+        }
+    )
+
+
 def queues_frame(columns: Mapping[str, Any]) -> pd.DataFrame | None:
     """Queue samples from the native module's columns, or None when there are none."""
-    time = _array(*columns["time_us"])
-    if len(time) == 0:
-        return None
-    names = columns["port_names"][1]
-    port = pd.Categorical.from_codes(_array(*columns["port"]).astype(np.int64), categories=names)
-    return pd.DataFrame(
-        {"time": time, "port": port, "depth_bytes": _array(*columns["depth_bytes"])}
-    )
+    return _sampled_frame(columns, QUEUE_COLUMNS)
+
+
+def port_rates_frame(columns: Mapping[str, Any]) -> pd.DataFrame | None:
+    """Port rate samples from the native module's columns, or None when there are none."""
+    return _sampled_frame(columns, PORT_RATE_COLUMNS)
 
 
 def write_atomic(path: Path, write: Callable[[Path], object]) -> None:
@@ -149,6 +176,9 @@ def write(out: str | os.PathLike[str], result: Result) -> list[Path]:
     if result.queues is not None:
         _write_parquet(directory / QUEUES_FILE, result.queues)
         written.append(directory / QUEUES_FILE)
+    if result.port_rates is not None:
+        _write_parquet(directory / PORT_RATES_FILE, result.port_rates)
+        written.append(directory / PORT_RATES_FILE)
     text("ports.json", json.dumps(result.ports, indent=2) + "\n")
     # NOTE: the summary goes last: its presence marks a complete result directory.
     text("summary.json", json.dumps(result.summary, indent=2) + "\n")

@@ -8,7 +8,8 @@ Owns the sweep directory and the running of its points; the database over it is
                                 the vary spec, the seeds, every point's overrides
     DIR/points/<id>/            one result directory per point (`pisanet.results`),
                                 or error.json (+ config.resolved.toml) for a failed one
-    DIR/results.duckdb          `runs` table, `flows`/`queues` views, `ports` table
+    DIR/results.duckdb          `runs` table, `flows`/`queues`/`port_rates` views,
+                                `ports` table
 
 Guarantees:
 - A point's id is a hash of its own sorted overrides (`key=value`, values in
@@ -124,7 +125,10 @@ class SweepResult:
     """Points that failed in this call (their error is in `runs.error`)."""
 
     def query(self, sql: str) -> pd.DataFrame:
-        """Runs SQL against the sweep's database (`runs`, `flows`, `ports`, `queues`)."""
+        """Runs SQL against the sweep's database (see `pisanet.database`).
+
+        Tables `runs` and `ports`; views `flows`, `queues` and `port_rates`.
+        """
         from pisanet import database
 
         return database.query(self.directory, sql)
@@ -350,7 +354,7 @@ def _clear_temp_files(point_dir: Path) -> None:
 
 
 def _write_ok(point_dir: Path, payload: Any, resolved: str) -> None:
-    summary, flows, queues, ports = payload
+    summary, flows, queues, ports, port_rates = payload
     point_dir.mkdir(parents=True, exist_ok=True)
     _clear_temp_files(point_dir)
     result = results.Result(
@@ -359,6 +363,7 @@ def _write_ok(point_dir: Path, payload: Any, resolved: str) -> None:
         queues=results.queues_frame(queues),
         ports=json.loads(ports),
         resolved_config=resolved,
+        port_rates=results.port_rates_frame(port_rates),
     )
     results.write(point_dir, result)
     (point_dir / ERROR_FILE).unlink(missing_ok=True)

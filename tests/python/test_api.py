@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 import pisanet
@@ -16,6 +18,18 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     tomllib = pytest.importorskip("tomli")
+
+# The tiny config with the rates of two fabric ports (links of 10 Gb/s) sampled.
+LINK_GBPS = 10.0
+RATE_INTERVAL_US = 50.0
+RATE_PORTS = ["leaf0->spine0", "spine1->leaf1"]
+RATES = (
+    TINY
+    + f"\n[metrics]\nport_rate_interval_us = {RATE_INTERVAL_US}\n"
+    + f"port_rate_ports = {json.dumps(RATE_PORTS)}\n"
+)
+# One 1500-byte packet over a sampling interval, in Gb/s.
+RATE_SLACK_GBPS = 1500 * 8 / (RATE_INTERVAL_US * 1e3)
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +51,7 @@ def test_run_returns_a_flow_dataframe(tiny_result: pisanet.Result) -> None:
     # Times are microseconds: fct = finish - start.
     np.testing.assert_allclose(done["fct"], done["finish"] - done["start"], rtol=1e-9, atol=1e-6)
     assert tiny_result.queues is None
+    assert tiny_result.port_rates is None
     assert tiny_result.summary["conservation_ok"] is True
 
 
@@ -71,6 +86,31 @@ def test_run_with_out_writes_the_result_directory(tmp_path: Path) -> None:
     pd.testing.assert_frame_equal(
         pd.read_parquet(tmp_path / "res" / "flows.parquet"), result.flows, check_dtype=True
     )
+
+
+def test_port_rates_of_the_requested_ports(tmp_path: Path) -> None:
+    result = pisanet.run(RATES, out=tmp_path / "res")
+    rates = result.port_rates
+    assert rates is not None
+    assert list(rates.columns) == ["time", "port", "tx_gbps", "carried_gbps"]
+    assert isinstance(rates["port"].dtype, pd.CategoricalDtype)
+    assert set(rates["port"].astype(str)) == set(RATE_PORTS)
+    for port, times in rates.groupby("port", observed=True)["time"]:
+        # One sample per interval, at its end, in microseconds.
+        expected = RATE_INTERVAL_US * np.arange(1, len(times) + 1)
+        np.testing.assert_allclose(times, expected, err_msg=str(port))
+    for column in ("tx_gbps", "carried_gbps"):
+        assert (rates[column] >= 0).all(), column
+        # NOTE: a packet counts in the interval its transmission starts in, so
+        # an interval can hold up to one packet more than the link carries.
+        assert (rates[column] <= LINK_GBPS + RATE_SLACK_GBPS).all(), column
+    assert (rates["tx_gbps"] > 0).any()
+    # No link fails: everything sent is carried.
+    np.testing.assert_array_equal(rates["carried_gbps"], rates["tx_gbps"])
+
+    path = tmp_path / "res" / "port_rates.parquet"
+    pd.testing.assert_frame_equal(pd.read_parquet(path), rates, check_dtype=True)
+    assert pq.read_schema(path).field("tx_gbps").metadata == {b"unit": b"Gb/s"}
 
 
 def test_invalid_config_raises_config_error() -> None:

@@ -77,16 +77,36 @@ def test_columns_cross_as_little_endian_buffers() -> None:
         "leaf0->spine1",
     ]
 
+    rates = results.port_rates_frame(
+        {
+            **_columns(
+                time_us=np.array([50.0, 50.0, 100.0]),
+                port=np.array([0, 1, 0], dtype="<u4"),
+                tx_gbps=np.array([9.5, 0.0, 2.5]),
+                carried_gbps=np.array([9.5, 0.0, 0.0]),
+            ),
+            "port_names": ("str", ["S1->A3", "S2->A3"]),
+        }
+    )
+    assert rates is not None
+    assert list(rates.columns) == list(results.PORT_RATE_COLUMNS.values())
+    assert rates["port"].astype(str).tolist() == ["S1->A3", "S2->A3", "S1->A3"]
+    assert rates["tx_gbps"].tolist() == [9.5, 0.0, 2.5]
+    assert rates["carried_gbps"].tolist() == [9.5, 0.0, 0.0]
 
-def test_no_samples_means_no_queue_table() -> None:
+
+def test_no_samples_means_no_queue_or_port_rate_table() -> None:
     empty = np.array([], dtype="<f8")
     columns = {
         "time_us": ("<f8", empty.tobytes()),
         "port": ("<u4", b""),
         "depth_bytes": ("<u8", b""),
+        "tx_gbps": ("<f8", b""),
+        "carried_gbps": ("<f8", b""),
         "port_names": ("str", []),
     }
     assert results.queues_frame(columns) is None
+    assert results.port_rates_frame(columns) is None
 
 
 def test_write_records_units_in_parquet(tmp_path: Path) -> None:

@@ -19,11 +19,12 @@ import pytest
 
 import pisanet
 from _support import TINY, assert_one_line_error, cli_env
-from pisanet import _core, sweeps
+from pisanet import _core, database, sweeps
 
-# 2 schemes x 2 loads x 2 seeds; the queues of leaf0's uplinks are sampled.
+# 2 schemes x 2 loads x 2 seeds; the queues and the rates of leaf0's uplinks are sampled.
 SAMPLED = (
     TINY + '\n[metrics]\nqueue_sample_interval_us = 50\nqueue_sample_ports = ["leaf0->spine"]\n'
+    'port_rate_interval_us = 100\nport_rate_ports = ["leaf0->spine"]\n'
 )
 VARY = ["--vary", "scheme.kind=ecmp,hula", "--vary", "workload.load=0.3,0.6", "--seeds", "2"]
 # Points that take about a second each, so that a sweep can be stopped halfway.
@@ -91,6 +92,7 @@ def test_sweep_runs_every_point_once(swept: Path) -> None:
         assert names == [
             "config.resolved.toml",
             "flows.parquet",
+            "port_rates.parquet",
             "ports.json",
             "queues.parquet",
             "summary.json",
@@ -131,6 +133,19 @@ def test_flows_view_and_query_command(swept: Path) -> None:
     line = assert_one_line_error(pisanet_cli(swept.parent, "query", "sw", "SELECT nope FROM runs"))
     assert "nope" in line
     assert_one_line_error(pisanet_cli(swept.parent, "query", "nowhere", "SELECT 1"))
+
+
+def test_port_rates_view_holds_every_points_file(swept: Path) -> None:
+    view = database.query(swept, "SELECT * FROM port_rates ORDER BY point_id, port, time")
+    assert {"point_id", "scheme_kind", "workload_load", "seed"} <= set(view.columns)
+    assert sorted(view["point_id"].unique()) == sorted(runs_of(swept)["point_id"])
+    for pid, rows in view.groupby("point_id"):
+        own = pd.read_parquet(swept / "points" / str(pid) / "port_rates.parquet")
+        own = own.astype({"port": str}).sort_values(["port", "time"], ignore_index=True)
+        assert set(own["port"]) == {"leaf0->spine0", "leaf0->spine1"}
+        pd.testing.assert_frame_equal(
+            rows[list(own.columns)].astype({"port": str}).reset_index(drop=True), own
+        )
 
 
 def test_rerun_does_nothing(swept: Path) -> None:

@@ -11,8 +11,8 @@
 //!   when either raises or the callback returns `False`.
 //! - Columns cross as little-endian byte buffers tagged with a numpy dtype
 //!   string (`numpy.frombuffer`), never as one Python object per flow or
-//!   per sample. Queue sample ports are dictionary-encoded: `port` holds
-//!   `<u4` codes into the `port_names` list.
+//!   per sample. The ports of queue samples and port rates are
+//!   dictionary-encoded: `port` holds `<u4` codes into the `port_names` list.
 //! - Errors map to `ConfigError` (input), `InvariantError` (a run broke an
 //!   invariant) and `KeyboardInterrupt` (interrupted).
 
@@ -41,8 +41,14 @@ create_exception!(
 /// How often, at most, `run` re-attaches to Python to check signals and report progress.
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(50);
 
-/// `(summary_json, flows, queues, ports_json)`; see `run`.
-type RunTuple<'py> = (String, Bound<'py, PyDict>, Bound<'py, PyDict>, String);
+/// `(summary_json, flows, queues, ports_json, port_rates)`; see `run`.
+type RunTuple<'py> = (
+    String,
+    Bound<'py, PyDict>,
+    Bound<'py, PyDict>,
+    String,
+    Bound<'py, PyDict>,
+);
 
 fn to_py_err(error: pisanet::Error) -> PyErr {
     match error.kind {
@@ -96,13 +102,12 @@ fn flow_columns<'py>(py: Python<'py>, f: &pisanet::FlowTable) -> PyResult<Bound<
     Ok(d)
 }
 
-fn queue_columns<'py>(py: Python<'py>, q: &pisanet::QueueSamples) -> PyResult<Bound<'py, PyDict>> {
-    // NOTE: ports are dictionary-encoded so that a long sampling run does not
-    // create one Python string per sample.
+/// Dictionary-encodes port names: `(codes, names)` with `names[codes[i]] == ports[i]`.
+fn encode_ports(ports: &[String]) -> (Vec<u32>, Vec<&str>) {
+    // NOTE: so that a long sampling run does not create one Python string per sample.
     let mut names: Vec<&str> = Vec::new();
     let mut index: HashMap<&str, u32> = HashMap::new();
-    let codes: Vec<u32> = q
-        .port
+    let codes = ports
         .iter()
         .map(|p| {
             *index.entry(p.as_str()).or_insert_with(|| {
@@ -111,11 +116,30 @@ fn queue_columns<'py>(py: Python<'py>, q: &pisanet::QueueSamples) -> PyResult<Bo
             })
         })
         .collect();
+    (codes, names)
+}
+
+/// Sets `columns["port"]` (codes) and `columns["port_names"]`.
+fn put_ports(columns: &Bound<'_, PyDict>, ports: &[String]) -> PyResult<()> {
+    let (codes, names) = encode_ports(ports);
+    put(columns, "port", &codes)?;
+    columns.set_item("port_names", ("str", names))
+}
+
+fn queue_columns<'py>(py: Python<'py>, q: &pisanet::QueueSamples) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     put(&d, "time_us", &q.time_us)?;
-    put(&d, "port", &codes)?;
+    put_ports(&d, &q.port)?;
     put(&d, "depth_bytes", &q.depth_bytes)?;
-    d.set_item("port_names", ("str", names))?;
+    Ok(d)
+}
+
+fn port_rate_columns<'py>(py: Python<'py>, r: &pisanet::PortRates) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    put(&d, "time_us", &r.time_us)?;
+    put_ports(&d, &r.port)?;
+    put(&d, "tx_gbps", &r.tx_gbps)?;
+    put(&d, "carried_gbps", &r.carried_gbps)?;
     Ok(d)
 }
 
@@ -130,7 +154,7 @@ fn report(py: Python<'_>, callback: Option<&Py<PyAny>>, p: pisanet::Progress) ->
     Ok(answer.is_none(py) || answer.bind(py).is_truthy()?)
 }
 
-/// Runs a config (TOML text) and returns `(summary_json, flows, queues, ports_json)`.
+/// Runs a config (TOML text) and returns `(summary_json, flows, queues, ports_json, port_rates)`.
 #[pyfunction]
 #[pyo3(signature = (text, base_dir=None, overrides=Vec::new(), progress=None))]
 fn run<'py>(
@@ -166,6 +190,7 @@ fn run<'py>(
         flow_columns(py, &out.flows)?,
         queue_columns(py, &out.queues)?,
         out.ports.to_string(),
+        port_rate_columns(py, &out.port_rates)?,
     ))
 }
 
