@@ -211,7 +211,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--only", nargs="*", help="experiment names: " + ", ".join(EXPERIMENTS))
     ap.add_argument("--tables", action="store_true", help="only rewrite the tables from the saved JSON")
-    ap.add_argument("--schemes", nargs="*", help="rerun only these schemes (after a change to them); keep the others' saved rows")
+    ap.add_argument("--schemes", nargs="+", choices=SCHEMES,
+                    help="rerun only these schemes (after a change to them); keep the others' saved rows")
     a = ap.parse_args()
     names = [] if a.tables else (a.only or list(EXPERIMENTS))
     redo = set(a.schemes or SCHEMES)

@@ -164,6 +164,13 @@ def write(out: str | os.PathLike[str], result: Result) -> list[Path]:
     """Writes the result directory `out` (created if missing); returns the files written."""
     directory = Path(out)
     directory.mkdir(parents=True, exist_ok=True)
+    # NOTE: a rewrite first unmarks the directory as complete, and drops the
+    # samples of an earlier run that this one does not have, so no file of
+    # the old run is read as part of the new one.
+    (directory / "summary.json").unlink(missing_ok=True)
+    for name, frame in ((QUEUES_FILE, result.queues), (PORT_RATES_FILE, result.port_rates)):
+        if frame is None:
+            (directory / name).unlink(missing_ok=True)
     written = []
 
     def text(name: str, content: str) -> None:

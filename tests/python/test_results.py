@@ -122,3 +122,30 @@ def test_write_records_units_in_parquet(tmp_path: Path) -> None:
     schema = pq.read_schema(tmp_path / "out" / "flows.parquet")
     assert schema.field("fct").metadata == {b"unit": b"us"}
     assert b"pisanet.units" in schema.metadata
+
+
+def test_a_rewrite_drops_the_samples_the_new_run_does_not_have(tmp_path: Path) -> None:
+    flows = pd.DataFrame({name: [1] for name in results.FLOW_COLUMNS.values()})
+    samples = pd.DataFrame({"time": [1.0], "port": ["a->b"], "depth_bytes": [0]})
+    rates = pd.DataFrame({"time": [1.0], "port": ["a->b"], "tx_gbps": [1.0], "carried_gbps": [1.0]})
+    sampled = Result(
+        summary={"digest": "x"},
+        flows=flows,
+        queues=samples,
+        ports=[],
+        resolved_config="",
+        port_rates=rates,
+    )
+    out = tmp_path / "out"
+    results.write(out, sampled)
+    assert (out / results.QUEUES_FILE).is_file() and (out / results.PORT_RATES_FILE).is_file()
+    plain = Result(summary={"digest": "y"}, flows=flows, queues=None, ports=[], resolved_config="")
+    results.write(out, plain)
+    assert not (out / results.QUEUES_FILE).exists()
+    assert not (out / results.PORT_RATES_FILE).exists()
+    assert sorted(p.name for p in out.iterdir()) == [
+        "config.resolved.toml",
+        "flows.parquet",
+        "ports.json",
+        "summary.json",
+    ]

@@ -15,7 +15,7 @@
 #![deny(clippy::float_arithmetic, clippy::integer_division)]
 
 use crate::l3::{self, RouteAgent, FIVE_TUPLE_FIELDS, L3};
-use crate::{FlowletId, SchemeParams};
+use crate::SchemeParams;
 use pisanet_net::Packet;
 use pisanet_pisa::{
     Ctx, DataPlane, HashAlgo, HashId, HashInput, HashSpec, Pipeline, RegisterId, RegisterSpec,
@@ -25,6 +25,55 @@ use pisanet_pisa::{
 /// Width of the flowlet timestamps (as v1model's 48-bit timestamps).
 const TIME_BITS: u8 = 48;
 const TIME_MASK: u64 = (1 << TIME_BITS) - 1;
+
+/// How flowlet ECMP (`flowlet_ecmp`, and `conga_prime` across pods) gives a
+/// new flowlet the id that goes into its path hash.
+///
+/// HULA section 6 increments the id. With a CRC, the only hash PISA targets
+/// offer, the hash is affine in the id: a step from an even id to the next
+/// flips one input bit and so changes the hash by a constant that does not
+/// depend on the flow. On a 2-way group that constant either always or never
+/// moves the flow, so with `Increment` only every other new flowlet can move
+/// (tests `with_a_crc_an_even_to_odd_flowlet_id_step_keeps_the_path_at_every_tier`
+/// and `random_flowlet_ids_let_every_new_flowlet_move`).
+/// `Random` draws the id from the switch's `random` extern, as P4 flowlet
+/// switching programs do, so every new flowlet gets an independent path:
+/// what the paper's "hash of the six tuple" intends (docs/schemes/hula.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FlowletId {
+    /// A fresh uniform 16-bit id per new flowlet (default).
+    #[default]
+    Random,
+    /// The previous id + 1 (HULA section 6 as written).
+    Increment,
+}
+
+impl FlowletId {
+    /// The flowlet-id register's read-modify-write for one packet: the
+    /// slot's id, replaced by the next one when `new_flowlet`. One access to
+    /// `register` (16 bits wide, so increments wrap) and, for `Random`, one
+    /// draw from the `random` extern per new flowlet.
+    #[inline]
+    pub fn update(
+        self,
+        ctx: &mut Ctx<'_>,
+        register: RegisterId,
+        slot: u32,
+        new_flowlet: bool,
+    ) -> u16 {
+        let drawn = (new_flowlet && self == FlowletId::Random)
+            .then(|| u64::from(ctx.random(0, u32::from(u16::MAX))));
+        let id = ctx.register(register, slot, |id| {
+            let id = match (new_flowlet, drawn) {
+                (false, _) => id,
+                (true, Some(r)) => r,
+                (true, None) => id + 1,
+            };
+            (id, id)
+        });
+        id as u16
+    }
+}
 
 pub struct FlowletEcmp {
     pub l3: L3,

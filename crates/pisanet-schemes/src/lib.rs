@@ -20,6 +20,8 @@ pub mod l3;
 pub mod p4te;
 pub mod rps;
 
+pub use flowlet_ecmp::FlowletId;
+
 use pisanet_engine::{SimRng, SimTime};
 use pisanet_pisa::{
     ControlAgent, ControlPlaneConfig, DataPlane, Pipeline, ResourceReport, Switch, SwitchInfo,
@@ -64,54 +66,6 @@ pub struct SchemeParams {
     pub conga: CongaParams,
     /// `p4te` (`[scheme.p4te]`).
     pub p4te: p4te::P4teParams,
-}
-
-/// How flowlet ECMP (`flowlet_ecmp`, and `conga_prime` across pods) gives a
-/// new flowlet the id that goes into its path hash.
-///
-/// HULA section 6 increments the id. With a CRC, the only hash PISA targets
-/// offer, the hash is affine in the id: a step from an even id to the next
-/// flips one input bit and so changes the hash by a constant that does not
-/// depend on the flow. On a 2-way group that constant either always or never
-/// moves the flow, so with `Increment` only every other new flowlet can move
-/// (the test `on_two_way_groups_increment_moves_a_flow_only_at_odd_ids`).
-/// `Random` draws the id from the switch's `random` extern, as P4 flowlet
-/// switching programs do, so every new flowlet gets an independent path:
-/// what the paper's "hash of the six tuple" intends (docs/schemes/hula.md).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum FlowletId {
-    /// A fresh uniform 16-bit id per new flowlet (default).
-    #[default]
-    Random,
-    /// The previous id + 1 (HULA section 6 as written).
-    Increment,
-}
-
-impl FlowletId {
-    /// The flowlet-id register's read-modify-write for one packet: the
-    /// slot's id, replaced by the next one when `new_flowlet`. One access to
-    /// `register` (16 bits wide, so increments wrap) and, for `Random`, one
-    /// draw from the `random` extern per new flowlet.
-    #[inline]
-    pub fn update(
-        self,
-        ctx: &mut pisanet_pisa::Ctx<'_>,
-        register: pisanet_pisa::RegisterId,
-        slot: u32,
-        new_flowlet: bool,
-    ) -> u16 {
-        let drawn = (new_flowlet && self == FlowletId::Random)
-            .then(|| u64::from(ctx.random(0, u32::from(u16::MAX))));
-        let id = ctx.register(register, slot, |id| {
-            let id = match (new_flowlet, drawn) {
-                (false, _) => id,
-                (true, Some(r)) => r,
-                (true, None) => id + 1,
-            };
-            (id, id)
-        });
-        id as u16
-    }
 }
 
 /// Parameters of `hula` (HULA sections 4 and 6).

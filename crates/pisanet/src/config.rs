@@ -570,7 +570,12 @@ fn allowed_values(path: &str) -> Option<String> {
     }
     let mut node = resolve(defs, &schema)?;
     for key in path.split('.') {
-        node = resolve(defs, node.get("properties")?.get(key)?)?;
+        // "events[0]": the key, then one array element per index.
+        let name = key.split('[').next()?;
+        node = resolve(defs, node.get("properties")?.get(name)?)?;
+        for _ in 0..key.matches('[').count() {
+            node = resolve(defs, node.get("items")?)?;
+        }
     }
     let variants = match (node.get("enum"), node.get("oneOf")) {
         (Some(e), _) => e.as_array()?.iter().collect::<Vec<_>>(),
@@ -1044,6 +1049,10 @@ kind = "ecmp"
         assert!(
             e.starts_with("transport.kind: must be one of \"newreno\""),
             "{e}"
+        );
+        assert_eq!(
+            allowed_values("events[0].kind").as_deref(),
+            Some("\"link_down\", \"link_up\"")
         );
         assert_eq!(allowed_values("workload.load"), None);
         assert_eq!(allowed_values("workload.nothing"), None);

@@ -148,7 +148,7 @@ fn same_seed_same_digest_other_seed_other_digest() {
 }
 
 #[test]
-fn source_ports_are_sequential_by_default_or_random_per_seed() {
+fn source_ports_are_sequential_by_default_or_hashed_with_a_salt() {
     use pisanet::sim::source_port;
     // Sequential: 10000 + the connection number, wrapping at 50000.
     assert_eq!(source_port(0, None), 10_000);
