@@ -314,6 +314,48 @@ fn flowlet_id_changes_only_after_the_idle_gap() {
 }
 
 #[test]
+fn increment_flowlet_ids_wrap_at_16_bits() {
+    let info = leaf(2);
+    let params = SchemeParams {
+        flowlet_id: FlowletId::Increment,
+        ..SchemeParams::default()
+    };
+    let mut pipe = pisanet_pisa::Pipeline::new("flowlet_ecmp");
+    let prog = flowlet_ecmp::FlowletEcmp::new(&mut pipe, &params, &info).unwrap();
+    let flowlet_id = prog.flowlet_id;
+    let agent = prog.agent();
+    let flow = tcp(ip(10, 0, 0, 1), ip(10, 0, 1, 7), 4321, 80);
+    let slot = prog.slot(crc32(&five_tuple_bytes(&flow)));
+    let rng = RngStreams::new(5).stream(StreamKind::Switch, 11);
+    let mut sw = Switch::new(
+        &info,
+        pipe,
+        Box::new(prog),
+        Box::new(agent),
+        rng,
+        ControlPlaneConfig::default(),
+        params.target,
+    )
+    .unwrap();
+    // One packet per flowlet, 200 us apart (T_f = 100 us): flowlet n has id n.
+    for n in 1..=65_537u64 {
+        let port = forward(&mut sw, SimTime::from_us(200 * n), 0, flow.clone()).unwrap();
+        let id = sw.pipeline().read_register(flowlet_id, slot);
+        assert_eq!(id, n % 65_536, "flowlet {n}");
+        if n >= 65_535 {
+            let mut bytes = (id as u16).to_be_bytes().to_vec();
+            bytes.extend(five_tuple_bytes(&flow));
+            assert_eq!(
+                port,
+                info.uplinks[crc32(&bytes) as usize % 2],
+                "flowlet {n}"
+            );
+        }
+    }
+    sw.assert_no_violations();
+}
+
+#[test]
 fn flowlet_ecmp_moves_a_flow_only_between_flowlets() {
     let info = leaf(4);
     let mut sw = switch("flowlet_ecmp", &info);
