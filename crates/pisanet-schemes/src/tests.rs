@@ -254,9 +254,19 @@ fn ecmp_agent_removes_a_failed_uplink_after_the_write_latency() {
 
 // ---- flowlet_ecmp ----
 
-#[test]
-fn flowlet_id_changes_only_after_the_idle_gap() {
-    for mode in [FlowletId::Increment, FlowletId::Random] {
+/// A 2-uplink leaf running `flowlet_ecmp` with `mode`, one TCP flow, and the
+/// program's flowlet registers at that flow's slot.
+struct FlowletLeaf {
+    sw: Switch,
+    info: SwitchInfo,
+    flow: Packet,
+    slot: u32,
+    flowlet_id: pisanet_pisa::RegisterId,
+    flowlet_time: pisanet_pisa::RegisterId,
+}
+
+impl FlowletLeaf {
+    fn new(mode: FlowletId) -> Self {
         let info = leaf(2);
         let params = SchemeParams {
             flowlet_id: mode,
@@ -269,7 +279,7 @@ fn flowlet_id_changes_only_after_the_idle_gap() {
         let flow = tcp(ip(10, 0, 0, 1), ip(10, 0, 1, 7), 4321, 80);
         let slot = prog.slot(crc32(&five_tuple_bytes(&flow)));
         let rng = RngStreams::new(5).stream(StreamKind::Switch, 11);
-        let mut sw = Switch::new(
+        let sw = Switch::new(
             &info,
             pipe,
             Box::new(prog),
@@ -279,6 +289,37 @@ fn flowlet_id_changes_only_after_the_idle_gap() {
             params.target,
         )
         .unwrap();
+        FlowletLeaf {
+            sw,
+            info,
+            flow,
+            slot,
+            flowlet_id,
+            flowlet_time,
+        }
+    }
+
+    /// Forwards the flow's packet at `t`: (uplink taken, flowlet id after it).
+    fn send(&mut self, t: SimTime) -> (PortNo, u64) {
+        let port = forward(&mut self.sw, t, 0, self.flow.clone()).unwrap();
+        (
+            port,
+            self.sw.pipeline().read_register(self.flowlet_id, self.slot),
+        )
+    }
+
+    /// Golden: the uplink crc32(flowlet id, 5-tuple) picks.
+    fn uplink_of(&self, id: u64) -> PortNo {
+        let mut bytes = (id as u16).to_be_bytes().to_vec();
+        bytes.extend(five_tuple_bytes(&self.flow));
+        self.info.uplinks[crc32(&bytes) as usize % 2]
+    }
+}
+
+#[test]
+fn flowlet_id_changes_only_after_the_idle_gap() {
+    for mode in [FlowletId::Increment, FlowletId::Random] {
+        let mut leaf = FlowletLeaf::new(mode);
         let us = SimTime::from_us;
         // (arrival, starts a flowlet): gaps of exactly the timeout keep the
         // flowlet; the first packet's gap is from time 0.
@@ -294,65 +335,36 @@ fn flowlet_id_changes_only_after_the_idle_gap() {
         let mut ids = Vec::new();
         let mut id = 0;
         for (t, new) in script {
-            let port = forward(&mut sw, t, 0, flow.clone()).unwrap();
-            let now = sw.pipeline().read_register(flowlet_id, slot);
+            let (port, now) = leaf.send(t);
             assert_eq!(now != id, new, "{mode:?} at {t}: id {id} -> {now}");
             id = now;
             ids.push(id);
-            assert_eq!(sw.pipeline().read_register(flowlet_time, slot), t.ps());
-            // Golden: the uplink crc32(flowlet id, 5-tuple) picks.
-            let mut bytes = (id as u16).to_be_bytes().to_vec();
-            bytes.extend(five_tuple_bytes(&flow));
-            let h = crc32(&bytes) as usize;
-            assert_eq!(port, info.uplinks[h % 2], "{mode:?} at {t}");
+            let time = leaf
+                .sw
+                .pipeline()
+                .read_register(leaf.flowlet_time, leaf.slot);
+            assert_eq!(time, t.ps());
+            assert_eq!(port, leaf.uplink_of(id), "{mode:?} at {t}");
         }
         if mode == FlowletId::Increment {
             assert_eq!(ids, [1, 1, 1, 2, 2, 3, 3]);
         }
-        sw.assert_no_violations();
+        leaf.sw.assert_no_violations();
     }
 }
 
 #[test]
 fn increment_flowlet_ids_wrap_at_16_bits() {
-    let info = leaf(2);
-    let params = SchemeParams {
-        flowlet_id: FlowletId::Increment,
-        ..SchemeParams::default()
-    };
-    let mut pipe = pisanet_pisa::Pipeline::new("flowlet_ecmp");
-    let prog = flowlet_ecmp::FlowletEcmp::new(&mut pipe, &params, &info).unwrap();
-    let flowlet_id = prog.flowlet_id;
-    let agent = prog.agent();
-    let flow = tcp(ip(10, 0, 0, 1), ip(10, 0, 1, 7), 4321, 80);
-    let slot = prog.slot(crc32(&five_tuple_bytes(&flow)));
-    let rng = RngStreams::new(5).stream(StreamKind::Switch, 11);
-    let mut sw = Switch::new(
-        &info,
-        pipe,
-        Box::new(prog),
-        Box::new(agent),
-        rng,
-        ControlPlaneConfig::default(),
-        params.target,
-    )
-    .unwrap();
+    let mut leaf = FlowletLeaf::new(FlowletId::Increment);
     // One packet per flowlet, 200 us apart (T_f = 100 us): flowlet n has id n.
     for n in 1..=65_537u64 {
-        let port = forward(&mut sw, SimTime::from_us(200 * n), 0, flow.clone()).unwrap();
-        let id = sw.pipeline().read_register(flowlet_id, slot);
+        let (port, id) = leaf.send(SimTime::from_us(200 * n));
         assert_eq!(id, n % 65_536, "flowlet {n}");
         if n >= 65_535 {
-            let mut bytes = (id as u16).to_be_bytes().to_vec();
-            bytes.extend(five_tuple_bytes(&flow));
-            assert_eq!(
-                port,
-                info.uplinks[crc32(&bytes) as usize % 2],
-                "flowlet {n}"
-            );
+            assert_eq!(port, leaf.uplink_of(id), "flowlet {n}");
         }
     }
-    sw.assert_no_violations();
+    leaf.sw.assert_no_violations();
 }
 
 #[test]
