@@ -13,5 +13,5 @@ mod rng;
 mod time;
 
 pub use queue::EventQueue;
-pub use rng::{RngStreams, SimRng, StreamKind};
+pub use rng::{splitmix64, RngStreams, SimRng, StreamKind};
 pub use time::{BitRate, SimTime};

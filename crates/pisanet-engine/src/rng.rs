@@ -29,7 +29,9 @@ pub struct RngStreams {
     master: u64,
 }
 
-fn splitmix64(mut x: u64) -> u64 {
+/// The splitmix64 finalizer: a well-mixed 64-bit hash of `x` (seeds the
+/// streams; also hashes connection numbers into source ports).
+pub fn splitmix64(mut x: u64) -> u64 {
     x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

@@ -1037,10 +1037,6 @@ kind = "ecmp"
         assert!(e.contains("workload.source_ports"), "{e}");
         // A value of the wrong type on a string enum names what is allowed.
         let e = err(CONTRACT, &["workload.source_ports=3"]);
-        assert!(
-            e.starts_with("workload.source_ports: must be one of \"sequential\", \"random\""),
-            "{e}"
-        );
         assert_eq!(
             e,
             "workload.source_ports: must be one of \"sequential\", \"random\", got 3"

@@ -236,12 +236,7 @@ pub struct WorldParams {
 pub fn source_port(conn: u64, salt: Option<u64>) -> u16 {
     let n = match salt {
         None => conn,
-        Some(salt) => {
-            let mut z = (conn ^ salt).wrapping_add(0x9E37_79B9_7F4A_7C15);
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
+        Some(salt) => pisanet_engine::splitmix64(conn ^ salt),
     };
     10_000 + (n % 50_000) as u16
 }
