@@ -30,6 +30,9 @@ use crate::hula::{
 };
 use crate::l3::{self, RouteAgent, FIVE_TUPLE_FIELDS, L3};
 use crate::{FlowletId, SchemeParams};
+use pisanet_engine::{units, SimTime};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use pisanet_net::{ExtHeader, Packet, PortNo, MIN_FRAME_BYTES};
 use pisanet_pisa::{
     ControlAgent, CounterId, CounterKind, CounterSpec, CpuApi, Ctx, DataPlane, EstimatorId,
@@ -63,6 +66,40 @@ static CTL_NAMES: [&str; MAX_UPLINKS] = [
     "congestion_to_leaf_6",
     "congestion_to_leaf_7",
 ];
+
+/// Parameters of `conga` and `conga_prime` (`[scheme.conga]`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct CongaParams {
+    /// Time constant of the DRE (us; CONGA: T_dre / alpha = 20 us / 0.1).
+    #[serde(rename = "tau_us", with = "units::us")]
+    #[schemars(with = "f64", range(min = 0.01, max = 1e6), extend("x-unit" = "us"))]
+    pub tau: SimTime,
+    /// Congestion-To-Leaf entries not refreshed for this long count as uncongested (us; below 4 s: 32-bit ns timestamps).
+    #[serde(rename = "age_us", with = "units::us")]
+    #[schemars(with = "f64", range(min = 0.01, max = 3.9e6), extend("x-unit" = "us"))]
+    pub age: SimTime,
+    /// Leaves the program's per-leaf registers hold.
+    #[schemars(range(min = 1, max = 65536))]
+    pub leaf_slots: u32,
+}
+
+impl Default for CongaParams {
+    fn default() -> Self {
+        CongaParams {
+            tau: SimTime::from_us(200),
+            age: SimTime::from_us(10_000),
+            leaf_slots: 1024,
+        }
+    }
+}
+
+impl CongaParams {
+    /// The checks between keys (none beyond the ranges in the schema).
+    pub fn validate(&self) -> Result<(), String> {
+        Ok(())
+    }
+}
 
 /// The overlay header's fields.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -520,4 +557,28 @@ impl ControlAgent for CongaAgent {
     fn on_port_status(&mut self, port: PortNo, up: bool, cpu: &mut CpuApi<'_>) {
         self.routes.on_port_status(port, up, cpu);
     }
+}
+
+/// The registry's constructor of `conga` (lib.rs, `REGISTRY`).
+pub fn declare(
+    pipe: &mut Pipeline,
+    params: &SchemeParams,
+    info: &SwitchInfo,
+    _: pisanet_pisa::ControlPlaneConfig,
+) -> Result<crate::Program, String> {
+    let p = Conga::new(pipe, params, info, false)?;
+    let a = p.agent();
+    Ok((Box::new(p), Box::new(a)))
+}
+
+/// The registry's constructor of `conga_prime` (lib.rs, `REGISTRY`).
+pub fn declare_prime(
+    pipe: &mut Pipeline,
+    params: &SchemeParams,
+    info: &SwitchInfo,
+    _: pisanet_pisa::ControlPlaneConfig,
+) -> Result<crate::Program, String> {
+    let p = Conga::new(pipe, params, info, true)?;
+    let a = p.agent();
+    Ok((Box::new(p), Box::new(a)))
 }

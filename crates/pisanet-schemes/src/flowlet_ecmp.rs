@@ -39,7 +39,10 @@ const TIME_MASK: u64 = (1 << TIME_BITS) - 1;
 /// `Random` draws the id from the switch's `random` extern, as P4 flowlet
 /// switching programs do, so every new flowlet gets an independent path:
 /// what the paper's "hash of the six tuple" intends (docs/schemes/hula.md).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
 pub enum FlowletId {
     /// A fresh uniform 16-bit id per new flowlet (default).
     #[default]
@@ -195,4 +198,16 @@ impl DataPlane for FlowletEcmp {
             l3::member_hash(ctx.hash(hash, &input), tier)
         });
     }
+}
+
+/// The registry's constructor (lib.rs, `REGISTRY`).
+pub fn declare(
+    pipe: &mut Pipeline,
+    params: &SchemeParams,
+    info: &SwitchInfo,
+    _: pisanet_pisa::ControlPlaneConfig,
+) -> Result<crate::Program, String> {
+    let p = FlowletEcmp::new(pipe, params, info)?;
+    let a = p.agent();
+    Ok((Box::new(p), Box::new(a)))
 }

@@ -26,7 +26,9 @@
 
 use crate::l3::{self, RouteAgent, FIVE_TUPLE_FIELDS, L3};
 use crate::SchemeParams;
-use pisanet_engine::SimTime;
+use pisanet_engine::{units, SimTime};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use pisanet_net::{ExtHeader, Packet, PortNo, MIN_FRAME_BYTES};
 use pisanet_pisa::{
     matches, ActionCall, ActionId, ControlAgent, CounterId, CounterKind, CounterSpec, CpuApi, Ctx,
@@ -82,6 +84,118 @@ const FLOWLET_TIME_MASK: u64 = (1 << FLOWLET_TIME_BITS) - 1;
 /// Multicast group of the probes the packet generator makes (ToR uplinks).
 const fn origin_group(n_ports: u16) -> u16 {
     n_ports + 1
+}
+
+/// Parameters of `hula` (`[scheme.hula]`; HULA sections 4 and 6).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct HulaParams {
+    /// Each ToR sends a probe on every uplink this often (us; T_p, section 6: 200).
+    #[serde(rename = "probe_interval_us", with = "units::us")]
+    #[schemars(with = "f64", range(min = 0.01, max = 1e6), extend("x-unit" = "us"))]
+    pub probe_interval: SimTime,
+    /// A best hop not refreshed for this long is replaced by any probe (us;
+    /// T_fail, section 4.4). Default: 3 x probe_interval_us.
+    #[serde(
+        rename = "keepalive_us",
+        with = "units::opt_us",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<f64>", range(min = 0.01, max = 4e6), extend("x-unit" = "us"))]
+    pub keepalive_us: Option<SimTime>,
+    /// Time constant of the TX utilization estimator (us; section 4.2: at
+    /// least 2 x probe_interval_us). Default: 2 x probe_interval_us.
+    #[serde(
+        rename = "tau_us",
+        with = "units::opt_us",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<f64>", range(min = 0.01, max = 4e6), extend("x-unit" = "us"))]
+    pub tau_us: Option<SimTime>,
+    /// Per ToR and link, at most one probe per this window (us; section 4.5).
+    /// Default: 3/4 x probe_interval_us, so that jitter does not suppress a
+    /// ToR's next round.
+    #[serde(
+        rename = "suppress_us",
+        with = "units::opt_us",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<f64>", range(min = 0.01, max = 1e6), extend("x-unit" = "us"))]
+    pub suppress_us: Option<SimTime>,
+    /// ToRs the program's per-ToR registers hold (at least the topology's ToRs).
+    #[schemars(range(min = 1, max = 65536))]
+    pub tor_slots: u32,
+}
+
+impl Default for HulaParams {
+    fn default() -> Self {
+        HulaParams {
+            probe_interval: SimTime::from_us(200),
+            keepalive_us: None,
+            tau_us: None,
+            suppress_us: None,
+            tor_slots: 1024,
+        }
+    }
+}
+
+// NOTE: control-plane configuration, not data plane: the defaults are
+// fractions of the probe interval, computed as the config always did.
+#[allow(clippy::float_arithmetic)]
+impl HulaParams {
+    /// T_fail (section 4.4): `keepalive_us`, default 3 x the probe interval.
+    pub fn keepalive(&self) -> SimTime {
+        self.keepalive_us
+            .unwrap_or_else(|| SimTime::from_us_f64(3.0 * self.probe_interval.as_us_f64()))
+    }
+    /// The estimator's time constant (section 4.2): `tau_us`, default 2 x the probe interval.
+    pub fn tau(&self) -> SimTime {
+        self.tau_us
+            .unwrap_or_else(|| SimTime::from_us_f64(2.0 * self.probe_interval.as_us_f64()))
+    }
+    /// The suppression window (section 4.5): `suppress_us`, default 3/4 of the probe interval.
+    pub fn suppress_window(&self) -> SimTime {
+        self.suppress_us
+            .unwrap_or_else(|| SimTime::from_us_f64(0.75 * self.probe_interval.as_us_f64()))
+    }
+    /// The checks between keys (ranges are in the schema).
+    pub fn validate(&self) -> Result<(), String> {
+        let (tp, keepalive, tau, suppress) = (
+            self.probe_interval,
+            self.keepalive(),
+            self.tau(),
+            self.suppress_window(),
+        );
+        if tau.ps() < 2 * tp.ps() {
+            // HULA section 4.2: tau is at least twice the probe interval.
+            return Err(format!(
+                "scheme.hula.tau_us: must be at least 2 x scheme.hula.probe_interval_us ({}) (HULA section 4.2), got {}",
+                2.0 * tp.as_us_f64(),
+                tau.as_us_f64()
+            ));
+        }
+        if keepalive <= tp {
+            return Err(format!(
+                "scheme.hula.keepalive_us: must exceed scheme.hula.probe_interval_us ({}), got {}",
+                tp.as_us_f64(),
+                keepalive.as_us_f64()
+            ));
+        }
+        if suppress > tp {
+            return Err(format!(
+                "scheme.hula.suppress_us: must be at most scheme.hula.probe_interval_us ({}), got {}",
+                tp.as_us_f64(),
+                suppress.as_us_f64()
+            ));
+        }
+        if keepalive.as_us_f64() >= 4.0e6 || tau.as_us_f64() >= 4.0e6 {
+            return Err(
+                "scheme.hula.keepalive_us, tau_us: must be below 4 s (32-bit ns timestamps)"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
 }
 
 /// A `best_path` cell.
@@ -254,7 +368,7 @@ impl Hula {
                 h.tor_slots, info.n_racks
             ));
         }
-        if h.tau.ps() < 2 * h.probe_interval.ps() {
+        if h.tau().ps() < 2 * h.probe_interval.ps() {
             // HULA section 4.2: tau is at least twice the probe interval.
             return Err("scheme.hula.tau_us must be at least twice probe_interval_us".into());
         }
@@ -325,7 +439,7 @@ impl Hula {
         let tx_util = pipe.estimator(EstimatorSpec {
             name: "tx_util",
             ports: n_ports as u16,
-            tau_ps: h.tau.ps(),
+            tau_ps: h.tau().ps(),
         });
         // Diagnostics only (nothing reads them in the data plane): one name
         // per tier, since the run's summary sums each counter over switches.
@@ -368,8 +482,8 @@ impl Hula {
             rack: info.rack,
             tier: info.tier,
             flowlet_timeout_ps: params.flowlet_timeout.ps(),
-            keepalive_ns: ns32(h.keepalive),
-            suppress_ns: ns32(h.suppress_window),
+            keepalive_ns: ns32(h.keepalive()),
+            suppress_ns: ns32(h.suppress_window()),
         })
     }
 
@@ -383,7 +497,7 @@ impl Hula {
                 nhop_upstream: self.nhop_upstream,
                 best_path: self.best_path,
             },
-            tau: params.hula.tau,
+            tau: params.hula.tau(),
             tor_slots: params.hula.tor_slots,
         }
     }
@@ -706,4 +820,16 @@ impl ControlAgent for HulaAgent {
         // failure from the absence of probes (section 4.4).
         self.routes.on_port_status(port, up, cpu);
     }
+}
+
+/// The registry's constructor (lib.rs, `REGISTRY`).
+pub fn declare(
+    pipe: &mut Pipeline,
+    params: &SchemeParams,
+    info: &SwitchInfo,
+    _: pisanet_pisa::ControlPlaneConfig,
+) -> Result<crate::Program, String> {
+    let p = Hula::new(pipe, params, info)?;
+    let a = p.agent(params);
+    Ok((Box::new(p), Box::new(a)))
 }
