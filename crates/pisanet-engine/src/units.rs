@@ -91,7 +91,9 @@ pub mod kb {
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
         let v = finite_non_negative(d, "KB")?;
         if v * 1000.0 >= u64::MAX as f64 {
-            return Err(D::Error::custom(format!("must be below 1.8e16 KB, got {v}")));
+            return Err(D::Error::custom(format!(
+                "must be below 1.8e16 KB, got {v}"
+            )));
         }
         Ok((v * 1000.0) as u64)
     }
@@ -106,7 +108,9 @@ pub mod gbps {
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BitRate, D::Error> {
         let v = finite_non_negative(d, "Gb/s")?;
         if v * 1e9 >= u64::MAX as f64 {
-            return Err(D::Error::custom(format!("must be below 1.8e10 Gb/s, got {v}")));
+            return Err(D::Error::custom(format!(
+                "must be below 1.8e10 Gb/s, got {v}"
+            )));
         }
         Ok(BitRate::from_gbps(v))
     }
@@ -131,8 +135,9 @@ mod tests {
 
     #[test]
     fn round_trips_and_refuses_what_would_wrap() {
-        let t: T = serde_json::from_str(r#"{"a_us": 1.5, "b_kb": 131.072, "c_gbps": 10, "d_ms": 2}"#)
-            .unwrap();
+        let t: T =
+            serde_json::from_str(r#"{"a_us": 1.5, "b_kb": 131.072, "c_gbps": 10, "d_ms": 2}"#)
+                .unwrap();
         assert_eq!(t.a_us, SimTime::from_ns(1500));
         assert_eq!(t.b_kb, 131_072);
         assert_eq!(t.c_gbps, BitRate::from_gbps(10.0));

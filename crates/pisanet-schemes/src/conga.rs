@@ -31,14 +31,14 @@ use crate::hula::{
 use crate::l3::{self, RouteAgent, FIVE_TUPLE_FIELDS, L3};
 use crate::{FlowletId, SchemeParams};
 use pisanet_engine::{units, SimTime};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use pisanet_net::{ExtHeader, Packet, PortNo, MIN_FRAME_BYTES};
 use pisanet_pisa::{
     ControlAgent, CounterId, CounterKind, CounterSpec, CpuApi, Ctx, DataPlane, EstimatorId,
     EstimatorSpec, HashAlgo, HashId, HashInput, HashSpec, Pipeline, RegisterId, RegisterSpec,
     StandardMetadata, SwitchInfo, TableId, UserMeta,
 };
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 /// `ExtHeader::kind` of the CONGA overlay header.
 pub const CONGA_HEADER: u16 = 0x434e;

@@ -40,7 +40,15 @@ const TIME_MASK: u64 = (1 << TIME_BITS) - 1;
 /// switching programs do, so every new flowlet gets an independent path:
 /// what the paper's "hash of the six tuple" intends (docs/schemes/hula.md).
 #[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum FlowletId {

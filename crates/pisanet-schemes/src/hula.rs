@@ -27,8 +27,6 @@
 use crate::l3::{self, RouteAgent, FIVE_TUPLE_FIELDS, L3};
 use crate::SchemeParams;
 use pisanet_engine::{units, SimTime};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use pisanet_net::{ExtHeader, Packet, PortNo, MIN_FRAME_BYTES};
 use pisanet_pisa::{
     matches, ActionCall, ActionId, ControlAgent, CounterId, CounterKind, CounterSpec, CpuApi, Ctx,
@@ -36,6 +34,8 @@ use pisanet_pisa::{
     Pipeline, PktGenSpec, RegisterId, RegisterSpec, StandardMetadata, SwitchInfo, TableEntry,
     TableId, TableSpec, UpdateType, UserMeta, Write, PKTGEN_PORT,
 };
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 /// IPv4 protocol number of HULA probes (RFC 3692 experimental range).
 pub const PROTO_HULA: u8 = 253;
@@ -190,8 +190,7 @@ impl HulaParams {
         }
         if keepalive.as_us_f64() >= 4.0e6 || tau.as_us_f64() >= 4.0e6 {
             return Err(
-                "scheme.hula.keepalive_us, tau_us: must be below 4 s (32-bit ns timestamps)"
-                    .into(),
+                "scheme.hula.keepalive_us, tau_us: must be below 4 s (32-bit ns timestamps)".into(),
             );
         }
         Ok(())

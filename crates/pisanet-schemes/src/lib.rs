@@ -119,8 +119,9 @@ pub const REGISTRY: &[SchemeRow] = &[
     },
 ];
 
-/// `scheme.kind`: a row of [`REGISTRY`], read and written by its name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// `scheme.kind`: a row of [`REGISTRY`], read and written by its name
+/// (default: the first row, `ecmp`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SchemeKind(u8);
 
 impl SchemeKind {
@@ -155,12 +156,6 @@ impl SchemeKind {
     }
 }
 
-impl Default for SchemeKind {
-    fn default() -> Self {
-        SchemeKind(0)
-    }
-}
-
 impl std::fmt::Display for SchemeKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
@@ -178,10 +173,7 @@ impl<'de> Deserialize<'de> for SchemeKind {
         let name = String::deserialize(d)?;
         SchemeKind::by_name(&name).ok_or_else(|| {
             let known: Vec<String> = REGISTRY.iter().map(|r| format!("{:?}", r.name)).collect();
-            serde::de::Error::custom(format!(
-                "must be one of {}, got {name:?}",
-                known.join(", ")
-            ))
+            serde::de::Error::custom(format!("must be one of {}, got {name:?}", known.join(", ")))
         })
     }
 }
@@ -273,7 +265,7 @@ fn declare(
     params: &SchemeParams,
     info: &SwitchInfo,
     cp: ControlPlaneConfig,
-) -> Result<(Pipeline, Box<dyn DataPlane>, Box<dyn ControlAgent>), String> {
+) -> Result<(Pipeline, Program), String> {
     let row = params.kind.row();
     let declare = row.declare.ok_or_else(|| {
         format!(
@@ -282,8 +274,8 @@ fn declare(
         )
     })?;
     let mut pipe = Pipeline::new(row.name);
-    let (dp, agent) = declare(&mut pipe, params, info, cp)?;
-    Ok((pipe, dp, agent))
+    let program = declare(&mut pipe, params, info, cp)?;
+    Ok((pipe, program))
 }
 
 /// Builds the switch `info.id` running `params.kind`, with its routes installed.
@@ -293,7 +285,7 @@ pub fn build(
     rng: SimRng,
     cp: ControlPlaneConfig,
 ) -> Result<Switch, String> {
-    let (pipe, dp, agent) = declare(params, info, cp)?;
+    let (pipe, (dp, agent)) = declare(params, info, cp)?;
     Switch::new(info, pipe, dp, agent, rng, cp, params.target)
 }
 
@@ -307,7 +299,11 @@ pub fn resources(kind: &str) -> Result<ResourceReport, String> {
         kind,
         ..SchemeParams::default()
     };
-    let (pipe, _, _) = declare(&params, &SwitchInfo::default(), ControlPlaneConfig::default())?;
+    let (pipe, _) = declare(
+        &params,
+        &SwitchInfo::default(),
+        ControlPlaneConfig::default(),
+    )?;
     Ok(pipe.resources())
 }
 

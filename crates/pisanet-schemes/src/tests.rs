@@ -483,7 +483,11 @@ fn unknown_schemes_are_refused() {
 
 #[test]
 fn resource_reports() {
-    for kind in REGISTRY.iter().filter(|r| r.declare.is_some()).map(|r| r.name) {
+    for kind in REGISTRY
+        .iter()
+        .filter(|r| r.declare.is_some())
+        .map(|r| r.name)
+    {
         let r = resources(kind).unwrap();
         assert_eq!(r.program, kind);
         let lpm = r.tables.iter().find(|t| t.name == "ipv4_lpm").unwrap();

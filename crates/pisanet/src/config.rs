@@ -454,7 +454,10 @@ pub fn schema_value() -> serde_json::Value {
 }
 
 /// Follows `$ref`s, bare or wrapped in `allOf`, to the node they name.
-fn resolve_ref<'a>(root: &'a serde_json::Value, mut v: &'a serde_json::Value) -> &'a serde_json::Value {
+fn resolve_ref<'a>(
+    root: &'a serde_json::Value,
+    mut v: &'a serde_json::Value,
+) -> &'a serde_json::Value {
     for _ in 0..8 {
         let r = v
             .get("$ref")
@@ -576,7 +579,11 @@ fn check_range(path: &str, node: &serde_json::Value, value: &toml::Value) -> Res
 }
 
 /// Walks the keys the user gave and checks each number against its range.
-fn check_ranges(schema: &serde_json::Value, prefix: &str, table: &toml::Table) -> Result<(), Error> {
+fn check_ranges(
+    schema: &serde_json::Value,
+    prefix: &str,
+    table: &toml::Table,
+) -> Result<(), Error> {
     for (k, v) in table {
         let path = if prefix.is_empty() {
             k.clone()
@@ -635,9 +642,13 @@ fn unread(schema: &serde_json::Value, resolved: &serde_json::Value, path: &str) 
         .try_fold(resolved, |v, k| v.get(k))
         .cloned()
         .unwrap_or(serde_json::Value::Null);
-    let list = |name: &str| -> Option<Vec<serde_json::Value>> { cond.get(name)?.as_array().cloned() };
+    let list =
+        |name: &str| -> Option<Vec<serde_json::Value>> { cond.get(name)?.as_array().cloned() };
     let fmt = |vals: &[serde_json::Value]| -> String {
-        vals.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(" or ")
+        vals.iter()
+            .map(|v| v.to_string())
+            .collect::<Vec<_>>()
+            .join(" or ")
     };
     if let Some(vals) = list("in") {
         (!vals.contains(&actual)).then(|| format!("{key} = {} (here {actual})", fmt(&vals)))
@@ -952,7 +963,10 @@ kind = "ecmp"
             "workload.load: must be in (0, 1), got 1.2"
         );
         let fat = "[topology]\nkind = \"fat_tree\"\nk = 5\n";
-        assert_eq!(err(fat, &[]), "topology.k: must be even and in 2..=64, got 5");
+        assert_eq!(
+            err(fat, &[]),
+            "topology.k: must be even and in 2..=64, got 5"
+        );
         assert_eq!(
             err(CONTRACT, &["topology.host_link_gbps=-1"]),
             "topology.host_link_gbps: must be in [1e-6, 100000] Gb/s, got -1"
@@ -984,15 +998,24 @@ kind = "ecmp"
             err(CONTRACT, &["topology.file=\"t.toml\""]),
             "topology.file: is read only when topology.kind = \"custom\" (here \"leaf_spine\"); remove it, or set run.unused_keys = \"ignore\""
         );
-        let e = err(CONTRACT, &["workload.pattern=file", "workload.file=\"f.csv\""]);
-        assert!(e.starts_with("workload.flows: is read only when workload.pattern is not \"file\""), "{e}");
+        let e = err(
+            CONTRACT,
+            &["workload.pattern=file", "workload.file=\"f.csv\""],
+        );
+        assert!(
+            e.starts_with("workload.flows: is read only when workload.pattern is not \"file\""),
+            "{e}"
+        );
         assert_eq!(
             err(CONTRACT, &["scheme.hula.probe_interval_us=100"]),
             "scheme.hula: is read only when scheme.kind = \"hula\" (here \"ecmp\"); remove it, or set run.unused_keys = \"ignore\""
         );
         let c = Config::parse(
             CONTRACT,
-            &["run.unused_keys=ignore".into(), "scheme.hula.probe_interval_us=100".into()],
+            &[
+                "run.unused_keys=ignore".into(),
+                "scheme.hula.probe_interval_us=100".into(),
+            ],
         )
         .unwrap();
         assert_eq!(c.unused, vec!["scheme.hula".to_string()]);
@@ -1001,8 +1024,10 @@ kind = "ecmp"
             err(CONTRACT, &["transport.tsq_kb=0.0001"]),
             "transport.tsq_kb: must be 0 (off) or hold one full packet (transport.mss + headers = 1518 bytes, so at least 1.518), got 0.0001"
         );
-        assert!(err(CONTRACT, &["topology.buffer_kb=1"]).starts_with("topology.buffer_kb: must hold one full packet"));
-        assert!(err(CONTRACT, &["transport.rwnd_kb=1"]).starts_with("transport.rwnd_kb: must hold one segment"));
+        assert!(err(CONTRACT, &["topology.buffer_kb=1"])
+            .starts_with("topology.buffer_kb: must hold one full packet"));
+        assert!(err(CONTRACT, &["transport.rwnd_kb=1"])
+            .starts_with("transport.rwnd_kb: must hold one segment"));
         let e = err(CONTRACT, &["topology.levaes=3"]);
         assert!(e.starts_with("topology") && e.contains("levaes"), "{e}");
         let e = err(CONTRACT, &["workload.flows=\"many\""]);
@@ -1020,7 +1045,10 @@ kind = "ecmp"
     fn hula_and_conga_keys_are_checked() {
         let c = Config::parse(
             CONTRACT,
-            &["scheme.kind=hula".into(), "scheme.hula.probe_interval_us=100".into()],
+            &[
+                "scheme.kind=hula".into(),
+                "scheme.hula.probe_interval_us=100".into(),
+            ],
         )
         .unwrap();
         // Defaults follow the probe interval: keepalive 3x, tau 2x, suppression 3/4.
@@ -1037,12 +1065,20 @@ kind = "ecmp"
             err(CONTRACT, &["scheme.kind=hula", "scheme.hula.tau_us=300"]),
             "scheme.hula.tau_us: must be at least 2 x scheme.hula.probe_interval_us (400) (HULA section 4.2), got 300"
         );
+        assert!(err(
+            CONTRACT,
+            &["scheme.kind=hula", "scheme.hula.suppress_us=500"]
+        )
+        .starts_with("scheme.hula.suppress_us:"));
+        assert!(err(
+            CONTRACT,
+            &["scheme.kind=hula", "scheme.hula.keepalive_us=100"]
+        )
+        .starts_with("scheme.hula.keepalive_us:"));
         assert!(
-            err(CONTRACT, &["scheme.kind=hula", "scheme.hula.suppress_us=500"]).starts_with("scheme.hula.suppress_us:")
+            err(CONTRACT, &["scheme.kind=conga", "scheme.conga.age_us=0"])
+                .starts_with("scheme.conga.age_us:")
         );
-        assert!(err(CONTRACT, &["scheme.kind=hula", "scheme.hula.keepalive_us=100"])
-            .starts_with("scheme.hula.keepalive_us:"));
-        assert!(err(CONTRACT, &["scheme.kind=conga", "scheme.conga.age_us=0"]).starts_with("scheme.conga.age_us:"));
         assert!(err(CONTRACT, &["scheme.kind=hula", "scheme.hula.probes=3"]).contains("probes"));
         let c = Config::parse(
             CONTRACT,
@@ -1059,7 +1095,10 @@ kind = "ecmp"
         );
         let c = Config::parse(
             CONTRACT,
-            &["workload.pattern=client_server".into(), "workload.client_server_assignment=random".into()],
+            &[
+                "workload.pattern=client_server".into(),
+                "workload.client_server_assignment=random".into(),
+            ],
         )
         .unwrap();
         assert_eq!(
@@ -1089,15 +1128,31 @@ kind = "ecmp"
         );
         assert_eq!(allowed_values("workload.load"), None);
         assert_eq!(allowed_values("workload.nothing"), None);
-        let c = Config::parse(CONTRACT, &["scheme.kind=flowlet_ecmp".into(), "scheme.flowlet_id=increment".into()]).unwrap();
+        let c = Config::parse(
+            CONTRACT,
+            &[
+                "scheme.kind=flowlet_ecmp".into(),
+                "scheme.flowlet_id=increment".into(),
+            ],
+        )
+        .unwrap();
         assert_eq!(c.scheme.flowlet_id, FlowletIdKind::Increment);
-        let e = err(CONTRACT, &["scheme.kind=flowlet_ecmp", "scheme.flowlet_id=hash"]);
+        let e = err(
+            CONTRACT,
+            &["scheme.kind=flowlet_ecmp", "scheme.flowlet_id=hash"],
+        );
         assert!(
             e.contains("scheme.flowlet_id") && e.contains("increment"),
             "{e}"
         );
-        assert!(err(CONTRACT, &["workload.pattern=client_server", "workload.client_server_assignment=greedy"])
-            .contains("client_server_assignment"));
+        assert!(err(
+            CONTRACT,
+            &[
+                "workload.pattern=client_server",
+                "workload.client_server_assignment=greedy"
+            ]
+        )
+        .contains("client_server_assignment"));
         assert!(err(
             CONTRACT,
             &["workload.pattern=client_server", "workload.connections=0"]

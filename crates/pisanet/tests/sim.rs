@@ -282,7 +282,10 @@ fn bad_input_is_one_line_naming_the_key() {
     for (set, expect) in [
         ("topology.kind=fat_tree", None),
         // A leaf_spine key with a fat_tree is refused, saying when it applies.
-        ("topology.kind=fat_tree", Some("topology.hosts_per_leaf: is read only when")),
+        (
+            "topology.kind=fat_tree",
+            Some("topology.hosts_per_leaf: is read only when"),
+        ),
         ("workload.load=1.0", Some("workload.load")),
         ("topology.leaves=0", Some("topology.leaves")),
         ("workload.cdf=/nonexistent.cdf", Some("workload.cdf")),

@@ -40,9 +40,11 @@ fn run(kind: &str) -> RunOutput {
     std::fs::create_dir_all(&d).unwrap();
     std::fs::write(d.join("flows.csv"), FLOWS).unwrap();
     // The same config for every scheme: some read keys others do not.
-    let sets = [format!("scheme.kind={kind}"), "run.unused_keys=ignore".into()];
-    run_toml(CFG, Some(&d), &sets, &mut |_| true)
-    .unwrap_or_else(|e| panic!("{kind}: {e}"))
+    let sets = [
+        format!("scheme.kind={kind}"),
+        "run.unused_keys=ignore".into(),
+    ];
+    run_toml(CFG, Some(&d), &sets, &mut |_| true).unwrap_or_else(|e| panic!("{kind}: {e}"))
 }
 
 /// Coefficient of variation of the bytes sent on leaf0's uplinks.

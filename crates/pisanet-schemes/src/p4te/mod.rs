@@ -32,8 +32,6 @@ pub use meta::{Meta, Shim};
 use crate::l3::{self, FIVE_TUPLE_FIELDS, L3, SET_ECMP_GROUP, SET_NHOP};
 use crate::SchemeParams;
 use pisanet_engine::{units, SimTime};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use pisanet_net::packet::{tcp_flags, Ecn};
 use pisanet_net::{ExtHeader, Packet, PortNo, TC_LARGE};
 use pisanet_pisa::{
@@ -42,6 +40,8 @@ use pisanet_pisa::{
     MatchKind, MeterId, MeterKind, MeterSpec, MeterUnit, Pipeline, RegisterId, RegisterSpec,
     SelectorId, SelectorSpec, StandardMetadata, SwitchInfo, TableId, TableSpec, UserMeta,
 };
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 /// The P4TE shim header's `ExtHeader::kind`.
 pub const SHIM_KIND: u16 = 0x7E04;
