@@ -24,9 +24,9 @@
 
 #![deny(clippy::float_arithmetic, clippy::integer_division)]
 
-use crate::hula::{
-    declare_get_dst_tor, dst_tor_entries, ns32, quantize, util_scale, NEW_DATA_FLOWLETS,
-    SET_DST_TOR,
+use crate::blocks::{
+    declare_get_dst_tor, dst_tor_entries, ns32, quantize, util_scale, FlowletTimer,
+    NEW_DATA_FLOWLETS, SET_DST_TOR,
 };
 use crate::l3::{self, RouteAgent, FIVE_TUPLE_FIELDS, L3};
 use crate::{FlowletId, SchemeParams};
@@ -53,8 +53,6 @@ pub const METRIC_MAX: u64 = 7;
 pub const LBTAG_ECMP: u64 = 0xff;
 
 const TIME_MASK: u64 = 0xffff_ffff;
-const FLOWLET_TIME_BITS: u8 = 48;
-const FLOWLET_TIME_MASK: u64 = (1 << FLOWLET_TIME_BITS) - 1;
 
 static CTL_NAMES: [&str; MAX_UPLINKS] = [
     "congestion_to_leaf_0",
@@ -174,7 +172,7 @@ pub struct Conga {
     pub flowlet_index: HashId,
     /// crc32 over (flowlet id, 5-tuple): conga_prime's cross-pod hash.
     pub flowlet_hash: HashId,
-    pub flowlet_time: RegisterId,
+    pub flowlet_time: FlowletTimer,
     /// The slot's uplink index + 1 (0 = none), CONGA's flowlet table.
     pub flowlet_port: RegisterId,
     /// The slot's flowlet id (conga_prime across pods).
@@ -257,12 +255,11 @@ impl Conga {
             algo: HashAlgo::Crc32,
             fields,
         });
-        let flowlet_time = pipe.register(RegisterSpec {
-            name: "flowlet_time",
-            width: FLOWLET_TIME_BITS,
-            size: slots,
-            holds: "last packet time of the slot's flow, ps mod 2^48",
-        });
+        let flowlet_time = FlowletTimer::declare(
+            pipe,
+            slots,
+            "last packet time of the slot's flow, ps mod 2^48",
+        );
         let flowlet_port = pipe.register(RegisterSpec {
             name: "flowlet_port",
             width: 4,
@@ -377,10 +374,7 @@ impl Conga {
     ) {
         let h5 = ctx.hash(self.flowlet_index, &l3::five_tuple(pkt));
         let slot = h5 & self.slot_mask;
-        let now_ps = sm.ingress_global_timestamp.ps() & FLOWLET_TIME_MASK;
-        let gap = ctx.register(self.flowlet_time, slot, |last| {
-            (now_ps, now_ps.wrapping_sub(last) & FLOWLET_TIME_MASK)
-        });
+        let gap = self.flowlet_time.gap(ctx, slot, sm);
         let new_flowlet = gap > self.flowlet_timeout_ps;
         if new_flowlet && sm.packet_length > MIN_FRAME_BYTES {
             ctx.count(self.new_data_flowlets, 0, sm.packet_length);

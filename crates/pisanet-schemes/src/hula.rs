@@ -24,6 +24,11 @@
 
 #![deny(clippy::float_arithmetic, clippy::integer_division)]
 
+use crate::blocks::FlowletTimer;
+pub use crate::blocks::{
+    declare_get_dst_tor, dst_tor_entries, ns32, quantize, util_scale, NEW_DATA_FLOWLETS, NO_TOR,
+    SET_DST_TOR,
+};
 use crate::l3::{self, RouteAgent, FIVE_TUPLE_FIELDS, L3};
 use crate::SchemeParams;
 use pisanet_engine::{units, SimTime};
@@ -55,15 +60,7 @@ static BEST_HOP_CHANGES: [&str; TIER_NAMES] = [
     "hula_best_hop_changes_tier1",
     "hula_best_hop_changes_tier2",
 ];
-pub static NEW_DATA_FLOWLETS: [&str; TIER_NAMES] = [
-    "new_data_flowlets_tier0",
-    "new_data_flowlets_tier1",
-    "new_data_flowlets_tier2",
-];
 
-/// Actions of `get_dst_tor`.
-pub const SET_DST_TOR: ActionId = ActionId(0);
-pub const NO_TOR: ActionId = ActionId(1);
 /// Actions of `hula_mcast`.
 pub const SET_MCAST_GRP: ActionId = ActionId(0);
 pub const TERMINATE: ActionId = ActionId(1);
@@ -79,8 +76,6 @@ const TIME_MASK: u64 = 0xffff_ffff;
 const UTIL_SHIFT: u32 = 32;
 const HOP_SHIFT: u32 = 40;
 /// Width of the flowlet timestamps (as v1model's 48-bit timestamps).
-const FLOWLET_TIME_BITS: u8 = 48;
-const FLOWLET_TIME_MASK: u64 = (1 << FLOWLET_TIME_BITS) - 1;
 /// Multicast group of the probes the packet generator makes (ToR uplinks).
 const fn origin_group(n_ports: u16) -> u16 {
     n_ports + 1
@@ -219,15 +214,6 @@ impl BestPath {
     }
 }
 
-/// A time in nanoseconds mod 2^32, as a 32-bit timestamp register holds it.
-/// NOTE: picoseconds to nanoseconds is a shift-free division by a constant;
-/// hardware timestamps are in nanoseconds already, so this is the unit
-/// conversion of the model, not an operation of the program.
-#[allow(clippy::integer_division)]
-pub fn ns32(t: SimTime) -> u64 {
-    (t.ps() / 1000) & TIME_MASK
-}
-
 /// The probe ToR `tor` generates (HULA section 4.2: a minimum-sized packet).
 pub fn probe(tor: u32, util: u64) -> Packet {
     let mut p = Packet {
@@ -255,67 +241,6 @@ pub fn probe_header(pkt: &Packet) -> Option<(u32, u64)> {
     }
 }
 
-/// `get_dst_tor`: LPM on the destination address to the destination ToR
-/// (HULA Fig. 3a). Shared with CONGA (the destination leaf).
-pub fn declare_get_dst_tor(pipe: &mut Pipeline) -> TableId {
-    pipe.table(TableSpec {
-        name: "get_dst_tor",
-        keys: vec![KeyField {
-            name: "hdr.ipv4.dst",
-            kind: MatchKind::Lpm,
-            width: 32,
-        }],
-        actions: vec!["set_dst_tor", "no_tor"],
-        size: 4096,
-        default_action: ActionCall::bare(NO_TOR),
-        direct_counter: false,
-        direct_meter: None,
-    })
-}
-
-/// The entries of `get_dst_tor`: each rack's /24 (a ToR's own rack from its
-/// host /32 routes).
-pub fn dst_tor_entries(table: TableId, info: &SwitchInfo) -> Vec<Write> {
-    let mut seen = Vec::new();
-    let mut out = Vec::new();
-    for r in &info.routes {
-        let Some(rack) = r.rack else { continue };
-        let prefix = r.prefix & 0xffff_ff00;
-        if seen.contains(&(prefix, rack)) {
-            continue;
-        }
-        seen.push((prefix, rack));
-        out.push(Write::TableEntry {
-            table,
-            update: UpdateType::Insert,
-            entry: TableEntry::new(
-                vec![matches::lpm(prefix as u64, 24)],
-                ActionCall::new(SET_DST_TOR, [rack as u64, 0, 0]),
-            ),
-        });
-    }
-    out
-}
-
-/// Scale that quantizes an estimator of a port to `levels - 1` at line rate:
-/// `q = min((U * scale) >> 32, levels - 1)`, with U in bytes and C x tau the
-/// estimator's steady state at line rate (HULA section 4.2).
-/// Computed by the control plane (it may divide; the data plane only
-/// multiplies and shifts).
-#[allow(clippy::integer_division)]
-pub fn util_scale(rate_bps: u64, tau: SimTime, levels: u64) -> u64 {
-    let full_bytes = (rate_bps as u128 * tau.ps() as u128 / 8_000_000_000_000u128).max(1);
-    ((levels as u128) << 32)
-        .checked_div(full_bytes)
-        .unwrap_or(0) as u64
-}
-
-/// Quantizes an estimator value with a scale from [`util_scale`].
-#[inline]
-pub fn quantize(u: u64, scale: u64, max: u64) -> u64 {
-    (((u as u128 * scale as u128) >> 32) as u64).min(max)
-}
-
 /// The program's handles and per-switch constants.
 pub struct Hula {
     pub l3: L3,
@@ -328,7 +253,7 @@ pub struct Hula {
     /// Per destination ToR: (path_util, best_hop, update_time).
     pub best_path: RegisterId,
     /// Last time a packet of the slot's flow was seen (ps mod 2^48).
-    pub flowlet_time: RegisterId,
+    pub flowlet_time: FlowletTimer,
     /// The slot's destination ToR and next hop + 1 (0: none yet).
     pub flowlet_hop: RegisterId,
     /// Per (ToR, egress port): when the last probe for the ToR left (ns mod 2^32, 0 = never).
@@ -417,12 +342,11 @@ impl Hula {
             size: h.tor_slots,
             holds: "per ToR: best_hop (16) | path_util (8) | update_time (32, ns)",
         });
-        let flowlet_time = pipe.register(RegisterSpec {
-            name: "flowlet_time",
-            width: FLOWLET_TIME_BITS,
-            size: slots,
-            holds: "last packet time of the slot's flow, ps mod 2^48",
-        });
+        let flowlet_time = FlowletTimer::declare(
+            pipe,
+            slots,
+            "last packet time of the slot's flow, ps mod 2^48",
+        );
         let flowlet_hop = pipe.register(RegisterSpec {
             name: "flowlet_hop",
             width: 40,
@@ -584,11 +508,8 @@ impl Hula {
         let port_info = ctx.apply(self.ingress_port_info, [sm.ingress_port as u64, 0, 0, 0]);
         let from_upstream = port_info.action.params[1] == 1;
         let slot = h & self.slot_mask;
-        let now = sm.ingress_global_timestamp.ps() & FLOWLET_TIME_MASK;
         // Line 16: a new flowlet after a gap longer than the timeout.
-        let gap = ctx.register(self.flowlet_time, slot, |last| {
-            (now, now.wrapping_sub(last) & FLOWLET_TIME_MASK)
-        });
+        let gap = self.flowlet_time.gap(ctx, slot, sm);
         let new_flowlet = gap > self.flowlet_timeout_ps;
         if new_flowlet && sm.packet_length > MIN_FRAME_BYTES {
             ctx.count(self.new_data_flowlets, 0, sm.packet_length);

@@ -14,6 +14,7 @@
 //!
 //! [`Packet`]: pisanet_net::Packet
 
+pub mod blocks;
 pub mod conga;
 pub mod ecmp;
 pub mod flowlet_ecmp;

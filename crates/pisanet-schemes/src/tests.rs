@@ -274,7 +274,7 @@ impl FlowletLeaf {
         };
         let mut pipe = pisanet_pisa::Pipeline::new("flowlet_ecmp");
         let prog = flowlet_ecmp::FlowletEcmp::new(&mut pipe, &params, &info).unwrap();
-        let (flowlet_id, flowlet_time) = (prog.flowlet_id, prog.flowlet_time);
+        let (flowlet_id, flowlet_time) = (prog.flowlet_id, prog.flowlet_time.register);
         let agent = prog.agent();
         let flow = tcp(ip(10, 0, 0, 1), ip(10, 0, 1, 7), 4321, 80);
         let slot = prog.slot(crc32(&five_tuple_bytes(&flow)));

@@ -153,7 +153,7 @@ mod tests {
     #[test]
     fn a_huge_fabric_is_refused_before_anything_is_built() {
         let cfg = Config::parse(
-            "[topology]\nleaves = 10000000\n[workload]\nflows = 10\n",
+            "[topology]\nleaves = 200000\n[workload]\nflows = 10\n",
             &[],
         )
         .unwrap();

@@ -29,6 +29,7 @@ mod meta;
 pub use agent::P4teAgent;
 pub use meta::{Meta, Shim};
 
+use crate::blocks::FlowletTimer;
 use crate::l3::{self, FIVE_TUPLE_FIELDS, L3, SET_ECMP_GROUP, SET_NHOP};
 use crate::SchemeParams;
 use pisanet_engine::{units, SimTime};
@@ -204,7 +205,7 @@ pub struct P4te {
     /// crc32 and crc16 of the data direction's 5-tuple: per-flow slot and tag.
     pub flow_hash: HashId,
     pub flow_tag: HashId,
-    pub flowlet_time: RegisterId,
+    pub flowlet_time: FlowletTimer,
     pub flowlet_port: RegisterId,
     pub port_utilizations: RegisterId,
     pub old_queue_depths: RegisterId,
@@ -299,12 +300,11 @@ impl P4te {
         let rg_queue_depth = rg_selector(pipe, "rg_queue_depth", p.queue_groups);
         let mat_up_link_util = rg_table(pipe, "mat_up_link_util", 3);
         let rg_link_util = rg_selector(pipe, "rg_link_util", 3);
-        let flowlet_time = pipe.register(RegisterSpec {
-            name: "flowlet_time",
-            width: TIME_BITS,
-            size: slots,
-            holds: "lastSeenTime of the slot's flowlet, ps mod 2^48 (alg. 2, lines 4-5)",
-        });
+        let flowlet_time = FlowletTimer::declare(
+            pipe,
+            slots,
+            "lastSeenTime of the slot's flowlet, ps mod 2^48 (alg. 2, lines 4-5)",
+        );
         let port_utilizations = pipe.register(RegisterSpec {
             name: "port_utilizations",
             width: 2,
@@ -558,11 +558,8 @@ impl P4te {
         let low_queue_depth = pick(ctx, self.mat_up_queue_depth, self.rg_queue_depth)?;
         let low_util = pick(ctx, self.mat_up_link_util, self.rg_link_util)?;
         let slot = h & self.slot_mask;
-        let now = sm.ingress_global_timestamp.ps() & TIME_MASK;
         // Lines 4-7.
-        let gap = ctx.register(self.flowlet_time, slot, |last| {
-            (now, now.wrapping_sub(last) & TIME_MASK)
-        });
+        let gap = self.flowlet_time.gap(ctx, slot, sm);
         let new_flowlet = gap >= self.params.flowlet_interval.ps();
         // Lines 8-14 (short) and 16-22 (large).
         let large = pkt.ip.dscp & TC_LARGE != 0;
