@@ -152,11 +152,8 @@ mod tests {
 
     #[test]
     fn a_huge_fabric_is_refused_before_anything_is_built() {
-        let cfg = Config::parse(
-            "[topology]\nleaves = 200000\n[workload]\nflows = 10\n",
-            &[],
-        )
-        .unwrap();
+        let cfg =
+            Config::parse("[topology]\nleaves = 200000\n[workload]\nflows = 10\n", &[]).unwrap();
         let e = check(&cfg).unwrap_err().message;
         assert!(
             e.starts_with("topology.leaves: this run needs about"),
