@@ -56,7 +56,7 @@ def resolve(
 def schema() -> str:
     """The JSON Schema of the config."""
 
-def unused_keys(text: str, overrides: list[str] = ...) -> list[str]:
+def unused_keys(text: str, overrides: list[str]) -> list[str]:
     """The keys the config (with overrides) gives but does not read."""
 
 def bench_config(name: str) -> str | None:
