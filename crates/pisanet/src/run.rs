@@ -305,18 +305,22 @@ fn split_link<'a>(world: &World, link: &'a str) -> Option<(&'a str, &'a str)> {
     })
 }
 
-/// A link of the topology, for messages: the first switch's first port.
+/// A link of the topology, for messages: the first switch-to-switch link
+/// (else any).
 fn example_link(world: &World) -> String {
-    let n = world.topo.n_hosts as usize;
-    match world
-        .topo
-        .nodes
-        .get(n)
-        .and_then(|s| s.ports.first().map(|p| (s, p)))
-    {
-        Some((s, p)) => format!("{}-{}", s.name, world.topo.nodes[p.peer_node as usize].name),
-        None => "A-B".into(),
+    let topo = &world.topo;
+    let n = topo.n_hosts;
+    let mut first = None;
+    for s in topo.nodes.iter().skip(n as usize) {
+        for p in &s.ports {
+            let name = format!("{}-{}", s.name, topo.nodes[p.peer_node as usize].name);
+            if p.peer_node >= n {
+                return name;
+            }
+            first.get_or_insert(name);
+        }
     }
+    first.unwrap_or_else(|| "A-B".into())
 }
 
 fn find_link(world: &World, a: &str, b: &str) -> Option<[u32; 2]> {
