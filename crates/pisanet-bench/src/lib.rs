@@ -27,7 +27,7 @@ pub fn pass_fixture() -> PassFixture {
     .expect("fat_tree k=8");
     let routes = topo.compute_routes();
     let sw = 0u32;
-    let info = pisanet::forward::switch_info(&topo, &routes, sw);
+    let info = pisanet::forward::switch_info(&topo, &routes, &pisanet::forward::pods(&topo), sw);
     let rng = RngStreams::new(1).stream(StreamKind::Switch, 0);
     let switch = pisanet_schemes::build(&Default::default(), &info, rng, Default::default())
         .expect("ecmp builds");

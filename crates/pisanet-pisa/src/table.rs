@@ -354,6 +354,9 @@ pub(crate) struct Table {
     /// Entries changed since the index was built: it is rebuilt at the next
     /// lookup, so installing n entries costs one rebuild, not n.
     stale: bool,
+    /// Count of entries per (key, priority): an insert finds an existing
+    /// entry without scanning the table (set-up installs thousands).
+    present: FxMap<(Vec<FieldMatch>, i32), u32>,
 }
 
 impl Table {
@@ -405,6 +408,7 @@ impl Table {
             meters: Vec::new(),
             index,
             stale: false,
+            present: FxMap::default(),
         }
     }
 
@@ -453,9 +457,16 @@ impl Table {
             .position(|e| e.key == key && (!scan || e.priority == priority))
     }
 
+    /// The `present` key of an entry: priority counts in scan tables only.
+    fn present_key(&self, key: &[FieldMatch], priority: i32) -> (Vec<FieldMatch>, i32) {
+        let scan = matches!(self.index, Index::Scan(_));
+        (key.to_vec(), if scan { priority } else { 0 })
+    }
+
     pub(crate) fn insert(&mut self, entry: TableEntry, now: SimTime) -> Result<(), String> {
         self.check(&entry)?;
-        if self.position(&entry.key, entry.priority).is_some() {
+        let present = self.present_key(&entry.key, entry.priority);
+        if self.present.contains_key(&present) {
             return Err(format!("{}: entry exists", self.spec.name));
         }
         if self.entries.len() as u32 >= self.spec.size {
@@ -468,6 +479,7 @@ impl Table {
         if let Some(cfg) = entry.meter {
             meter.configure(cfg, now);
         }
+        self.present.insert(present, 1);
         self.entries.push(entry);
         self.counters.push(CounterData::default());
         self.meters.push(meter);
@@ -497,6 +509,8 @@ impl Table {
         let i = self
             .position(key, priority)
             .ok_or_else(|| format!("{}: no such entry", self.spec.name))?;
+        let present = self.present_key(key, priority);
+        self.present.remove(&present);
         self.entries.remove(i);
         self.counters.remove(i);
         self.meters.remove(i);

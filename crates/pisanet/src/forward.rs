@@ -88,7 +88,13 @@ pub enum Forwarding {
 }
 
 /// What the loop knows of a switch, for the programs: ports, routes, tiers.
-pub fn switch_info(topo: &Topology, routes: &[Vec<Vec<PortNo>>], sw: u32) -> SwitchInfo {
+/// `pods`: [`pods`] of the topology (computed once for all switches).
+pub fn switch_info(
+    topo: &Topology,
+    routes: &[Vec<Vec<PortNo>>],
+    pods: &[u32],
+    sw: u32,
+) -> SwitchInfo {
     let node = sw + topo.n_hosts;
     let n = &topo.nodes[node as usize];
     let tier = match n.kind {
@@ -129,17 +135,13 @@ pub fn switch_info(topo: &Topology, routes: &[Vec<Vec<PortNo>>], sw: u32) -> Swi
             });
         }
     }
-    let pod = match topo.kind.as_str() {
-        "fat_tree" | "hula3tier" if tier < 2 => {
-            // A pod is what a switch reaches without going through the top tier:
-            // number pods by the smallest rack reachable below tier 2.
-            Some(pod_of(topo, node))
-        }
-        _ => None,
-    };
-    let rack_pods: Vec<u32> = match topo.kind.as_str() {
-        "fat_tree" | "hula3tier" => topo.racks.iter().map(|&t| pod_of(topo, t)).collect(),
-        _ => Vec::new(),
+    let three_tier = matches!(topo.kind.as_str(), "fat_tree" | "hula3tier");
+    // A pod is what a switch reaches without going through the top tier.
+    let pod = (three_tier && tier < 2).then(|| pods[node as usize]);
+    let rack_pods: Vec<u32> = if three_tier {
+        topo.racks.iter().map(|&t| pods[t as usize]).collect()
+    } else {
+        Vec::new()
     };
     SwitchInfo {
         id: sw,
@@ -158,34 +160,50 @@ pub fn switch_info(topo: &Topology, routes: &[Vec<Vec<PortNo>>], sw: u32) -> Swi
     }
 }
 
-/// The pod of a tier-0/1 switch in a 3-tier topology: the index of the
-/// smallest rack in its connected component below the top tier, divided by
-/// the racks per pod.
-fn pod_of(topo: &Topology, node: u32) -> u32 {
+/// The pod of every node of a 3-tier topology, for tier-0/1 switches: the
+/// index of the smallest rack in its connected component below the top
+/// tier, divided by the racks per pod (`u32::MAX` elsewhere). One pass over
+/// the topology.
+pub fn pods(topo: &Topology) -> Vec<u32> {
     let below_top =
         |n: u32| matches!(topo.nodes[n as usize].kind, NodeKind::Switch { tier } if tier < 2);
-    let mut seen = vec![false; topo.nodes.len()];
-    let mut stack = vec![node];
-    seen[node as usize] = true;
-    let mut min_rack = u32::MAX;
-    while let Some(u) = stack.pop() {
-        if let Some(r) = topo.racks.iter().position(|&t| t == u) {
-            min_rack = min_rack.min(r as u32);
-        }
-        for p in &topo.nodes[u as usize].ports {
-            let v = p.peer_node;
-            if !seen[v as usize] && below_top(v) {
-                seen[v as usize] = true;
-                stack.push(v);
-            }
-        }
+    let mut rack_of = vec![u32::MAX; topo.nodes.len()];
+    for (r, &t) in topo.racks.iter().enumerate() {
+        rack_of[t as usize] = rack_of[t as usize].min(r as u32);
     }
     // Racks are numbered pod by pod, so rack / racks-per-pod is the pod.
     let racks_per_pod = match topo.plan {
         pisanet_net::topology::AddrPlan::FatTree { half_k } => half_k,
         _ => 2,
-    };
-    min_rack / racks_per_pod.max(1)
+    }
+    .max(1);
+    let mut pod = vec![u32::MAX; topo.nodes.len()];
+    let mut seen = vec![false; topo.nodes.len()];
+    for start in 0..topo.nodes.len() as u32 {
+        if seen[start as usize] || !below_top(start) {
+            continue;
+        }
+        let mut component = vec![start];
+        seen[start as usize] = true;
+        let mut min_rack = u32::MAX;
+        let mut i = 0;
+        while i < component.len() {
+            let u = component[i];
+            i += 1;
+            min_rack = min_rack.min(rack_of[u as usize]);
+            for p in &topo.nodes[u as usize].ports {
+                let v = p.peer_node;
+                if !seen[v as usize] && below_top(v) {
+                    seen[v as usize] = true;
+                    component.push(v);
+                }
+            }
+        }
+        for u in component {
+            pod[u as usize] = min_rack / racks_per_pod;
+        }
+    }
+    pod
 }
 
 pub fn control_plane(cfg: &Config) -> ControlPlaneConfig {
@@ -206,11 +224,12 @@ pub fn build(cfg: &Config, topo: &Topology, streams: &RngStreams) -> Result<Forw
         ))));
     }
     let routes = topo.compute_routes();
+    let pods = pods(topo);
     let params = &cfg.scheme;
     let cp = control_plane(cfg);
     let mut switches = Vec::with_capacity(topo.n_switches() as usize);
     for sw in 0..topo.n_switches() {
-        let info = switch_info(topo, &routes, sw);
+        let info = switch_info(topo, &routes, &pods, sw);
         let rng = streams.stream(StreamKind::Switch, sw as u64);
         let s = pisanet_schemes::build(params, &info, rng, cp).map_err(|e| {
             Error::input(format!(
