@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 
 from ns import ns  # type: ignore[import-not-found]
 
@@ -32,11 +33,13 @@ SINK_PORT = 5000
 
 
 def main() -> None:
-    spec = json.load(open(sys.argv[1]))
+    spec = json.loads(Path(sys.argv[1]).read_text())
     wall = time.time()
     ns.RngSeedManager.SetSeed(spec.get("seed", 1))
     cc = {"newreno": "ns3::TcpNewReno", "dctcp": "ns3::TcpDctcp"}[spec["cc"]]
-    ns.Config.SetDefault("ns3::TcpL4Protocol::SocketType", ns.TypeIdValue(ns.TypeId.LookupByName(cc)))
+    ns.Config.SetDefault(
+        "ns3::TcpL4Protocol::SocketType", ns.TypeIdValue(ns.TypeId.LookupByName(cc))
+    )
     for key, value in spec["attrs"].items():
         ns.Config.SetDefault(key, ns.StringValue(str(value)))
 
@@ -78,9 +81,13 @@ def main() -> None:
             ns.BooleanValue(False),
         )
     else:
-        switch_tc.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize", ns.QueueSizeValue(ns.QueueSize(limit)))
+        switch_tc.SetRootQueueDisc(
+            "ns3::FifoQueueDisc", "MaxSize", ns.QueueSizeValue(ns.QueueSize(limit))
+        )
     host_tc = ns.TrafficControlHelper()
-    host_tc.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize", ns.QueueSizeValue(ns.QueueSize("100000p")))
+    host_tc.SetRootQueueDisc(
+        "ns3::FifoQueueDisc", "MaxSize", ns.QueueSizeValue(ns.QueueSize("100000p"))
+    )
 
     addr = ns.Ipv4AddressHelper()
     addr.SetBase(ns.Ipv4Address("10.0.0.0"), ns.Ipv4Mask("255.255.255.252"))
@@ -123,7 +130,10 @@ def main() -> None:
             ns.InetSocketAddress(host_addr[dst], SINK_PORT).ConvertTo(),
         )
         bulk.SetAttribute("MaxBytes", ns.UintegerValue(int(f["bytes"])))
-        bulk.SetAttribute("SendSize", ns.UintegerValue(int(spec["attrs"].get("ns3::TcpSocket::SegmentSize", 1460))))
+        bulk.SetAttribute(
+            "SendSize",
+            ns.UintegerValue(int(spec["attrs"].get("ns3::TcpSocket::SegmentSize", 1460))),
+        )
         apps = bulk.Install(node_of[src])
         apps.Start(ns.MicroSeconds(int(f["start_us"])))
 
@@ -147,7 +157,12 @@ def main() -> None:
         d_host = host_index[addr_host[str(t.destinationAddress)]]
         if t.destinationPort == SINK_PORT:
             fwd.setdefault((s_host, d_host), []).append(
-                (st.timeFirstTxPacket.GetNanoSeconds(), t.sourcePort, st.timeLastRxPacket.GetNanoSeconds(), st.rxBytes)
+                (
+                    st.timeFirstTxPacket.GetNanoSeconds(),
+                    t.sourcePort,
+                    st.timeLastRxPacket.GetNanoSeconds(),
+                    st.rxBytes,
+                )
             )
         else:
             back[(d_host, s_host, t.destinationPort)] = st.timeLastRxPacket.GetNanoSeconds()
@@ -158,11 +173,13 @@ def main() -> None:
     for pair, ids in by_pair.items():
         ids.sort(key=lambda i: (flows[i]["start_us"], i))
         conns = sorted(fwd.get(pair, []))
-        for i, (first_ns, port, _last_fwd_ns, _rx) in zip(ids, conns):
+        for i, (_first_ns, port, _last_fwd_ns, _rx) in zip(ids, conns, strict=False):
             last_ack_ns = back.get((pair[0], pair[1], port))
             if last_ack_ns is not None:
                 fct_us[i] = last_ack_ns / 1000.0 - flows[i]["start_us"]
-    delivered = sum(ns.DynamicCast[ns.PacketSink](sinks.Get(i)).GetTotalRx() for i in range(sinks.GetN()))
+    delivered = sum(
+        ns.DynamicCast[ns.PacketSink](sinks.Get(i)).GetTotalRx() for i in range(sinks.GetN())
+    )
     expected = sum(int(f["bytes"]) for f in flows)
     drops = sum(qd.GetStats().nTotalDroppedPackets for qd in switch_qdiscs)
     marks = sum(qd.GetStats().nTotalMarkedPackets for qd in switch_qdiscs)
@@ -179,7 +196,7 @@ def main() -> None:
         "wall_s": time.time() - wall,
     }
     ns.Simulator.Destroy()
-    json.dump(out, open(sys.argv[2], "w"))
+    Path(sys.argv[2]).write_text(json.dumps(out))
 
 
 def _hosts(node_of: dict[str, object], hosts: list[str]) -> object:

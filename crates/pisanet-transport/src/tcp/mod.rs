@@ -107,7 +107,7 @@ pub struct TcpConfig {
     /// Open the connection with a SYN / SYN-ACK exchange before any data
     /// (RFC 9293 section 3.5), as Linux and ns-3 do: data leaves one round
     /// trip after the flow starts, and the SYN's round trip is the first
-    /// RTT sample (Linux `tcp_ack` -> `tcp_clean_rtx_queue` times the SYN).
+    /// RTT sample (as Linux: `tcp_ack` -> `tcp_clean_rtx_queue` times the SYN).
     /// A lost SYN is resent after the RTO, doubled each time. Default false
     /// (data at once, the model before this option). See docs/model.md.
     pub handshake: bool,

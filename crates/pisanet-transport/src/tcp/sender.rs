@@ -257,7 +257,8 @@ impl TcpSender {
         self.last_window = tcp.window;
         if !resent {
             // Karn's rule: only a SYN sent once gives a sample. Linux takes
-            // it (the SYN is on its retransmission queue); so does ns-3.
+            // it (the SYN is on its retransmission queue, `tcp_ack` ->
+            // `tcp_clean_rtx_queue`).
             self.rto.on_sample(now.saturating_sub(sent));
         }
         // NOTE: no separate third-handshake ACK: the first data segment
