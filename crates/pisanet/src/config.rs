@@ -216,6 +216,9 @@ pub struct TransportCfg {
     /// the SYN's RTT is the first sample), as Linux and ns-3 do. Default false. See docs/model.md, "Hosts".
     #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp"]}))]
     pub handshake: bool,
+    /// RFC 3042 limited transmit: the first two duplicate ACKs each send one new segment beyond cwnd, as Linux and ns-3 do. Default false. See docs/model.md, "Hosts".
+    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp"]}))]
+    pub limited_transmit: bool,
 }
 
 impl Default for TransportCfg {
@@ -234,6 +237,7 @@ impl Default for TransportCfg {
             udp_rate_gbps: 1.0,
             tsq_kb: 131.072,
             handshake: false,
+            limited_transmit: false,
         }
     }
 }

@@ -150,6 +150,7 @@ fn tcp_config(cfg: &Config) -> TcpConfig {
             _ => CcKind::NewReno,
         },
         handshake: t.handshake, // docs/model.md "Hosts"
+        limited_transmit: t.limited_transmit,
     }
 }
 

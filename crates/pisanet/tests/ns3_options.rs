@@ -76,3 +76,26 @@ fn handshake_costs_one_round_trip_and_two_packets() {
     );
     assert!(hs.summary["conservation_ok"].as_bool().unwrap());
 }
+
+#[test]
+fn limited_transmit_is_wired_and_changes_recovery_only_when_on() {
+    let off = run_flows("lt-off", INCAST, &["topology.buffer_pkts=20"]);
+    let off2 = run_flows(
+        "lt-off2",
+        INCAST,
+        &[
+            "topology.buffer_pkts=20",
+            "transport.limited_transmit=false",
+        ],
+    );
+    assert_eq!(off.summary["digest"], off2.summary["digest"]);
+    let on = run_flows(
+        "lt-on",
+        INCAST,
+        &["topology.buffer_pkts=20", "transport.limited_transmit=true"],
+    );
+    // Losses happen here, so the early duplicate ACKs release new segments.
+    assert_ne!(on.summary["digest"], off.summary["digest"]);
+    assert!(on.summary["conservation_ok"].as_bool().unwrap());
+    assert!(on.flows.fct_us.iter().all(|f| f.is_finite()));
+}

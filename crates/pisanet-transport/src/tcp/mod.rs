@@ -32,7 +32,7 @@ mod sender;
 mod test_util;
 
 #[cfg(test)]
-mod handshake_tests;
+mod ns3_options_tests;
 
 pub use receiver::{ReceiverStats, TcpReceiver};
 pub use sender::{SenderStats, TcpSender};
@@ -111,6 +111,14 @@ pub struct TcpConfig {
     /// A lost SYN is resent after the RTO, doubled each time. Default false
     /// (data at once, the model before this option). See docs/model.md.
     pub handshake: bool,
+    /// RFC 3042 limited transmit: each of the first two duplicate ACKs
+    /// (below `dupack_threshold`) lets one new segment out beyond cwnd, so a
+    /// small window still collects the duplicate ACKs fast retransmit needs.
+    /// ns-3 does it (`TcpSocketBase::LimitedTransmit`, default true); Linux
+    /// gets the same effect by counting a duplicate ACK as a SACKed segment
+    /// (`tcp_add_reno_sack`), which lowers `tcp_packets_in_flight` by one.
+    /// Default false (the model before this option).
+    pub limited_transmit: bool,
 }
 
 impl Default for TcpConfig {
@@ -127,6 +135,7 @@ impl Default for TcpConfig {
             dupack_threshold: 3,
             cc: CcKind::NewReno,
             handshake: false,
+            limited_transmit: false,
         }
     }
 }

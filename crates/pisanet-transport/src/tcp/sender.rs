@@ -134,6 +134,12 @@ pub struct TcpSender {
 
     /// Open with a SYN (`TcpConfig::handshake`).
     handshake: bool,
+    /// RFC 3042 limited transmit (`TcpConfig::limited_transmit`).
+    limited_transmit: bool,
+    /// Bytes above cwnd that limited transmit lets out now: one SMSS per
+    /// duplicate ACK below the threshold; 0 once recovery starts or new
+    /// data is acknowledged.
+    lt_allowance: u64,
     /// A SYN is out and no SYN-ACK has come: (when the SYN was first sent,
     /// whether it was resent). No data leaves meanwhile.
     syn_sent: Option<(SimTime, bool)>,
@@ -189,6 +195,8 @@ impl TcpSender {
             first_sent_at: None,
             completed_at: None,
             handshake: cfg.handshake,
+            limited_transmit: cfg.limited_transmit,
+            lt_allowance: 0,
             syn_sent: None,
             timeouts: 0,
             fast_retransmits: 0,
@@ -437,6 +445,11 @@ impl TcpSender {
             // RFC 5681 section 3.2 step 4 (RFC 6582 section 3.2 step 3):
             // each further duplicate ACK inflates cwnd by SMSS.
             self.win.cwnd += self.mss;
+        } else if self.limited_transmit && self.dupacks < self.dupack_threshold {
+            // RFC 3042 section 2: on each of the first two duplicate ACKs,
+            // send one new segment if the peer's window allows and the
+            // flight stays within cwnd + 2 SMSS; cwnd itself is unchanged.
+            self.lt_allowance = u64::from(self.dupacks) * self.mss;
         } else if self.dupacks == self.dupack_threshold {
             // RFC 6582 section 3.2 step 2: enter fast retransmit only if the
             // ACK covers more than `recover` (the highest byte sent when
@@ -452,6 +465,7 @@ impl TcpSender {
     }
 
     fn enter_fast_recovery(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        self.lt_allowance = 0;
         let flight = self.snd_nxt - self.snd_una;
         // RFC 5681 section 3.2 step 2: ssthresh per equation (4).
         self.cc.on_fast_retransmit(&mut self.win, flight);
@@ -473,6 +487,7 @@ impl TcpSender {
         // snd_nxt: skip what is already there.
         self.snd_nxt = self.snd_nxt.max(ack);
         self.dupacks = 0;
+        self.lt_allowance = 0;
         self.una_resent_by_timer = false;
 
         // RFC 6298 section 3 with Karn's rule: only a segment never
@@ -630,7 +645,7 @@ impl TcpSender {
         }
         self.budget_blocked = false;
         let mut sent = false;
-        let wnd = self.win.cwnd.min(u64::from(self.last_window));
+        let wnd = (self.win.cwnd + self.lt_allowance).min(u64::from(self.last_window));
         while self.snd_nxt < self.size {
             let flight = self.snd_nxt - self.snd_una;
             let seg = self.segment_len(self.snd_nxt);

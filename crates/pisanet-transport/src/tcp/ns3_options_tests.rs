@@ -1,4 +1,5 @@
-//! The optional SYN / SYN-ACK handshake (`TcpConfig::handshake`).
+//! The options that select ns-3's behaviour: the SYN / SYN-ACK handshake
+//! (`TcpConfig::handshake`) and RFC 3042 limited transmit.
 
 use super::test_util::{ends, segs, us, MSS};
 use super::{TcpConfig, TcpReceiver, TcpSender};
@@ -90,4 +91,45 @@ fn without_handshake_data_leaves_at_once() {
     tx.on_start(SimTime::ZERO, &mut out);
     assert_eq!(segs(&out).len(), 3);
     assert!(out.iter().all(|p| flags(p) & tcp_flags::SYN == 0));
+}
+
+/// RFC 3042 limited transmit (`TcpConfig::limited_transmit`): lives here
+/// with the other options that select ns-3's behaviour.
+#[test]
+fn limited_transmit_sends_one_new_segment_per_early_dup_ack() {
+    use super::test_util::ack_pkt;
+    for lt in [false, true] {
+        let c = TcpConfig {
+            limited_transmit: lt,
+            init_cwnd_segments: 4,
+            ..cfg(false)
+        };
+        let mut tx = TcpSender::new(&c, ends(), 20 * MSS);
+        let mut out = Vec::new();
+        tx.on_start(SimTime::ZERO, &mut out);
+        assert_eq!(segs(&out).len(), 4);
+        // Segment 0 is lost: the ACKs of 1..3 are duplicates of ack 0.
+        let window = c.rwnd_bytes;
+        let mut sent = Vec::new();
+        for i in 0..2 {
+            let mut o = Vec::new();
+            tx.on_packet(us(10 + i), &ack_pkt(0, window, false), &mut o);
+            sent.push(segs(&o));
+        }
+        if lt {
+            assert_eq!(
+                sent,
+                vec![vec![(4 * MSS, MSS as u32)], vec![(5 * MSS, MSS as u32)]]
+            );
+        } else {
+            assert_eq!(sent, vec![vec![], vec![]]);
+        }
+        // cwnd is unchanged by limited transmit.
+        assert_eq!(tx.stats().cwnd_bytes, 4 * MSS);
+        // The third duplicate ACK: fast retransmit of segment 0 either way.
+        let mut o = Vec::new();
+        tx.on_packet(us(12), &ack_pkt(0, window, false), &mut o);
+        assert_eq!(segs(&o)[0], (0, MSS as u32));
+        assert_eq!(tx.stats().fast_retransmits, 1);
+    }
 }
