@@ -438,7 +438,7 @@ def ablation_rows(quick: bool) -> list[tuple[str, Scenario, dict[str, Any], dict
                 {"ns3::TcpSocketBase::Sack": "true"},
             ),
         ]
-    for sc in [s for s in scenarios(quick) if s.name == "dctcp incast 16:1"]:
+    for sc in [s for s in scenarios(quick) if s.kind == "incast"]:
         out += [
             ("pisanet defaults (TSQ, byte buffers, no handshake)", sc, {}, {}),
             (
@@ -458,6 +458,12 @@ def ablation_rows(quick: bool) -> list[tuple[str, Scenario, dict[str, Any], dict
                 sc,
                 NS3_LIKE,
                 {"ns3::TcpSocketBase::Timestamp": "false"},
+            ),
+            (
+                "ns-3-like, ns-3 without limited transmit",
+                sc,
+                NS3_LIKE,
+                {"ns3::TcpSocketBase::LimitedTransmit": "false"},
             ),
         ]
     return out
