@@ -34,6 +34,7 @@ fn event_queue(c: &mut Criterion) {
 fn egress_queue(c: &mut Criterion) {
     let cfg = QueueConfig {
         buffer_bytes: 1 << 30,
+        buffer_packets: u32::MAX,
         ecn_threshold_bytes: Some(65_000),
         priorities: 1,
     };

@@ -1,4 +1,5 @@
-//! An egress port's queues: drop-tail limited in bytes, ECN marking at a
+//! An egress port's queues: drop-tail limited in bytes (and optionally in
+//! packets, as ns-3's queue discs and many NICs count), ECN marking at a
 //! threshold (DCTCP's K), up to 8 strict-priority queues, and an optional
 //! switch-wide shared buffer with a dynamic threshold.
 //!
@@ -36,6 +37,11 @@ pub struct Queued {
 pub struct QueueConfig {
     /// Drop-tail limit of this port in bytes (u64::MAX for unbounded, as on a host NIC).
     pub buffer_bytes: u64,
+    /// Drop-tail limit of this port in packets, all priorities together
+    /// (`u32::MAX` for no packet limit, the default: Linux's switch-like
+    /// qdiscs count bytes or packets, ns-3's queue discs count packets,
+    /// ACKs included; `topology.buffer_pkts`, docs/model.md "Links and queues").
+    pub buffer_packets: u32,
     /// Mark CE on ECT packets arriving to a queue holding more than this many bytes.
     pub ecn_threshold_bytes: Option<u64>,
     /// Number of strict-priority queues (1..=8). Packets with prio >= n go to the last.
@@ -139,7 +145,7 @@ impl EgressQueue {
         shared: Option<&mut SharedBuffer>,
     ) -> Result<(), (Queued, DropCause)> {
         let size = q.pkt.size as u64;
-        if self.bytes + size > self.cfg.buffer_bytes {
+        if self.bytes + size > self.cfg.buffer_bytes || self.packets >= self.cfg.buffer_packets {
             self.count_drop(size);
             return Err((q, DropCause::PortBufferFull));
         }
@@ -224,6 +230,7 @@ mod tests {
     fn cfg(buffer: u64, k: Option<u64>, prios: u8) -> QueueConfig {
         QueueConfig {
             buffer_bytes: buffer,
+            buffer_packets: u32::MAX,
             ecn_threshold_bytes: k,
             priorities: prios,
         }
@@ -239,6 +246,31 @@ mod tests {
         assert_eq!(q.counters.drops, 1);
         assert_eq!(q.bytes(), 3000);
         assert_eq!(q.packets(), 2);
+    }
+
+    #[test]
+    fn drop_tail_counts_packets_when_limited() {
+        // 3 packets, whatever their size (64 B ACKs count as much as 1500 B data).
+        let mut q = EgressQueue::new(QueueConfig {
+            buffer_packets: 3,
+            ..cfg(1_000_000, None, 2)
+        });
+        q.enqueue(pkt(64, 0, Ecn::NotEct), None).unwrap();
+        q.enqueue(pkt(1500, 1, Ecn::NotEct), None).unwrap();
+        q.enqueue(pkt(64, 1, Ecn::NotEct), None).unwrap();
+        let err = q.enqueue(pkt(64, 0, Ecn::NotEct), None).unwrap_err();
+        assert_eq!(err.1, DropCause::PortBufferFull);
+        assert_eq!((q.packets(), q.bytes(), q.counters.drops), (3, 1628, 1));
+        // One leaves, one more fits; the byte limit still applies as well.
+        q.dequeue(None).unwrap();
+        q.enqueue(pkt(64, 0, Ecn::NotEct), None).unwrap();
+        let mut small = EgressQueue::new(QueueConfig {
+            buffer_packets: 10,
+            ..cfg(3000, None, 1)
+        });
+        small.enqueue(pkt(1500, 0, Ecn::NotEct), None).unwrap();
+        small.enqueue(pkt(1500, 0, Ecn::NotEct), None).unwrap();
+        assert!(small.enqueue(pkt(64, 0, Ecn::NotEct), None).is_err());
     }
 
     #[test]

@@ -114,6 +114,10 @@ pub struct TopologyCfg {
     /// Per-port drop-tail buffer of switch ports (KB = 1000 bytes).
     #[schemars(range(min = 0.064, max = 10000000), extend("x-unit" = "KB"))]
     pub buffer_kb: f64,
+    /// Per-port drop-tail limit of switch ports in packets as well (ACKs
+    /// count as one each, as in ns-3's queue discs); 0 = bytes only (default).
+    #[schemars(range(min = 0, max = 100000000), extend("x-unit" = "packets"))]
+    pub buffer_pkts: u32,
     /// ECN marking threshold K of switch ports (KB); 0 disables marking.
     #[schemars(range(min = 0, max = 10000000), extend("x-unit" = "KB"))]
     pub ecn_threshold_kb: f64,
@@ -145,6 +149,7 @@ impl Default for TopologyCfg {
             fabric_link_gbps: 10.0,
             link_delay_us: 1.0,
             buffer_kb: 200.0,
+            buffer_pkts: 0,
             ecn_threshold_kb: 65.0,
             priorities: 1,
             shared_buffer_kb: 0.0,
@@ -207,6 +212,13 @@ pub struct TransportCfg {
     /// window). Range >= 0. See docs/model.md, "Hosts".
     #[schemars(range(min = 0, max = 10000000), extend("x-unit" = "KB"), extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp"]}))]
     pub tsq_kb: f64,
+    /// Open each TCP connection with a SYN / SYN-ACK before data (one RTT;
+    /// the SYN's RTT is the first sample), as Linux and ns-3 do. Default false. See docs/model.md, "Hosts".
+    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp"]}))]
+    pub handshake: bool,
+    /// RFC 3042 limited transmit: the first two duplicate ACKs each send one new segment beyond cwnd, as Linux and ns-3 do. Default false. See docs/model.md, "Hosts".
+    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp"]}))]
+    pub limited_transmit: bool,
 }
 
 impl Default for TransportCfg {
@@ -224,6 +236,8 @@ impl Default for TransportCfg {
             dctcp_g_shift: 4,
             udp_rate_gbps: 1.0,
             tsq_kb: 131.072,
+            handshake: false,
+            limited_transmit: false,
         }
     }
 }

@@ -172,6 +172,8 @@ fn tcp_config(cfg: &Config) -> TcpConfig {
             },
             _ => CcKind::NewReno,
         },
+        handshake: t.handshake, // docs/model.md "Hosts"
+        limited_transmit: t.limited_transmit,
     }
 }
 
@@ -256,6 +258,12 @@ pub fn build_world(cfg: &Config, base: Option<&Path>) -> Result<World, Error> {
     let t = &cfg.topology;
     let switch_queue = QueueConfig {
         buffer_bytes: (t.buffer_kb * 1000.0) as u64,
+        // topology.buffer_pkts (0 = bytes only); docs/model.md "Links and queues".
+        buffer_packets: if t.buffer_pkts == 0 {
+            u32::MAX
+        } else {
+            t.buffer_pkts
+        },
         ecn_threshold_bytes: (t.ecn_threshold_kb > 0.0)
             .then_some((t.ecn_threshold_kb * 1000.0) as u64),
         priorities: t.priorities,

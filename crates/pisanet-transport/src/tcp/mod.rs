@@ -7,9 +7,11 @@
 //! RFC 8257) and ECN echo.
 //!
 //! Simplifications, each deliberate (see docs/model.md):
-//! * Sequence numbers are 64-bit byte offsets starting at 0. There is no SYN
-//!   handshake and no FIN: data flows at once, and a flow is complete when
-//!   every byte is cumulatively acknowledged.
+//! * Sequence numbers are 64-bit byte offsets starting at 0. There is no
+//!   FIN, and no SYN handshake unless [`TcpConfig::handshake`] asks for one
+//!   (the SYN and SYN-ACK then take no sequence number): data flows at once
+//!   (or after the SYN-ACK), and a flow is complete when every byte is
+//!   cumulatively acknowledged.
 //! * Data goes one way. The receiver sends pure ACKs (seq 0, no payload).
 //! * No SACK, no timestamps, no window scaling (the window is a u32 of bytes).
 //!
@@ -28,6 +30,9 @@ mod sender;
 
 #[cfg(test)]
 mod test_util;
+
+#[cfg(test)]
+mod ns3_options_tests;
 
 pub use receiver::{ReceiverStats, TcpReceiver};
 pub use sender::{SenderStats, TcpSender};
@@ -99,6 +104,21 @@ pub struct TcpConfig {
     /// Congestion control. Default NewReno (DCTCP needs ECN-marking
     /// switches to differ from it).
     pub cc: CcKind,
+    /// Open the connection with a SYN / SYN-ACK exchange before any data
+    /// (RFC 9293 section 3.5), as Linux and ns-3 do: data leaves one round
+    /// trip after the flow starts, and the SYN's round trip is the first
+    /// RTT sample (as Linux: `tcp_ack` -> `tcp_clean_rtx_queue` times the SYN).
+    /// A lost SYN is resent after the RTO, doubled each time. Default false
+    /// (data at once, the model before this option). See docs/model.md.
+    pub handshake: bool,
+    /// RFC 3042 limited transmit: each of the first two duplicate ACKs
+    /// (below `dupack_threshold`) lets one new segment out beyond cwnd, so a
+    /// small window still collects the duplicate ACKs fast retransmit needs.
+    /// ns-3 does it (`TcpSocketBase::LimitedTransmit`, default true); Linux
+    /// gets the same effect by counting a duplicate ACK as a SACKed segment
+    /// (`tcp_add_reno_sack`), which lowers `tcp_packets_in_flight` by one.
+    /// Default false (the model before this option).
+    pub limited_transmit: bool,
 }
 
 impl Default for TcpConfig {
@@ -114,6 +134,8 @@ impl Default for TcpConfig {
             rwnd_bytes: 4 << 20,
             dupack_threshold: 3,
             cc: CcKind::NewReno,
+            handshake: false,
+            limited_transmit: false,
         }
     }
 }

@@ -131,6 +131,23 @@ impl TcpReceiver {
     /// Packets without TCP payload are ignored.
     pub fn on_packet(&mut self, now: SimTime, pkt: &Packet, out: &mut Vec<Packet>) {
         let Some(tcp) = pkt.tcp() else { return };
+        if tcp.has(tcp_flags::SYN) && !tcp.has(tcp_flags::ACK) {
+            // RFC 9293 section 3.5: answer every SYN (a resent one too)
+            // with a SYN-ACK carrying our window (TcpConfig::handshake).
+            out.push(build_packet(
+                &self.ends,
+                now,
+                SegmentSpec {
+                    seq: 0,
+                    ack: 0,
+                    flags: tcp_flags::SYN | tcp_flags::ACK,
+                    window: self.rwnd,
+                    payload: 0,
+                    ecn: Ecn::NotEct,
+                },
+            ));
+            return;
+        }
         if tcp.payload == 0 {
             return;
         }

@@ -132,6 +132,18 @@ pub struct TcpSender {
     first_sent_at: Option<SimTime>,
     completed_at: Option<SimTime>,
 
+    /// Open with a SYN (`TcpConfig::handshake`).
+    handshake: bool,
+    /// RFC 3042 limited transmit (`TcpConfig::limited_transmit`).
+    limited_transmit: bool,
+    /// Bytes above cwnd that limited transmit lets out now: one SMSS per
+    /// duplicate ACK below the threshold; 0 once recovery starts or new
+    /// data is acknowledged.
+    lt_allowance: u64,
+    /// A SYN is out and no SYN-ACK has come: (when the SYN was first sent,
+    /// whether it was resent). No data leaves meanwhile.
+    syn_sent: Option<(SimTime, bool)>,
+
     timeouts: u32,
     fast_retransmits: u32,
     retransmitted: u32,
@@ -182,6 +194,10 @@ impl TcpSender {
             cwnd_usage_seq: 0,
             first_sent_at: None,
             completed_at: None,
+            handshake: cfg.handshake,
+            limited_transmit: cfg.limited_transmit,
+            lt_allowance: 0,
+            syn_sent: None,
             timeouts: 0,
             fast_retransmits: 0,
             retransmitted: 0,
@@ -205,6 +221,56 @@ impl TcpSender {
             return;
         }
         self.first_sent_at = Some(now);
+        if self.handshake {
+            // RFC 9293 section 3.5: SYN first; data waits for the SYN-ACK.
+            self.syn_sent = Some((now, false));
+            self.emit_syn(now, out);
+            return;
+        }
+        self.send_new_data(now, out);
+    }
+
+    /// Sends a SYN (not ECN-capable, RFC 3168 section 6.1.1) and arms the
+    /// timer for it.
+    fn emit_syn(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        self.send_budget = self
+            .send_budget
+            .saturating_sub(u64::from(Packet::tcp_wire_size(0)));
+        out.push(build_packet(
+            &self.ends,
+            now,
+            SegmentSpec {
+                seq: 0,
+                ack: 0,
+                flags: tcp_flags::SYN,
+                window: self.last_window,
+                payload: 0,
+                ecn: Ecn::NotEct,
+            },
+        ));
+        self.timer = Some(now + self.rto.rto());
+    }
+
+    /// A packet while the SYN is out: a SYN-ACK opens the connection.
+    fn on_packet_syn_sent(&mut self, now: SimTime, pkt: &Packet, out: &mut Vec<Packet>) {
+        let Some(tcp) = pkt.tcp() else { return };
+        let Some((sent, resent)) = self.syn_sent else {
+            return;
+        };
+        if !(tcp.has(tcp_flags::SYN) && tcp.has(tcp_flags::ACK)) {
+            return;
+        }
+        self.syn_sent = None;
+        self.timer = None;
+        self.last_window = tcp.window;
+        if !resent {
+            // Karn's rule: only a SYN sent once gives a sample. Linux takes
+            // it (the SYN is on its retransmission queue, `tcp_ack` ->
+            // `tcp_clean_rtx_queue`).
+            self.rto.on_sample(now.saturating_sub(sent));
+        }
+        // NOTE: no separate third-handshake ACK: the first data segment
+        // carries it (Linux and ns-3 send a 64 B pure ACK first).
         self.send_new_data(now, out);
     }
 
@@ -212,6 +278,10 @@ impl TcpSender {
     /// Packets that are not TCP ACKs, ACK data never sent, or are older
     /// than `snd_una` are ignored.
     pub fn on_packet(&mut self, now: SimTime, pkt: &Packet, out: &mut Vec<Packet>) {
+        if self.syn_sent.is_some() {
+            self.on_packet_syn_sent(now, pkt, out);
+            return;
+        }
         let Some(tcp) = pkt.tcp() else { return };
         if !tcp.has(tcp_flags::ACK) || self.first_sent_at.is_none() {
             return;
@@ -258,6 +328,14 @@ impl TcpSender {
         }
         self.timer = None;
         if self.is_complete() {
+            return;
+        }
+        if self.syn_sent.is_some() {
+            // RFC 6298 (5.5)-(5.6) for the SYN: back off and resend it.
+            self.timeouts += 1;
+            self.rto.on_timeout();
+            self.syn_sent = self.syn_sent.map(|(t, _)| (t, true));
+            self.emit_syn(now, out);
             return;
         }
         if self.snd_max > self.snd_una {
@@ -367,6 +445,11 @@ impl TcpSender {
             // RFC 5681 section 3.2 step 4 (RFC 6582 section 3.2 step 3):
             // each further duplicate ACK inflates cwnd by SMSS.
             self.win.cwnd += self.mss;
+        } else if self.limited_transmit && self.dupacks < self.dupack_threshold {
+            // RFC 3042 section 2: on each of the first two duplicate ACKs,
+            // send one new segment if the peer's window allows and the
+            // flight stays within cwnd + 2 SMSS; cwnd itself is unchanged.
+            self.lt_allowance = u64::from(self.dupacks) * self.mss;
         } else if self.dupacks == self.dupack_threshold {
             // RFC 6582 section 3.2 step 2: enter fast retransmit only if the
             // ACK covers more than `recover` (the highest byte sent when
@@ -382,6 +465,7 @@ impl TcpSender {
     }
 
     fn enter_fast_recovery(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        self.lt_allowance = 0;
         let flight = self.snd_nxt - self.snd_una;
         // RFC 5681 section 3.2 step 2: ssthresh per equation (4).
         self.cc.on_fast_retransmit(&mut self.win, flight);
@@ -403,6 +487,7 @@ impl TcpSender {
         // snd_nxt: skip what is already there.
         self.snd_nxt = self.snd_nxt.max(ack);
         self.dupacks = 0;
+        self.lt_allowance = 0;
         self.una_resent_by_timer = false;
 
         // RFC 6298 section 3 with Karn's rule: only a segment never
@@ -555,12 +640,12 @@ impl TcpSender {
     /// Sends new segments while `min(cwnd, rwnd)` and the send budget
     /// allow, then arms the retransmission or persist timer as needed.
     fn send_new_data(&mut self, now: SimTime, out: &mut Vec<Packet>) {
-        if self.first_sent_at.is_none() {
+        if self.first_sent_at.is_none() || self.syn_sent.is_some() {
             return;
         }
         self.budget_blocked = false;
         let mut sent = false;
-        let wnd = self.win.cwnd.min(u64::from(self.last_window));
+        let wnd = (self.win.cwnd + self.lt_allowance).min(u64::from(self.last_window));
         while self.snd_nxt < self.size {
             let flight = self.snd_nxt - self.snd_una;
             let seg = self.segment_len(self.snd_nxt);

@@ -191,6 +191,7 @@ impl World {
                     // A host NIC: one unbounded queue at line rate.
                     QueueConfig {
                         buffer_bytes: u64::MAX,
+                        buffer_packets: u32::MAX,
                         ecn_threshold_bytes: None,
                         priorities: 1,
                     }

@@ -1,0 +1,135 @@
+//! The options that select ns-3's behaviour: the SYN / SYN-ACK handshake
+//! (`TcpConfig::handshake`) and RFC 3042 limited transmit.
+
+use super::test_util::{ends, segs, us, MSS};
+use super::{TcpConfig, TcpReceiver, TcpSender};
+use pisanet_engine::SimTime;
+use pisanet_net::packet::{tcp_flags, Ecn, Packet};
+
+fn cfg(handshake: bool) -> TcpConfig {
+    TcpConfig {
+        mss: MSS as u32,
+        initial_rto: SimTime::from_ms(3),
+        min_rto: SimTime::from_ms(1),
+        handshake,
+        ..TcpConfig::default()
+    }
+}
+
+fn flags(p: &Packet) -> u8 {
+    p.tcp().unwrap().flags
+}
+
+#[test]
+fn syn_then_data_one_rtt_later_with_first_rtt_sample() {
+    let c = cfg(true);
+    let mut tx = TcpSender::new(&c, ends(), 5 * MSS);
+    let mut rx = TcpReceiver::new(&c, ends().reversed(), 5 * MSS);
+    let mut out = Vec::new();
+    tx.on_start(SimTime::ZERO, &mut out);
+    assert_eq!(out.len(), 1);
+    assert_eq!(flags(&out[0]), tcp_flags::SYN);
+    assert_eq!(out[0].tcp().unwrap().payload, 0);
+    assert_eq!(out[0].ip.ecn, Ecn::NotEct);
+    assert_eq!(tx.timer_deadline(), Some(SimTime::from_ms(3)));
+    // The receiver answers with a SYN-ACK carrying its window.
+    let mut back = Vec::new();
+    rx.on_packet(us(5), &out[0], &mut back);
+    assert_eq!(back.len(), 1);
+    assert_eq!(flags(&back[0]), tcp_flags::SYN | tcp_flags::ACK);
+    assert_eq!(back[0].tcp().unwrap().window, c.rwnd_bytes);
+    // The SYN-ACK at 10 us releases the first window and is the first RTT
+    // sample: RTO = max(min_rto, 10 us + 4 * 5 us) = min_rto.
+    let mut data = Vec::new();
+    tx.on_packet(us(10), &back[0], &mut data);
+    assert_eq!(segs(&data).len(), 5);
+    assert_eq!(tx.stats().srtt, Some(us(10)));
+    assert_eq!(tx.timer_deadline(), Some(us(10) + SimTime::from_ms(1)));
+    let mut acks = Vec::new();
+    for p in &data {
+        rx.on_packet(us(15), p, &mut acks);
+    }
+    for a in &acks {
+        tx.on_packet(us(20), a, &mut Vec::new());
+    }
+    assert!(tx.is_complete());
+    assert_eq!(tx.completed_at(), Some(us(20)));
+}
+
+#[test]
+fn lost_syn_is_resent_with_backoff_and_gives_no_sample() {
+    let c = cfg(true);
+    let mut tx = TcpSender::new(&c, ends(), 3 * MSS);
+    let mut out = Vec::new();
+    tx.on_start(SimTime::ZERO, &mut out);
+    // Early timer calls and plain ACKs change nothing.
+    tx.on_timer(SimTime::from_ms(2), &mut out);
+    tx.on_packet(us(1), &super::test_util::ack_pkt(0, 1000, false), &mut out);
+    assert_eq!(out.len(), 1);
+    out.clear();
+    tx.on_timer(SimTime::from_ms(3), &mut out);
+    assert_eq!(out.len(), 1);
+    assert_eq!(flags(&out[0]), tcp_flags::SYN);
+    assert_eq!(tx.stats().timeouts, 1);
+    // Backed off: 6 ms after the resend.
+    assert_eq!(tx.timer_deadline(), Some(SimTime::from_ms(9)));
+    let mut rx = TcpReceiver::new(&c, ends().reversed(), 3 * MSS);
+    let mut back = Vec::new();
+    rx.on_packet(SimTime::from_ms(3) + us(5), &out[0], &mut back);
+    let mut data = Vec::new();
+    tx.on_packet(SimTime::from_ms(3) + us(10), &back[0], &mut data);
+    assert_eq!(segs(&data).len(), 3);
+    // Karn: the resent SYN gives no RTT sample.
+    assert_eq!(tx.stats().srtt, None);
+}
+
+#[test]
+fn without_handshake_data_leaves_at_once() {
+    let c = cfg(false);
+    let mut tx = TcpSender::new(&c, ends(), 3 * MSS);
+    let mut out = Vec::new();
+    tx.on_start(SimTime::ZERO, &mut out);
+    assert_eq!(segs(&out).len(), 3);
+    assert!(out.iter().all(|p| flags(p) & tcp_flags::SYN == 0));
+}
+
+/// RFC 3042 limited transmit (`TcpConfig::limited_transmit`): lives here
+/// with the other options that select ns-3's behaviour.
+#[test]
+fn limited_transmit_sends_one_new_segment_per_early_dup_ack() {
+    use super::test_util::ack_pkt;
+    for lt in [false, true] {
+        let c = TcpConfig {
+            limited_transmit: lt,
+            init_cwnd_segments: 4,
+            ..cfg(false)
+        };
+        let mut tx = TcpSender::new(&c, ends(), 20 * MSS);
+        let mut out = Vec::new();
+        tx.on_start(SimTime::ZERO, &mut out);
+        assert_eq!(segs(&out).len(), 4);
+        // Segment 0 is lost: the ACKs of 1..3 are duplicates of ack 0.
+        let window = c.rwnd_bytes;
+        let mut sent = Vec::new();
+        for i in 0..2 {
+            let mut o = Vec::new();
+            tx.on_packet(us(10 + i), &ack_pkt(0, window, false), &mut o);
+            sent.push(segs(&o));
+        }
+        if lt {
+            assert_eq!(
+                sent,
+                vec![vec![(4 * MSS, MSS as u32)], vec![(5 * MSS, MSS as u32)]]
+            );
+        } else {
+            assert_eq!(sent, vec![vec![], vec![]]);
+        }
+        // cwnd is unchanged by limited transmit.
+        assert_eq!(tx.stats().cwnd_bytes, 4 * MSS);
+        // The third duplicate ACK: fast retransmit of segment 0 either way.
+        let mut o = Vec::new();
+        tx.on_packet(us(12), &ack_pkt(0, window, false), &mut o);
+        assert_eq!(segs(&o)[0], (0, MSS as u32));
+        assert_eq!(tx.stats().fast_retransmits, 1);
+    }
+}

@@ -1,0 +1,101 @@
+//! The options that select ns-3's behaviour (docs/model.md; issue 19's
+//! cross-check): `topology.buffer_pkts` and `transport.handshake`.
+
+use pisanet::{run_toml, RunOutput};
+use std::path::PathBuf;
+
+fn run_flows(name: &str, flows: &str, sets: &[&str]) -> RunOutput {
+    let d: PathBuf =
+        std::env::temp_dir().join(format!("pisanet-ns3opt-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("flows.csv"), flows).unwrap();
+    let text = r#"
+[topology]
+kind = "leaf_spine"
+leaves = 2
+spines = 1
+hosts_per_leaf = 4
+link_delay_us = 1.0
+buffer_kb = 200
+[transport]
+kind = "newreno"
+[workload]
+pattern = "file"
+file = "flows.csv"
+"#;
+    let o: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    run_toml(text, Some(&d), &o, &mut |_| true).unwrap_or_else(|e| panic!("run failed: {e}"))
+}
+
+fn n(v: &serde_json::Value, path: &str) -> f64 {
+    path.split('.').fold(v, |v, k| &v[k]).as_f64().unwrap()
+}
+
+/// Three senders on one leaf to one host on the other: the spine port holds
+/// the queue.
+const INCAST: &str = "0,0,4,2000000\n0,1,4,2000000\n0,2,4,2000000\n";
+
+#[test]
+fn buffer_pkts_limits_the_queue_in_packets() {
+    let bytes_only = run_flows("bytes", INCAST, &[]);
+    // A packet limit far above what 200 KB holds changes nothing at all.
+    let loose = run_flows("loose", INCAST, &["topology.buffer_pkts=100000"]);
+    assert_eq!(bytes_only.summary["digest"], loose.summary["digest"]);
+    // 20 packets (30 KB) instead of 200 KB (131 packets): the deepest queue
+    // stays within 20 full frames, and gets near it (drops happen).
+    let tight = run_flows("tight", INCAST, &["topology.buffer_pkts=20"]);
+    let max_depth = |o: &RunOutput| {
+        o.ports
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["max_depth_bytes"].as_u64().unwrap())
+            .max()
+            .unwrap()
+    };
+    let (d_tight, d_bytes) = (max_depth(&tight), max_depth(&bytes_only));
+    assert!(d_tight <= 20 * 1518, "{d_tight}");
+    assert!(d_tight > 15 * 1518, "{d_tight}");
+    assert!(d_bytes > 100 * 1518, "{d_bytes}");
+    assert!(n(&tight.summary, "packets.dropped") > 0.0);
+    assert!(tight.flows.fct_us.iter().all(|f| f.is_finite()));
+}
+
+#[test]
+fn handshake_costs_one_round_trip_and_two_packets() {
+    // One 10-segment flow across the spine (4 links each way, 1 us each).
+    let plain = run_flows("plain", "0,0,4,14600\n", &[]);
+    let hs = run_flows("hs", "0,0,4,14600\n", &["transport.handshake=true"]);
+    let extra = hs.flows.fct_us[0] - plain.flows.fct_us[0];
+    // SYN + SYN-ACK: 8 us of propagation plus 8 serializations of 64 B at
+    // 10 Gb/s (51.2 ns each).
+    assert!((extra - 8.41).abs() < 0.05, "handshake added {extra} us");
+    assert_eq!(
+        n(&hs.summary, "packets.injected"),
+        n(&plain.summary, "packets.injected") + 2.0
+    );
+    assert!(hs.summary["conservation_ok"].as_bool().unwrap());
+}
+
+#[test]
+fn limited_transmit_is_wired_and_changes_recovery_only_when_on() {
+    let off = run_flows("lt-off", INCAST, &["topology.buffer_pkts=20"]);
+    let off2 = run_flows(
+        "lt-off2",
+        INCAST,
+        &[
+            "topology.buffer_pkts=20",
+            "transport.limited_transmit=false",
+        ],
+    );
+    assert_eq!(off.summary["digest"], off2.summary["digest"]);
+    let on = run_flows(
+        "lt-on",
+        INCAST,
+        &["topology.buffer_pkts=20", "transport.limited_transmit=true"],
+    );
+    // Losses happen here, so the early duplicate ACKs release new segments.
+    assert_ne!(on.summary["digest"], off.summary["digest"]);
+    assert!(on.summary["conservation_ok"].as_bool().unwrap());
+    assert!(on.flows.fct_us.iter().all(|f| f.is_finite()));
+}

@@ -1,0 +1,210 @@
+"""One ns-3 3.44 run of a cross-check scenario (run by crosscheck.py in .venv-ns3).
+
+Usage: ns3_sim.py SPEC.json OUT.json
+
+SPEC (written by crosscheck.py) holds the topology (nodes and links, as in
+pisanet's `custom` topology), the flow list (start_us, src, dst, bytes; hosts
+numbered in node order, as pisanet numbers them), the TCP variant, the switch
+queue (packets or bytes, RED ECN marking at K for DCTCP) and a dict of ns-3
+attribute defaults (`attrs`: "ns3::TcpSocket::SegmentSize" -> "1460", ...).
+
+Every switch egress port gets the queue disc; each host NIC a FIFO queue disc
+of 100000 packets (pisanet's host NIC is an unbounded FIFO). Every device's own
+transmit queue holds 1 packet, so the queue disc holds the queue (traffic
+control stops it while the device is busy). Each flow is a BulkSendApplication
+(MaxBytes = flow bytes) started at start_us towards a PacketSink on port 5000.
+
+FCT of a flow = the last packet the sender received on the connection (the ACK
+of its last byte; the receiving PacketSink never closes, so nothing follows it)
+minus start_us, from FlowMonitor: the same definition as pisanet's (start to
+the last byte acknowledged), the handshake included.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from ns import ns  # type: ignore[import-not-found]
+
+SINK_PORT = 5000
+
+
+def main() -> None:
+    spec = json.loads(Path(sys.argv[1]).read_text())
+    wall = time.time()
+    ns.RngSeedManager.SetSeed(spec.get("seed", 1))
+    cc = {"newreno": "ns3::TcpNewReno", "dctcp": "ns3::TcpDctcp"}[spec["cc"]]
+    ns.Config.SetDefault(
+        "ns3::TcpL4Protocol::SocketType", ns.TypeIdValue(ns.TypeId.LookupByName(cc))
+    )
+    for key, value in spec["attrs"].items():
+        ns.Config.SetDefault(key, ns.StringValue(str(value)))
+
+    names = [n["name"] for n in spec["nodes"]]
+    kinds = {n["name"]: n["kind"] for n in spec["nodes"]}
+    hosts = [n for n in names if kinds[n] == "host"]
+    nodes = ns.NodeContainer()
+    nodes.Create(len(names))
+    node_of = {name: nodes.Get(i) for i, name in enumerate(names)}
+    stack = ns.InternetStackHelper()
+    stack.InstallAll()
+
+    q = spec["queue"]
+    switch_tc = ns.TrafficControlHelper()
+    limit = f"{q['limit_pkts']}p" if q.get("limit_pkts") else f"{q['limit_bytes']}B"
+    if q.get("ecn_k_pkts"):
+        # DCTCP marking as in ns-3's examples/tcp/dctcp-example.cc: RED on the
+        # instantaneous queue (QW = 1), MinTh = MaxTh = K and Gentle off:
+        # mark every ECT packet arriving to K or more queued packets (RED's
+        # forced region; with Gentle on it would only begin at 2 K).
+        k = float(q["ecn_k_pkts"])
+        switch_tc.SetRootQueueDisc(
+            "ns3::RedQueueDisc",
+            "MaxSize",
+            ns.QueueSizeValue(ns.QueueSize(limit)),
+            "UseEcn",
+            ns.BooleanValue(True),
+            "UseHardDrop",
+            ns.BooleanValue(False),
+            "QW",
+            ns.DoubleValue(1.0),
+            "MinTh",
+            ns.DoubleValue(k),
+            "MaxTh",
+            ns.DoubleValue(k),
+            "MeanPktSize",
+            ns.UintegerValue(1500),
+            "Gentle",
+            ns.BooleanValue(False),
+        )
+    else:
+        switch_tc.SetRootQueueDisc(
+            "ns3::FifoQueueDisc", "MaxSize", ns.QueueSizeValue(ns.QueueSize(limit))
+        )
+    host_tc = ns.TrafficControlHelper()
+    host_tc.SetRootQueueDisc(
+        "ns3::FifoQueueDisc", "MaxSize", ns.QueueSizeValue(ns.QueueSize("100000p"))
+    )
+
+    addr = ns.Ipv4AddressHelper()
+    addr.SetBase(ns.Ipv4Address("10.0.0.0"), ns.Ipv4Mask("255.255.255.252"))
+    host_addr: dict[str, object] = {}
+    switch_qdiscs = []
+    for link in spec["links"]:
+        p2p = ns.PointToPointHelper()
+        p2p.SetDeviceAttribute("DataRate", ns.StringValue(f"{link['gbps']}Gbps"))
+        p2p.SetChannelAttribute("Delay", ns.StringValue(f"{link['delay_us']}us"))
+        p2p.SetQueue("ns3::DropTailQueue", "MaxSize", ns.StringValue("1p"))
+        devs = p2p.Install(node_of[link["a"]], node_of[link["b"]])
+        for i, end in enumerate((link["a"], link["b"])):
+            one = ns.NetDeviceContainer(devs.Get(i))
+            if kinds[end] == "switch":
+                qdc = switch_tc.Install(one)
+                switch_qdiscs.append(qdc.Get(0))
+            else:
+                host_tc.Install(one)
+        ifs = addr.Assign(devs)
+        addr.NewNetwork()
+        for i, end in enumerate((link["a"], link["b"])):
+            if kinds[end] == "host":
+                host_addr[end] = ifs.GetAddress(i)
+    if spec.get("spray"):
+        ns.Config.SetDefault("ns3::Ipv4GlobalRouting::RandomEcmpRouting", ns.BooleanValue(True))
+    ns.Ipv4GlobalRoutingHelper.PopulateRoutingTables()
+
+    sink = ns.PacketSinkHelper(
+        "ns3::TcpSocketFactory",
+        ns.InetSocketAddress(ns.Ipv4Address.GetAny(), SINK_PORT).ConvertTo(),
+    )
+    sinks = sink.Install(_hosts(node_of, hosts))
+    sinks.Start(ns.Seconds(0.0))
+
+    flows = spec["flows"]
+    for f in flows:
+        src, dst = hosts[f["src"]], hosts[f["dst"]]
+        bulk = ns.BulkSendHelper(
+            "ns3::TcpSocketFactory",
+            ns.InetSocketAddress(host_addr[dst], SINK_PORT).ConvertTo(),
+        )
+        bulk.SetAttribute("MaxBytes", ns.UintegerValue(int(f["bytes"])))
+        bulk.SetAttribute(
+            "SendSize",
+            ns.UintegerValue(int(spec["attrs"].get("ns3::TcpSocket::SegmentSize", 1460))),
+        )
+        apps = bulk.Install(node_of[src])
+        apps.Start(ns.MicroSeconds(int(f["start_us"])))
+
+    fm_helper = ns.FlowMonitorHelper()
+    monitor = fm_helper.InstallAll()
+    ns.Simulator.Stop(ns.Seconds(spec["stop_s"]))
+    ns.Simulator.Run()
+    monitor.CheckForLostPackets()
+    classifier = fm_helper.GetClassifier()
+    classifier = ns.DynamicCast[ns.Ipv4FlowClassifier](classifier)
+
+    addr_host = {str(a): h for h, a in host_addr.items()}
+    host_index = {h: i for i, h in enumerate(hosts)}
+    # Per (src, dst) pair: connections by (first sent, port) = flows by (start, index).
+    fwd: dict[tuple[int, int], list[tuple[int, int, float, int]]] = {}
+    back: dict[tuple[int, int, int], float] = {}
+    for item in monitor.GetFlowStats():
+        st = item.second
+        t = classifier.FindFlow(item.first)
+        s_host = host_index[addr_host[str(t.sourceAddress)]]
+        d_host = host_index[addr_host[str(t.destinationAddress)]]
+        if t.destinationPort == SINK_PORT:
+            fwd.setdefault((s_host, d_host), []).append(
+                (
+                    st.timeFirstTxPacket.GetNanoSeconds(),
+                    t.sourcePort,
+                    st.timeLastRxPacket.GetNanoSeconds(),
+                    st.rxBytes,
+                )
+            )
+        else:
+            back[(d_host, s_host, t.destinationPort)] = st.timeLastRxPacket.GetNanoSeconds()
+    by_pair: dict[tuple[int, int], list[int]] = {}
+    for i, f in enumerate(flows):
+        by_pair.setdefault((f["src"], f["dst"]), []).append(i)
+    fct_us = [float("nan")] * len(flows)
+    for pair, ids in by_pair.items():
+        ids.sort(key=lambda i: (flows[i]["start_us"], i))
+        conns = sorted(fwd.get(pair, []))
+        for i, (_first_ns, port, _last_fwd_ns, _rx) in zip(ids, conns, strict=False):
+            last_ack_ns = back.get((pair[0], pair[1], port))
+            if last_ack_ns is not None:
+                fct_us[i] = last_ack_ns / 1000.0 - flows[i]["start_us"]
+    delivered = sum(
+        ns.DynamicCast[ns.PacketSink](sinks.Get(i)).GetTotalRx() for i in range(sinks.GetN())
+    )
+    expected = sum(int(f["bytes"]) for f in flows)
+    drops = sum(qd.GetStats().nTotalDroppedPackets for qd in switch_qdiscs)
+    marks = sum(qd.GetStats().nTotalMarkedPackets for qd in switch_qdiscs)
+    if spec.get("debug"):
+        for qd in switch_qdiscs:
+            print(qd.GetStats())
+    out = {
+        "fct_us": fct_us,
+        "drops": int(drops),
+        "ecn_marks": int(marks),
+        "delivered_bytes": int(delivered),
+        "expected_bytes": int(expected),
+        "sim_time_s": ns.Simulator.Now().GetSeconds(),
+        "wall_s": time.time() - wall,
+    }
+    ns.Simulator.Destroy()
+    Path(sys.argv[2]).write_text(json.dumps(out))
+
+
+def _hosts(node_of: dict[str, object], hosts: list[str]) -> object:
+    c = ns.NodeContainer()
+    for h in hosts:
+        c.Add(node_of[h])
+    return c
+
+
+if __name__ == "__main__":
+    main()
