@@ -65,7 +65,11 @@ fn tcp_frame_layout() {
     assert_eq!(ip[0], 0x45);
     assert_eq!(ip[1], 1 << 2 | 3, "DSCP 1, ECN CE");
     assert_eq!(u16::from_be_bytes([ip[2], ip[3]]), 140);
-    assert_eq!(u16::from_be_bytes([ip[4], ip[5]]), 0x2345, "id = uid mod 2^16");
+    assert_eq!(
+        u16::from_be_bytes([ip[4], ip[5]]),
+        0x2345,
+        "id = uid mod 2^16"
+    );
     assert_eq!(ip[8], 63);
     assert_eq!(ip[9], 6);
     assert_eq!(&ip[12..16], &[10, 0, 0, 1]);
@@ -74,11 +78,19 @@ fn tcp_frame_layout() {
     let tcp = &out[34..54];
     assert_eq!(u16::from_be_bytes([tcp[0], tcp[1]]), 10_000);
     assert_eq!(u16::from_be_bytes([tcp[2], tcp[3]]), 80);
-    assert_eq!(u32::from_be_bytes(tcp[4..8].try_into().unwrap()), 1000, "seq mod 2^32");
+    assert_eq!(
+        u32::from_be_bytes(tcp[4..8].try_into().unwrap()),
+        1000,
+        "seq mod 2^32"
+    );
     assert_eq!(u32::from_be_bytes(tcp[8..12].try_into().unwrap()), 77);
     assert_eq!(tcp[12], 0x50);
     assert_eq!(tcp[13], 0x80 | 0x40 | 0x10 | 0x01, "CWR ECE ACK FIN");
-    assert_eq!(u16::from_be_bytes([tcp[14], tcp[15]]), 0xffff, "window capped");
+    assert_eq!(
+        u16::from_be_bytes([tcp[14], tcp[15]]),
+        0xffff,
+        "window capped"
+    );
     let pseudo = sum16(sum16(0, &[10, 0, 0, 1]), &[10, 0, 1, 2]) + 6 + 120;
     assert!(verifies(&out[34..], pseudo), "TCP checksum");
     assert!(out[54..].iter().all(|&b| b == 0));
@@ -114,7 +126,11 @@ fn udp_frame_and_min_frame_padding() {
     let orig = write_frame(&pkt, ENDS, &[], 65_535, &mut out);
     assert_eq!(orig, 60, "a 64-byte frame without its FCS");
     assert_eq!(out.len(), 60);
-    assert_eq!(u16::from_be_bytes([out[16], out[17]]), 30, "IPv4 length excludes padding");
+    assert_eq!(
+        u16::from_be_bytes([out[16], out[17]]),
+        30,
+        "IPv4 length excludes padding"
+    );
     assert_eq!(u16::from_be_bytes([out[38], out[39]]), 10, "UDP length");
     let pseudo = sum16(sum16(0, &1u32.to_be_bytes()), &2u32.to_be_bytes()) + 17 + 10;
     assert!(verifies(&out[34..44], pseudo), "UDP checksum");
@@ -174,7 +190,11 @@ fn header_after_ipv4_names_itself_in_the_protocol_field() {
     assert_eq!(out[23], 254, "IPv4 protocol names the header");
     assert_eq!(u16::from_be_bytes([out[16], out[17]]), 144);
     assert_eq!(&out[34..38], &[0xfa, 0xbc, 0x06, 0x15]);
-    assert_eq!(u16::from_be_bytes([out[38], out[39]]), 10_000, "TCP follows");
+    assert_eq!(
+        u16::from_be_bytes([out[38], out[39]]),
+        10_000,
+        "TCP follows"
+    );
     assert!(verifies(&out[14..34], 0));
 }
 

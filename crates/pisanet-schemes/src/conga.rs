@@ -104,8 +104,13 @@ pub const CONGA_FB_METRIC: FieldDef = FieldDef::ext(
     8,
     "piggybacked feedback: that path's congestion metric (section 3.3, FB_Metric)",
 );
-pub const CONGA_FB_VALID: FieldDef =
-    FieldDef::ext("fb_valid", 1, 2, 16, "1 when fb_lbtag and fb_metric carry feedback");
+pub const CONGA_FB_VALID: FieldDef = FieldDef::ext(
+    "fb_valid",
+    1,
+    2,
+    16,
+    "1 when fb_lbtag and fb_metric carry feedback",
+);
 pub const CONGA_HASH: FieldDef = FieldDef::ext(
     "hash",
     32,

@@ -44,8 +44,13 @@ pub const HULA_HEADER: u16 = 0x4855;
 pub const HULA_HEADER_BYTES: u16 = 4;
 /// HULA section 4.2, the probe header: the fields the program reads and
 /// writes, and their layout on the wire (docs/headers.md).
-pub const HULA_TOR_ID: FieldDef =
-    FieldDef::ext("tor_id", 24, 0, 0, "ToR that generated the probe (HULA section 4.2, torID)");
+pub const HULA_TOR_ID: FieldDef = FieldDef::ext(
+    "tor_id",
+    24,
+    0,
+    0,
+    "ToR that generated the probe (HULA section 4.2, torID)",
+);
 pub const HULA_MIN_UTIL: FieldDef = FieldDef::ext(
     "min_util",
     8,
@@ -162,9 +167,10 @@ pub fn probe(tor: u32, util: u64) -> Packet {
 /// The HULA header of a packet, if it is a probe: (tor_id, min_util).
 pub fn probe_header(pkt: &Packet) -> Option<(u32, u64)> {
     match &pkt.ext {
-        Some(h) if pkt.ip.proto == PROTO_HULA && h.kind == HULA_HEADER => {
-            Some((HULA_TOR_ID.get(&h.fields) as u32, HULA_MIN_UTIL.get(&h.fields)))
-        }
+        Some(h) if pkt.ip.proto == PROTO_HULA && h.kind == HULA_HEADER => Some((
+            HULA_TOR_ID.get(&h.fields) as u32,
+            HULA_MIN_UTIL.get(&h.fields),
+        )),
         _ => None,
     }
 }

@@ -183,7 +183,9 @@ pub fn wireshark_lua() -> String {
             Placement::IpProto(_) => format!("    return {bytes}\n"),
         };
         let table = match h.placement {
-            Placement::EtherType(t) => format!("DissectorTable.get(\"ethertype\"):add(0x{t:04x}, p_{n})"),
+            Placement::EtherType(t) => {
+                format!("DissectorTable.get(\"ethertype\"):add(0x{t:04x}, p_{n})")
+            }
             Placement::IpProto(p) => format!("DissectorTable.get(\"ip.proto\"):add({p}, p_{n})"),
         };
         let _ = write!(
@@ -213,7 +215,9 @@ mod tests {
     use std::path::PathBuf;
 
     fn repo_file(rel: &str) -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(rel)
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join(rel)
     }
 
     /// Compares `rel` with `want`; rewrites it when PISANET_BLESS=1.
@@ -256,14 +260,27 @@ mod tests {
                     names.push(f.name);
                 }
                 if let Src::Ext { word, shift } = f.src {
-                    assert!(word < 4 && shift as u32 + f.bits as u32 <= 64, "{}.{}", h.name, f.name);
+                    assert!(
+                        word < 4 && shift as u32 + f.bits as u32 <= 64,
+                        "{}.{}",
+                        h.name,
+                        f.name
+                    );
                 }
             }
             // No two fields share model bits.
             for (i, a) in h.fields.iter().enumerate() {
                 for b in &h.fields[i + 1..] {
-                    if let (Src::Ext { word: wa, shift: sa }, Src::Ext { word: wb, shift: sb }) =
-                        (a.src, b.src)
+                    if let (
+                        Src::Ext {
+                            word: wa,
+                            shift: sa,
+                        },
+                        Src::Ext {
+                            word: wb,
+                            shift: sb,
+                        },
+                    ) = (a.src, b.src)
                     {
                         let overlap = wa == wb && sa < sb + b.bits && sb < sa + a.bits;
                         assert!(!overlap, "{}: {} and {} overlap", h.name, a.name, b.name);

@@ -446,6 +446,8 @@ pub struct MetricsCfg {
     pub port_rate_interval_us: f64,
     /// Only ports whose link name contains one of these (empty = all switch ports).
     pub port_rate_ports: Vec<String>,
+    pub pcap: crate::capture::PcapCfg,
+    pub trace: crate::capture::TraceCfg,
 }
 
 impl Default for MetricsCfg {
@@ -455,6 +457,8 @@ impl Default for MetricsCfg {
             queue_sample_ports: Vec::new(),
             port_rate_interval_us: 0.0,
             port_rate_ports: Vec::new(),
+            pcap: Default::default(),
+            trace: Default::default(),
         }
     }
 }

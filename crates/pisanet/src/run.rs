@@ -268,6 +268,7 @@ pub fn run_config(
             .collect();
     }
 
+    world.tap = crate::capture::Tap::from_config(cfg, &world)?;
     let max_time = SimTime::from_us_f64(cfg.run.max_sim_time_ms * 1000.0);
     let stop = world.run(max_time, progress);
     if stop == StopReason::Interrupted {
@@ -278,7 +279,8 @@ pub fn run_config(
     }
     world.check_unfinished();
     let wall_s = wall.elapsed().as_secs_f64();
-    finish(cfg, world, stop, wall_s)
+    let captured = world.tap.take().map(|t| t.finish(&world));
+    finish(cfg, world, stop, wall_s).map(|out| crate::capture::attach(out, captured))
 }
 
 fn find_link(world: &World, a: &str, b: &str) -> Option<[u32; 2]> {
@@ -505,6 +507,7 @@ fn finish(
         queues,
         port_rates,
         ports: Value::Array(ports),
+        capture: Default::default(),
     })
 }
 

@@ -194,6 +194,8 @@ pub struct World {
     host_queueing: bool,
     /// Reused buffer of TSQ wake-ups (`tsq_offer`).
     tsq_out: Vec<Packet>,
+    /// pcap capture and per-packet trace (capture.rs); `None` when off.
+    pub tap: Option<Box<crate::capture::Tap>>,
 }
 
 /// How a run ended.
@@ -341,6 +343,7 @@ impl World {
             sport_salt: params.sport_salt,
             host_queueing: false,
             tsq_out: Vec::with_capacity(64),
+            tap: None,
         }
     }
 
@@ -439,6 +442,8 @@ impl World {
 
     #[inline]
     fn enqueue_queued(&mut self, now: SimTime, p: PortIdx, q: Queued) {
+        let tapped = (self.tap.as_deref_mut())
+            .and_then(|t| t.before_enqueue(now, &self.ports[p as usize], p, &q));
         let port = &mut self.ports[p as usize];
         let shared = port.shared.map(|i| &mut self.shared[i as usize]);
         let marks_before = port.queue.counters.ecn_marks;
@@ -455,6 +460,9 @@ impl World {
                 }
             }
             Err(_) => self.counts.dropped += 1,
+        }
+        if let (Some(t), Some(k)) = (self.tap.as_deref_mut(), tapped) {
+            t.after_enqueue(&self.ports[p as usize], k)
         }
     }
 
@@ -539,6 +547,9 @@ impl World {
 
     /// Puts `pkt` on port `p`'s wire: busy for its serialization time.
     fn transmit(&mut self, now: SimTime, p: PortIdx, pkt: Packet) {
+        if let Some(t) = self.tap.as_deref_mut() {
+            t.on_transmit(now, &self.ports[p as usize], p, &pkt)
+        }
         let port = &mut self.ports[p as usize];
         port.queue.count_tx(pkt.size);
         let done = now + port.rate.tx_time(pkt.size as u64);
@@ -601,6 +612,9 @@ impl World {
     fn apply_emits(&mut self, now: SimTime, sw: u32, emits: &mut Vec<Emit>) {
         let node = sw + self.topo.n_hosts;
         for e in emits.drain(..) {
+            if let Some(t) = self.tap.as_deref_mut() {
+                t.on_emit(now, node, &e)
+            }
             match e {
                 Emit::Enqueue { port, pkt, meta } => {
                     self.enqueue_from_switch(now, node, port, pkt, meta)

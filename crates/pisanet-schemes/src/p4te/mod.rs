@@ -779,21 +779,18 @@ impl DataPlane for P4te {
 impl Shim {
     /// The shim header of `pkt`, if it carries one.
     pub fn of(pkt: &Packet) -> Option<Shim> {
-        pkt.ext
-            .as_deref()
-            .filter(|e| e.kind == SHIM_KIND)
-            .map(|e| {
-                let flags = SHIM_FLAGS.get(&e.fields);
-                let fack = flags & Shim::FACK != 0;
-                let word = SHIM_INFLIGHT.get(&e.fields);
-                Shim {
-                    flags,
-                    // SHIM_ACK's word, whole: the wire cuts it, the model does not.
-                    ack: e.fields[1],
-                    inflight: if fack { 0 } else { word },
-                    trigger: if fack { word } else { 0 },
-                }
-            })
+        pkt.ext.as_deref().filter(|e| e.kind == SHIM_KIND).map(|e| {
+            let flags = SHIM_FLAGS.get(&e.fields);
+            let fack = flags & Shim::FACK != 0;
+            let word = SHIM_INFLIGHT.get(&e.fields);
+            Shim {
+                flags,
+                // SHIM_ACK's word, whole: the wire cuts it, the model does not.
+                ack: e.fields[1],
+                inflight: if fack { 0 } else { word },
+                trigger: if fack { word } else { 0 },
+            }
+        })
     }
 
     /// Emits this shim on `pkt` (the caller accounts for its bytes).
