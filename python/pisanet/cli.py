@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -208,7 +209,11 @@ def run(
         if dry_run:
             sys.stdout.write(pisanet.resolve(config, set=overrides))
             return
-        result = _run_with_progress(config, overrides, quiet)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", RuntimeWarning)
+            result = _run_with_progress(config, overrides, quiet)
+        for w in caught:
+            err_console.print(f"warning: {w.message}", markup=False, highlight=False)
         directory = out if out is not None else Path("results") / config.stem
         written = results.write(directory, result)
     if not quiet:
