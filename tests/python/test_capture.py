@@ -179,7 +179,7 @@ def test_capture_matches_the_trace_and_the_documented_headers(
         assert all(h["lbtag"] in (0, 1) and h["ce"] <= 7 for h in headers)
     elif scheme == "p4te":
         assert headers and all(h["next_proto"] == 6 and h["flags"] < 16 for h in headers)
-        data = [f for f, h in zip(frames, headers) if h["flags"] & 4 == 0 and f.tcp.data]
+        data = [f for f in frames if f.header and f.header["flags"] & 4 == 0 and f.tcp.data]
         assert data, "data packets with the shim"
 
 
@@ -213,7 +213,7 @@ def test_tshark_shows_the_same_fields(
     lengths = orig_lengths(path)
     assert len(out) == len(frames)
     verified = 0
-    for line, frame, (_, orig) in zip(out, frames, lengths):
+    for line, frame, (_, orig) in zip(out, frames, lengths, strict=True):
         ip_id, ip_ok, seq, tcp_ok, *values = line.split(",")
         assert int(ip_id, 0) == frame.ip.id
         assert ip_ok == "1", "IPv4 checksum good"
