@@ -163,7 +163,7 @@ fn header_fields_pack_msb_first() {
     assert_eq!(a.get(&f), 0xf, "a set cuts the value to the width");
     TEST_HEADER.field("b").unwrap().set(&mut f, 0xabc);
     TEST_HEADER.field("c").unwrap().set(&mut f, 0x15);
-    assert_eq!(f, [0xabc_0f, 0x15, 0, 0]);
+    assert_eq!(f, [0x000a_bc0f, 0x15, 0, 0]);
     let h = ExtHeader {
         kind: 0x7777,
         bytes: 4,
@@ -181,7 +181,7 @@ fn header_after_ipv4_names_itself_in_the_protocol_field() {
     pkt.ext = Some(Box::new(ExtHeader {
         kind: 0x7777,
         bytes: 4,
-        fields: [0xabc_0f, 0x15, 0, 0],
+        fields: [0x000a_bc0f, 0x15, 0, 0],
     }));
     pkt.size += 4;
     let mut out = Vec::new();

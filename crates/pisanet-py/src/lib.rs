@@ -164,7 +164,10 @@ fn capture_columns<'py>(
     put_ports(&d, &t.port)?;
     put(&d, "queue", &t.queue)?;
     put(&d, "event", &t.event)?;
-    d.set_item("event_names", ("str", pisanet::capture::TRACE_EVENTS.to_vec()))?;
+    d.set_item(
+        "event_names",
+        ("str", pisanet::capture::TRACE_EVENTS.to_vec()),
+    )?;
     put(&d, "depth_bytes", &t.depth_bytes)?;
     put(&d, "packet", &t.packet)?;
     put(&d, "flow", &t.flow)?;

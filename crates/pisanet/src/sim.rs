@@ -442,7 +442,9 @@ impl World {
 
     #[inline]
     fn enqueue_queued(&mut self, now: SimTime, p: PortIdx, q: Queued) {
-        let tapped = self.tap.as_deref_mut()
+        let tapped = self
+            .tap
+            .as_deref_mut()
             .and_then(|t| t.before_enqueue(now, &self.ports[p as usize], p, &q));
         let port = &mut self.ports[p as usize];
         let shared = port.shared.map(|i| &mut self.shared[i as usize]);
