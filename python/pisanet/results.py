@@ -71,6 +71,8 @@ UNITS = {
     "time": "us",
     "bytes": "bytes",
     "depth_bytes": "bytes",
+    "size": "bytes",
+    "seq": "bytes",
     "tx_gbps": "Gb/s",
     "carried_gbps": "Gb/s",
     "retransmissions": "packets",
@@ -82,7 +84,6 @@ QUEUES_FILE = "queues.parquet"
 PORT_RATES_FILE = "port_rates.parquet"
 TRACE_FILE = "trace.parquet"
 PCAP_DIR = "pcap"
-TRACE_UNITS = {"size": "bytes", "packet": "", "seq": "bytes"}
 
 
 @dataclass(frozen=True)

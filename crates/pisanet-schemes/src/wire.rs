@@ -245,6 +245,94 @@ mod tests {
         check_generated("tools/wireshark/pisanet.lua", &wireshark_lua());
     }
 
+    fn emitted(pkt: &pisanet_net::Packet) -> Vec<u8> {
+        let e = pkt.ext.as_deref().expect("a scheme header");
+        let def = HEADERS
+            .iter()
+            .find(|d| d.kind == e.kind)
+            .expect("registered");
+        assert_eq!(def.bytes, e.bytes, "{}", def.name);
+        let mut out = Vec::new();
+        def.emit(e, pkt.ip.proto, &mut out);
+        out
+    }
+
+    #[test]
+    fn hula_probe_bytes() {
+        // HULA section 4.2: torID (24 bits) then minUtil (8 bits).
+        let p = crate::hula::probe(0x01_0203, 0x9a);
+        assert_eq!(emitted(&p), [0x01, 0x02, 0x03, 0x9a]);
+        assert_eq!(crate::hula::probe_header(&p), Some((0x01_0203, 0x9a)));
+    }
+
+    #[test]
+    fn conga_overlay_bytes() {
+        let mut p = pisanet_net::Packet {
+            size: 100,
+            ..Default::default()
+        };
+        p.ip.proto = pisanet_net::PROTO_TCP;
+        let h = crate::conga::CongaHeader {
+            src_leaf: 0x1234,
+            lbtag: 5,
+            ce: 6,
+            fb: Some((3, 7)),
+            hash: 0xdead_beef,
+        };
+        h.push(&mut p);
+        // src_leaf 0x1234 | lbtag 0101 ce 110 fb_lbtag 0011 fb_metric 111 valid 1 reserved 0 | hash
+        // = 0101_1100 0111_1110 = 0x5c 0x7e
+        assert_eq!(
+            emitted(&p),
+            [0x12, 0x34, 0x5c, 0x7e, 0xde, 0xad, 0xbe, 0xef]
+        );
+        assert_eq!(crate::conga::CongaHeader::of(&p), Some(h));
+        // The ECMP tag survives the 4-bit field.
+        let ecmp = crate::conga::CongaHeader {
+            lbtag: crate::conga::LBTAG_ECMP,
+            fb: None,
+            ..h
+        };
+        ecmp.push(&mut p);
+        assert_eq!(crate::conga::CongaHeader::of(&p), Some(ecmp));
+        assert_eq!(emitted(&p)[2] >> 4, 0xf);
+    }
+
+    #[test]
+    fn p4te_shim_bytes() {
+        use crate::p4te::Shim;
+        let mut p = pisanet_net::Packet::default();
+        p.ip.proto = pisanet_net::PROTO_TCP;
+        let data = Shim {
+            flags: Shim::ACK_VALID | Shim::HOLD,
+            ack: (1 << 40) | 0x0102_0304,
+            inflight: 0x0a0b_0c0d,
+            trigger: 0,
+        };
+        data.put(&mut p);
+        assert_eq!(
+            emitted(&p),
+            [9, 6, 0, 0, 1, 2, 3, 4, 0x0a, 0x0b, 0x0c, 0x0d],
+            "flags, next_proto TCP, reserved, ack mod 2^32, in-flight"
+        );
+        assert_eq!(Shim::of(&p), Some(data), "the model keeps the whole ack");
+        let fack = Shim {
+            flags: Shim::FACK,
+            ack: 7,
+            inflight: 0,
+            trigger: 0x1111_2222,
+        };
+        fack.put(&mut p);
+        assert_eq!(
+            &emitted(&p)[8..],
+            &[0x11, 0x11, 0x22, 0x22],
+            "a FACK's trigger"
+        );
+        assert_eq!(Shim::of(&p), Some(fack));
+        Shim::mark_acted(&mut p);
+        assert_eq!(emitted(&p)[0], (Shim::FACK | Shim::ACTED) as u8);
+    }
+
     #[test]
     fn every_header_is_whole_bytes_and_fits_the_model() {
         let mut kinds = Vec::new();
