@@ -15,6 +15,7 @@ import shutil
 import struct
 import subprocess
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -265,3 +266,25 @@ def test_cli_captures_traces_and_plots_a_flow(
     assert again.returncode == 0, again.stderr
     assert not (out / "trace.parquet").exists()
     assert not list((out / "pcap").glob("*.pcap"))
+
+
+def test_sweep_database_has_the_trace(tmp_path: Path) -> None:
+    swept = pisanet.sweep(
+        TINY,
+        {"scheme.kind": ["ecmp", "hula"]},
+        out=tmp_path / "sweep",
+        executor=ThreadPoolExecutor(2),
+        set=["metrics.trace.flows=[1]", "workload.flows=5", 'metrics.pcap.ports=["h0->leaf0"]'],
+    )
+    # The capture's counts are summary figures like the others.
+    sent = swept.query("SELECT capture_pcap_packets AS n FROM runs")
+    assert (sent["n"] > 0).all()
+    for point in (tmp_path / "sweep" / "points").iterdir():
+        assert (point / "pcap" / "h0->leaf0.pcap").stat().st_size > 24
+    per_scheme = swept.query(
+        "SELECT scheme_kind, count(DISTINCT packet) AS packets, min(flow) AS lo, max(flow) AS hi "
+        "FROM trace GROUP BY ALL ORDER BY ALL"
+    )
+    assert list(per_scheme["scheme_kind"]) == ["ecmp", "hula"]
+    assert (per_scheme["packets"] > 0).all()
+    assert (per_scheme["lo"] == 1).all() and (per_scheme["hi"] == 1).all()

@@ -425,7 +425,8 @@ impl Tap {
     /// The files, the trace columns, and the summary's `capture` entry and warnings.
     pub fn finish(self, world: &World) -> (CaptureOutput, Value, Vec<String>) {
         let mut warnings = Vec::new();
-        let mut files = serde_json::Map::new();
+        let mut files = Vec::new();
+        let (mut written, mut seen) = (0, 0);
         let mut pcaps = Vec::new();
         for f in self.files {
             if f.seen > f.packets {
@@ -434,10 +435,9 @@ impl Tap {
                     f.name, f.packets, f.seen
                 ));
             }
-            files.insert(
-                f.name.clone(),
-                json!({"packets": f.packets, "seen": f.seen}),
-            );
+            files.push(json!({"port": f.name, "packets": f.packets, "seen": f.seen}));
+            written += f.packets;
+            seen += f.seen;
             pcaps.push((f.name, f.bytes));
         }
         let r = self.rows;
@@ -477,7 +477,7 @@ impl Tap {
             size: r.size,
         };
         let summary = json!({
-            "pcap": Value::Object(files),
+            "pcap": {"packets": written, "seen": seen, "files": files},
             "trace": {"rows": kept, "events": r.seen},
         });
         (CaptureOutput { pcaps, trace }, summary, warnings)

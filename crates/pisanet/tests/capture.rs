@@ -87,10 +87,10 @@ fn capture_writes_frames_and_changes_nothing_else() {
         .find(|p| p["name"] == "leaf0->spine0")
         .unwrap();
     assert_eq!(up.len() as u64, tx["tx_packets"].as_u64().unwrap());
-    assert_eq!(
-        a.summary["capture"]["pcap"]["leaf0->spine0"]["packets"],
-        up.len()
-    );
+    let files = a.summary["capture"]["pcap"]["files"].as_array().unwrap();
+    assert_eq!(files[0]["port"], "leaf0->spine0");
+    assert_eq!(files[0]["packets"], up.len());
+    assert_eq!(files[0]["seen"], up.len());
     let mut last = 0;
     for (ts, bytes, orig) in &up {
         assert!(*ts >= last, "timestamps in order");
