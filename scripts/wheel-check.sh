@@ -16,14 +16,16 @@ log() { printf 'wheel-check: %s\n' "$*" >&2; }
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
-log "building the wheel (pip wheel ., maturin backend)"
-python3 -m pip wheel --quiet --no-deps --wheel-dir "$tmp/dist" .
-wheel="$(ls "$tmp"/dist/pisanet-*.whl)"
-log "built $(basename "$wheel")"
-
-log "installing it into a clean venv"
+# NOTE: the clean venv's own pip builds the wheel (python3 may have no pip of
+# its own); pip builds in an isolated environment of its own, with maturin
+# from PyPI, so nothing lands in the venv until the wheel is installed.
 python3 -m venv "$tmp/venv"
 "$tmp/venv/bin/python" -m pip install --quiet --upgrade pip
+log "building the wheel (pip wheel ., maturin backend)"
+"$tmp/venv/bin/python" -m pip wheel --quiet --no-deps --wheel-dir "$tmp/dist" .
+wheel="$(ls "$tmp"/dist/pisanet-*.whl)"
+log "built $(basename "$wheel")"
+log "installing it into the clean venv"
 "$tmp/venv/bin/python" -m pip install --quiet "$wheel"
 
 # Run from outside the repository, so that nothing of the source tree is imported.
