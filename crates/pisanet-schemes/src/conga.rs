@@ -66,7 +66,7 @@ static CTL_NAMES: [&str; MAX_UPLINKS] = [
     "congestion_to_leaf_7",
 ];
 
-/// The overlay header (CONGA section 3.1, Fig. 5: LBTag 4 bits, CE 3 bits,
+/// The overlay header (CONGA section 3.1, packet format: LBTag 4 bits, CE 3 bits,
 /// FB_LBTag 4 bits, FB_Metric 3 bits), as the program keeps and writes it
 /// (docs/headers.md).
 pub const CONGA_SRC_LEAF: FieldDef = FieldDef::ext(
