@@ -19,6 +19,7 @@ __all__ = [
     "resources",
     "run",
     "schema",
+    "unused_keys",
 ]
 __version__: str
 
@@ -60,6 +61,9 @@ def resolve(
 
 def schema() -> str:
     """The JSON Schema of the config."""
+
+def unused_keys(text: str, overrides: list[str]) -> list[str]:
+    """The keys the config (with overrides) gives but does not read."""
 
 def bench_config(name: str) -> str | None:
     """A standard benchmark scenario's config (TOML), or None for an unknown name."""

@@ -220,6 +220,10 @@ def point_id(overrides: Iterable[str]) -> str:
     return _sha256("\n".join(sorted(overrides)))[:16]
 
 
+# Points of a cross product may carry keys that only other points read.
+_LENIENT = "run.unused_keys=ignore"
+
+
 def plan(
     config: ConfigLike,
     vary: Mapping[str, Sequence[Any]],
@@ -231,7 +235,10 @@ def plan(
     """Validates a sweep: every vary key and every point's config. Raises `ConfigError`."""
     text, base_dir = load(config)
     base_overrides = parse_set(set) + keyword_overrides(overrides)
-    base_resolved = _core.resolve(text, base_dir, base_overrides)
+    # The base may carry keys only some points read (a [scheme.hula] table in
+    # a sweep over scheme.kind): each point is checked below, and a key is
+    # refused only when no point reads it.
+    base_resolved = _core.resolve(text, base_dir, [*base_overrides, _LENIENT])
     spec: list[tuple[str, list[Any]]] = []
     for key, values in vary.items():
         parse_set([f"{key}=0"])
@@ -247,7 +254,9 @@ def plan(
     # Each key's first value, alone: an unknown key is named before any point is built.
     for key, values in spec:
         try:
-            _core.resolve(text, base_dir, [*base_overrides, f"{key}={toml_value(values[0])}"])
+            _core.resolve(
+                text, base_dir, [*base_overrides, f"{key}={toml_value(values[0])}", _LENIENT]
+            )
         except ConfigError as e:
             message = str(e)
             raise ConfigError(
@@ -257,16 +266,31 @@ def plan(
     points: list[Point] = []
     resolved: dict[str, str] = {}
     keys = [k for k, _ in spec]
+    unread: dict[str, int] = {}
+    first_refusal: dict[str, str] = {}
     for combo in itertools.product(*(vs for _, vs in spec)):
         own = [f"{k}={toml_value(v)}" for k, v in zip(keys, combo, strict=True)]
         pid = point_id(own)
         if pid in resolved:
             raise ConfigError(f"vary: the point {', '.join(own)} occurs twice (a repeated value?)")
         try:
+            unused = _core.unused_keys(text, [*base_overrides, *own])
+            for key in unused:
+                unread[key] = unread.get(key, 0) + 1
+            if unused:
+                try:
+                    _core.resolve(text, base_dir, [*base_overrides, *own])
+                except ConfigError as e:
+                    first_refusal.setdefault(unused[0], str(e))
+                own = [*own, _LENIENT]
             resolved[pid] = _core.resolve(text, base_dir, [*base_overrides, *own])
         except ConfigError as e:
             raise ConfigError(f"point {', '.join(own)}: {e}") from None
         points.append(Point(pid, dict(zip(keys, combo, strict=True)), own))
+    # Every key given is read by some point, or refused (as a run refuses it).
+    for key, count in unread.items():
+        if count == len(points):
+            raise ConfigError(first_refusal.get(key, f"{key}: no point of the sweep reads it"))
 
     identity = {
         "config_sha256": _sha256(base_resolved),

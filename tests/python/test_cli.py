@@ -32,7 +32,9 @@ def test_odd_fat_tree_k_is_one_line_exit_2(cli: Cli, tmp_path: Path) -> None:
     config = write(
         tmp_path,
         "odd.toml",
-        TINY.replace('kind = "leaf_spine"', 'kind = "fat_tree"\nk = 5'),
+        TINY.replace('kind = "leaf_spine"', 'kind = "fat_tree"\nk = 5').replace(
+            "leaves = 2\nspines = 2\nhosts_per_leaf = 2\n", ""
+        ),
     )
     line = assert_one_line_error(cli("run", config))
     assert "k" in line.split(":", 2)[1]

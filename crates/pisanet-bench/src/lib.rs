@@ -29,9 +29,8 @@ pub fn pass_fixture() -> PassFixture {
     let sw = 0u32;
     let info = pisanet::forward::switch_info(&topo, &routes, sw);
     let rng = RngStreams::new(1).stream(StreamKind::Switch, 0);
-    let switch =
-        pisanet_schemes::build("ecmp", &Default::default(), &info, rng, Default::default())
-            .expect("ecmp builds");
+    let switch = pisanet_schemes::build(&Default::default(), &info, rng, Default::default())
+        .expect("ecmp builds");
     let native = NativeEcmp::new(&topo, true);
     let pkts = (0..topo.n_hosts)
         .map(|h| Packet {

@@ -11,6 +11,7 @@
 mod queue;
 mod rng;
 mod time;
+pub mod units;
 
 pub use queue::EventQueue;
 pub use rng::{splitmix64, RngStreams, SimRng, StreamKind};

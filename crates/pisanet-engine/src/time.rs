@@ -54,13 +54,15 @@ impl SimTime {
 
 impl Add for SimTime {
     type Output = SimTime;
+    /// Saturates at `SimTime::MAX` (never wraps: a time past the end of the
+    /// representable range stays there, and no event is scheduled before it).
     fn add(self, rhs: SimTime) -> SimTime {
-        SimTime(self.0 + rhs.0)
+        SimTime(self.0.saturating_add(rhs.0))
     }
 }
 impl AddAssign for SimTime {
     fn add_assign(&mut self, rhs: SimTime) {
-        self.0 += rhs.0;
+        self.0 = self.0.saturating_add(rhs.0);
     }
 }
 impl Sub for SimTime {

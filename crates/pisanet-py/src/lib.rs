@@ -239,6 +239,12 @@ fn resolve(text: &str, base_dir: Option<PathBuf>, overrides: Vec<String>) -> PyR
 }
 
 /// The JSON Schema of the config.
+/// The keys the config does not read (for sweeps: refused only if no point reads them).
+#[pyfunction]
+fn unused_keys(text: &str, overrides: Vec<String>) -> PyResult<Vec<String>> {
+    pisanet::unused_keys(text, &overrides).map_err(to_py_err)
+}
+
 #[pyfunction]
 fn schema() -> String {
     pisanet::config_schema_json()
@@ -264,6 +270,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(resolve, m)?)?;
     m.add_function(wrap_pyfunction!(schema, m)?)?;
+    m.add_function(wrap_pyfunction!(unused_keys, m)?)?;
     m.add_function(wrap_pyfunction!(bench_config, m)?)?;
     m.add_function(wrap_pyfunction!(resources, m)?)?;
     Ok(())

@@ -24,12 +24,13 @@
 
 #![deny(clippy::float_arithmetic, clippy::integer_division)]
 
-use crate::hula::{
-    declare_get_dst_tor, dst_tor_entries, ns32, quantize, util_scale, NEW_DATA_FLOWLETS,
-    SET_DST_TOR,
+use crate::blocks::{
+    declare_get_dst_tor, dst_tor_entries, ns32, quantize, util_scale, FlowletTimer,
+    NEW_DATA_FLOWLETS, SET_DST_TOR,
 };
 use crate::l3::{self, RouteAgent, FIVE_TUPLE_FIELDS, L3};
 use crate::{FlowletId, SchemeParams};
+use pisanet_engine::{units, SimTime};
 use pisanet_net::wire::{FieldDef, HeaderDef, Placement, ETHERTYPE_EXPERIMENTAL_1};
 use pisanet_net::{ExtHeader, Packet, PortNo, MIN_FRAME_BYTES};
 use pisanet_pisa::{
@@ -37,6 +38,8 @@ use pisanet_pisa::{
     EstimatorSpec, HashAlgo, HashId, HashInput, HashSpec, Pipeline, RegisterId, RegisterSpec,
     StandardMetadata, SwitchInfo, TableId, UserMeta,
 };
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 /// `ExtHeader::kind` of the CONGA overlay header.
 pub const CONGA_HEADER: u16 = 0x434e;
@@ -52,8 +55,6 @@ pub const METRIC_MAX: u64 = 7;
 pub const LBTAG_ECMP: u64 = 0xf;
 
 const TIME_MASK: u64 = 0xffff_ffff;
-const FLOWLET_TIME_BITS: u8 = 48;
-const FLOWLET_TIME_MASK: u64 = (1 << FLOWLET_TIME_BITS) - 1;
 
 static CTL_NAMES: [&str; MAX_UPLINKS] = [
     "congestion_to_leaf_0",
@@ -141,6 +142,40 @@ pub static CONGA_WIRE: HeaderDef = HeaderDef {
     ],
 };
 
+/// Parameters of `conga` and `conga_prime` (`[scheme.conga]`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct CongaParams {
+    /// Time constant of the DRE (us; CONGA: T_dre / alpha = 20 us / 0.1).
+    #[serde(rename = "tau_us", with = "units::us")]
+    #[schemars(with = "f64", range(min = 0.01, max = 1e6), extend("x-unit" = "us"))]
+    pub tau: SimTime,
+    /// Congestion-To-Leaf entries not refreshed for this long count as uncongested (us; below 4 s: 32-bit ns timestamps).
+    #[serde(rename = "age_us", with = "units::us")]
+    #[schemars(with = "f64", range(min = 0.01, max = 3.9e6), extend("x-unit" = "us"))]
+    pub age: SimTime,
+    /// Leaves the program's per-leaf registers hold.
+    #[schemars(range(min = 1, max = 65536))]
+    pub leaf_slots: u32,
+}
+
+impl Default for CongaParams {
+    fn default() -> Self {
+        CongaParams {
+            tau: SimTime::from_us(200),
+            age: SimTime::from_us(10_000),
+            leaf_slots: 1024,
+        }
+    }
+}
+
+impl CongaParams {
+    /// The checks between keys (none beyond the ranges in the schema).
+    pub fn validate(&self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
 /// The overlay header's fields.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CongaHeader {
@@ -219,7 +254,7 @@ pub struct Conga {
     pub flowlet_index: HashId,
     /// crc32 over (flowlet id, 5-tuple): conga_prime's cross-pod hash.
     pub flowlet_hash: HashId,
-    pub flowlet_time: RegisterId,
+    pub flowlet_time: FlowletTimer,
     /// The slot's uplink index + 1 (0 = none), CONGA's flowlet table.
     pub flowlet_port: RegisterId,
     /// The slot's flowlet id (conga_prime across pods).
@@ -302,12 +337,11 @@ impl Conga {
             algo: HashAlgo::Crc32,
             fields,
         });
-        let flowlet_time = pipe.register(RegisterSpec {
-            name: "flowlet_time",
-            width: FLOWLET_TIME_BITS,
-            size: slots,
-            holds: "last packet time of the slot's flow, ps mod 2^48",
-        });
+        let flowlet_time = FlowletTimer::declare(
+            pipe,
+            slots,
+            "last packet time of the slot's flow, ps mod 2^48",
+        );
         let flowlet_port = pipe.register(RegisterSpec {
             name: "flowlet_port",
             width: 4,
@@ -422,10 +456,7 @@ impl Conga {
     ) {
         let h5 = ctx.hash(self.flowlet_index, &l3::five_tuple(pkt));
         let slot = h5 & self.slot_mask;
-        let now_ps = sm.ingress_global_timestamp.ps() & FLOWLET_TIME_MASK;
-        let gap = ctx.register(self.flowlet_time, slot, |last| {
-            (now_ps, now_ps.wrapping_sub(last) & FLOWLET_TIME_MASK)
-        });
+        let gap = self.flowlet_time.gap(ctx, slot, sm);
         let new_flowlet = gap > self.flowlet_timeout_ps;
         if new_flowlet && sm.packet_length > MIN_FRAME_BYTES {
             ctx.count(self.new_data_flowlets, 0, sm.packet_length);
@@ -602,4 +633,28 @@ impl ControlAgent for CongaAgent {
     fn on_port_status(&mut self, port: PortNo, up: bool, cpu: &mut CpuApi<'_>) {
         self.routes.on_port_status(port, up, cpu);
     }
+}
+
+/// The registry's constructor of `conga` (lib.rs, `REGISTRY`).
+pub fn declare(
+    pipe: &mut Pipeline,
+    params: &SchemeParams,
+    info: &SwitchInfo,
+    _: pisanet_pisa::ControlPlaneConfig,
+) -> Result<crate::Program, String> {
+    let p = Conga::new(pipe, params, info, false)?;
+    let a = p.agent();
+    Ok((Box::new(p), Box::new(a)))
+}
+
+/// The registry's constructor of `conga_prime` (lib.rs, `REGISTRY`).
+pub fn declare_prime(
+    pipe: &mut Pipeline,
+    params: &SchemeParams,
+    info: &SwitchInfo,
+    _: pisanet_pisa::ControlPlaneConfig,
+) -> Result<crate::Program, String> {
+    let p = Conga::new(pipe, params, info, true)?;
+    let a = p.agent();
+    Ok((Box::new(p), Box::new(a)))
 }

@@ -76,3 +76,15 @@ impl DataPlane for Ecmp {
         });
     }
 }
+
+/// The registry's constructor (lib.rs, `REGISTRY`).
+pub fn declare(
+    pipe: &mut Pipeline,
+    params: &SchemeParams,
+    info: &SwitchInfo,
+    _: pisanet_pisa::ControlPlaneConfig,
+) -> Result<crate::Program, String> {
+    let p = Ecmp::new(pipe, params, info);
+    let a = p.agent();
+    Ok((Box::new(p), Box::new(a)))
+}

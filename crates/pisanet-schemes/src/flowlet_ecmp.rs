@@ -23,8 +23,7 @@ use pisanet_pisa::{
 };
 
 /// Width of the flowlet timestamps (as v1model's 48-bit timestamps).
-const TIME_BITS: u8 = 48;
-const TIME_MASK: u64 = (1 << TIME_BITS) - 1;
+use crate::blocks::{FlowletTimer, FLOWLET_TIME_MASK as TIME_MASK};
 
 /// How flowlet ECMP (`flowlet_ecmp`, and `conga_prime` across pods) gives a
 /// new flowlet the id that goes into its path hash.
@@ -39,7 +38,18 @@ const TIME_MASK: u64 = (1 << TIME_BITS) - 1;
 /// `Random` draws the id from the switch's `random` extern, as P4 flowlet
 /// switching programs do, so every new flowlet gets an independent path:
 /// what the paper's "hash of the six tuple" intends (docs/schemes/hula.md).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
 pub enum FlowletId {
     /// A fresh uniform 16-bit id per new flowlet (default).
     #[default]
@@ -82,7 +92,7 @@ pub struct FlowletEcmp {
     /// crc32 over the flowlet id and the 5-tuple, feeding `ecmp_group`.
     pub ecmp_hash: HashId,
     /// Last time a packet of the slot's flow was seen (ps mod 2^48).
-    pub flowlet_time: RegisterId,
+    pub flowlet_time: FlowletTimer,
     /// The slot's flowlet id, renewed after each idle gap ([`FlowletId`]).
     pub flowlet_id: RegisterId,
     /// Slots - 1 (slots are a power of two).
@@ -113,12 +123,11 @@ impl FlowletEcmp {
             algo: HashAlgo::Crc32,
             fields: FIVE_TUPLE_FIELDS.to_vec(),
         });
-        let flowlet_time = pipe.register(RegisterSpec {
-            name: "flowlet_time",
-            width: TIME_BITS,
-            size: slots,
-            holds: "last packet time of the slot's flow, ps mod 2^48",
-        });
+        let flowlet_time = FlowletTimer::declare(
+            pipe,
+            slots,
+            "last packet time of the slot's flow, ps mod 2^48",
+        );
         let flowlet_id = pipe.register(RegisterSpec {
             name: "flowlet_id",
             width: 16,
@@ -180,11 +189,8 @@ impl DataPlane for FlowletEcmp {
         _meta: &mut UserMeta,
     ) {
         let slot = ctx.hash(self.flowlet_index, &l3::five_tuple(pkt)) & self.slot_mask;
-        let now = sm.ingress_global_timestamp.ps() & TIME_MASK;
         // Stage 1: flowlet_time read-modify-write; the gap wraps at 2^48.
-        let gap = ctx.register(self.flowlet_time, slot, |last| {
-            (now, now.wrapping_sub(last) & TIME_MASK)
-        });
+        let gap = self.flowlet_time.gap(ctx, slot, sm);
         let new_flowlet = gap > self.timeout_ps;
         // Stage 2: flowlet_id read-modify-write (a new id per new flowlet).
         let id = self.id_mode.update(ctx, self.flowlet_id, slot, new_flowlet);
@@ -195,4 +201,16 @@ impl DataPlane for FlowletEcmp {
             l3::member_hash(ctx.hash(hash, &input), tier)
         });
     }
+}
+
+/// The registry's constructor (lib.rs, `REGISTRY`).
+pub fn declare(
+    pipe: &mut Pipeline,
+    params: &SchemeParams,
+    info: &SwitchInfo,
+    _: pisanet_pisa::ControlPlaneConfig,
+) -> Result<crate::Program, String> {
+    let p = FlowletEcmp::new(pipe, params, info)?;
+    let a = p.agent();
+    Ok((Box::new(p), Box::new(a)))
 }

@@ -24,9 +24,14 @@
 
 #![deny(clippy::float_arithmetic, clippy::integer_division)]
 
+use crate::blocks::FlowletTimer;
+pub use crate::blocks::{
+    declare_get_dst_tor, dst_tor_entries, ns32, quantize, util_scale, NEW_DATA_FLOWLETS, NO_TOR,
+    SET_DST_TOR,
+};
 use crate::l3::{self, RouteAgent, FIVE_TUPLE_FIELDS, L3};
 use crate::SchemeParams;
-use pisanet_engine::SimTime;
+use pisanet_engine::{units, SimTime};
 use pisanet_net::wire::{FieldDef, HeaderDef, Placement};
 use pisanet_net::{ExtHeader, Packet, PortNo, MIN_FRAME_BYTES};
 use pisanet_pisa::{
@@ -35,6 +40,8 @@ use pisanet_pisa::{
     Pipeline, PktGenSpec, RegisterId, RegisterSpec, StandardMetadata, SwitchInfo, TableEntry,
     TableId, TableSpec, UpdateType, UserMeta, Write, PKTGEN_PORT,
 };
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 /// IPv4 protocol number of HULA probes (RFC 3692 experimental range).
 pub const PROTO_HULA: u8 = 253;
@@ -82,15 +89,7 @@ static BEST_HOP_CHANGES: [&str; TIER_NAMES] = [
     "hula_best_hop_changes_tier1",
     "hula_best_hop_changes_tier2",
 ];
-pub static NEW_DATA_FLOWLETS: [&str; TIER_NAMES] = [
-    "new_data_flowlets_tier0",
-    "new_data_flowlets_tier1",
-    "new_data_flowlets_tier2",
-];
 
-/// Actions of `get_dst_tor`.
-pub const SET_DST_TOR: ActionId = ActionId(0);
-pub const NO_TOR: ActionId = ActionId(1);
 /// Actions of `hula_mcast`.
 pub const SET_MCAST_GRP: ActionId = ActionId(0);
 pub const TERMINATE: ActionId = ActionId(1);
@@ -106,11 +105,120 @@ const TIME_MASK: u64 = 0xffff_ffff;
 const UTIL_SHIFT: u32 = 32;
 const HOP_SHIFT: u32 = 40;
 /// Width of the flowlet timestamps (as v1model's 48-bit timestamps).
-const FLOWLET_TIME_BITS: u8 = 48;
-const FLOWLET_TIME_MASK: u64 = (1 << FLOWLET_TIME_BITS) - 1;
 /// Multicast group of the probes the packet generator makes (ToR uplinks).
 const fn origin_group(n_ports: u16) -> u16 {
     n_ports + 1
+}
+
+/// Parameters of `hula` (`[scheme.hula]`; HULA sections 4 and 6).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct HulaParams {
+    /// Each ToR sends a probe on every uplink this often (us; T_p, section 6: 200).
+    #[serde(rename = "probe_interval_us", with = "units::us")]
+    #[schemars(with = "f64", range(min = 0.01, max = 1e6), extend("x-unit" = "us"))]
+    pub probe_interval: SimTime,
+    /// A best hop not refreshed for this long is replaced by any probe (us;
+    /// T_fail, section 4.4). Default: 3 x probe_interval_us.
+    #[serde(
+        rename = "keepalive_us",
+        with = "units::opt_us",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<f64>", range(min = 0.01, max = 4e6), extend("x-unit" = "us"))]
+    pub keepalive_us: Option<SimTime>,
+    /// Time constant of the TX utilization estimator (us; section 4.2: at
+    /// least 2 x probe_interval_us). Default: 2 x probe_interval_us.
+    #[serde(
+        rename = "tau_us",
+        with = "units::opt_us",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<f64>", range(min = 0.01, max = 4e6), extend("x-unit" = "us"))]
+    pub tau_us: Option<SimTime>,
+    /// Per ToR and link, at most one probe per this window (us; section 4.5).
+    /// Default: 3/4 x probe_interval_us, so that jitter does not suppress a
+    /// ToR's next round.
+    #[serde(
+        rename = "suppress_us",
+        with = "units::opt_us",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<f64>", range(min = 0.01, max = 1e6), extend("x-unit" = "us"))]
+    pub suppress_us: Option<SimTime>,
+    /// ToRs the program's per-ToR registers hold (at least the topology's ToRs).
+    #[schemars(range(min = 1, max = 65536))]
+    pub tor_slots: u32,
+}
+
+impl Default for HulaParams {
+    fn default() -> Self {
+        HulaParams {
+            probe_interval: SimTime::from_us(200),
+            keepalive_us: None,
+            tau_us: None,
+            suppress_us: None,
+            tor_slots: 1024,
+        }
+    }
+}
+
+// NOTE: control-plane configuration, not data plane: the defaults are
+// fractions of the probe interval, computed as the config always did.
+#[allow(clippy::float_arithmetic)]
+impl HulaParams {
+    /// T_fail (section 4.4): `keepalive_us`, default 3 x the probe interval.
+    pub fn keepalive(&self) -> SimTime {
+        self.keepalive_us
+            .unwrap_or_else(|| SimTime::from_us_f64(3.0 * self.probe_interval.as_us_f64()))
+    }
+    /// The estimator's time constant (section 4.2): `tau_us`, default 2 x the probe interval.
+    pub fn tau(&self) -> SimTime {
+        self.tau_us
+            .unwrap_or_else(|| SimTime::from_us_f64(2.0 * self.probe_interval.as_us_f64()))
+    }
+    /// The suppression window (section 4.5): `suppress_us`, default 3/4 of the probe interval.
+    pub fn suppress_window(&self) -> SimTime {
+        self.suppress_us
+            .unwrap_or_else(|| SimTime::from_us_f64(0.75 * self.probe_interval.as_us_f64()))
+    }
+    /// The checks between keys (ranges are in the schema).
+    pub fn validate(&self) -> Result<(), String> {
+        let (tp, keepalive, tau, suppress) = (
+            self.probe_interval,
+            self.keepalive(),
+            self.tau(),
+            self.suppress_window(),
+        );
+        if tau.ps() < 2 * tp.ps() {
+            // HULA section 4.2: tau is at least twice the probe interval.
+            return Err(format!(
+                "scheme.hula.tau_us: must be at least 2 x scheme.hula.probe_interval_us ({}) (HULA section 4.2), got {}",
+                2.0 * tp.as_us_f64(),
+                tau.as_us_f64()
+            ));
+        }
+        if keepalive <= tp {
+            return Err(format!(
+                "scheme.hula.keepalive_us: must exceed scheme.hula.probe_interval_us ({}), got {}",
+                tp.as_us_f64(),
+                keepalive.as_us_f64()
+            ));
+        }
+        if suppress > tp {
+            return Err(format!(
+                "scheme.hula.suppress_us: must be at most scheme.hula.probe_interval_us ({}), got {}",
+                tp.as_us_f64(),
+                suppress.as_us_f64()
+            ));
+        }
+        if keepalive.as_us_f64() >= 4.0e6 || tau.as_us_f64() >= 4.0e6 {
+            return Err(
+                "scheme.hula.keepalive_us, tau_us: must be below 4 s (32-bit ns timestamps)".into(),
+            );
+        }
+        Ok(())
+    }
 }
 
 /// A `best_path` cell.
@@ -133,15 +241,6 @@ impl BestPath {
             time_ns: v & TIME_MASK,
         }
     }
-}
-
-/// A time in nanoseconds mod 2^32, as a 32-bit timestamp register holds it.
-/// NOTE: picoseconds to nanoseconds is a shift-free division by a constant;
-/// hardware timestamps are in nanoseconds already, so this is the unit
-/// conversion of the model, not an operation of the program.
-#[allow(clippy::integer_division)]
-pub fn ns32(t: SimTime) -> u64 {
-    (t.ps() / 1000) & TIME_MASK
 }
 
 /// The probe ToR `tor` generates (HULA section 4.2: a minimum-sized packet).
@@ -175,67 +274,6 @@ pub fn probe_header(pkt: &Packet) -> Option<(u32, u64)> {
     }
 }
 
-/// `get_dst_tor`: LPM on the destination address to the destination ToR
-/// (HULA Fig. 3a). Shared with CONGA (the destination leaf).
-pub fn declare_get_dst_tor(pipe: &mut Pipeline) -> TableId {
-    pipe.table(TableSpec {
-        name: "get_dst_tor",
-        keys: vec![KeyField {
-            name: "hdr.ipv4.dst",
-            kind: MatchKind::Lpm,
-            width: 32,
-        }],
-        actions: vec!["set_dst_tor", "no_tor"],
-        size: 4096,
-        default_action: ActionCall::bare(NO_TOR),
-        direct_counter: false,
-        direct_meter: None,
-    })
-}
-
-/// The entries of `get_dst_tor`: each rack's /24 (a ToR's own rack from its
-/// host /32 routes).
-pub fn dst_tor_entries(table: TableId, info: &SwitchInfo) -> Vec<Write> {
-    let mut seen = Vec::new();
-    let mut out = Vec::new();
-    for r in &info.routes {
-        let Some(rack) = r.rack else { continue };
-        let prefix = r.prefix & 0xffff_ff00;
-        if seen.contains(&(prefix, rack)) {
-            continue;
-        }
-        seen.push((prefix, rack));
-        out.push(Write::TableEntry {
-            table,
-            update: UpdateType::Insert,
-            entry: TableEntry::new(
-                vec![matches::lpm(prefix as u64, 24)],
-                ActionCall::new(SET_DST_TOR, [rack as u64, 0, 0]),
-            ),
-        });
-    }
-    out
-}
-
-/// Scale that quantizes an estimator of a port to `levels - 1` at line rate:
-/// `q = min((U * scale) >> 32, levels - 1)`, with U in bytes and C x tau the
-/// estimator's steady state at line rate (HULA section 4.2).
-/// Computed by the control plane (it may divide; the data plane only
-/// multiplies and shifts).
-#[allow(clippy::integer_division)]
-pub fn util_scale(rate_bps: u64, tau: SimTime, levels: u64) -> u64 {
-    let full_bytes = (rate_bps as u128 * tau.ps() as u128 / 8_000_000_000_000u128).max(1);
-    ((levels as u128) << 32)
-        .checked_div(full_bytes)
-        .unwrap_or(0) as u64
-}
-
-/// Quantizes an estimator value with a scale from [`util_scale`].
-#[inline]
-pub fn quantize(u: u64, scale: u64, max: u64) -> u64 {
-    (((u as u128 * scale as u128) >> 32) as u64).min(max)
-}
-
 /// The program's handles and per-switch constants.
 pub struct Hula {
     pub l3: L3,
@@ -248,7 +286,7 @@ pub struct Hula {
     /// Per destination ToR: (path_util, best_hop, update_time).
     pub best_path: RegisterId,
     /// Last time a packet of the slot's flow was seen (ps mod 2^48).
-    pub flowlet_time: RegisterId,
+    pub flowlet_time: FlowletTimer,
     /// The slot's destination ToR and next hop + 1 (0: none yet).
     pub flowlet_hop: RegisterId,
     /// Per (ToR, egress port): when the last probe for the ToR left (ns mod 2^32, 0 = never).
@@ -287,7 +325,7 @@ impl Hula {
                 h.tor_slots, info.n_racks
             ));
         }
-        if h.tau.ps() < 2 * h.probe_interval.ps() {
+        if h.tau().ps() < 2 * h.probe_interval.ps() {
             // HULA section 4.2: tau is at least twice the probe interval.
             return Err("scheme.hula.tau_us must be at least twice probe_interval_us".into());
         }
@@ -337,12 +375,11 @@ impl Hula {
             size: h.tor_slots,
             holds: "per ToR: best_hop (16) | path_util (8) | update_time (32, ns)",
         });
-        let flowlet_time = pipe.register(RegisterSpec {
-            name: "flowlet_time",
-            width: FLOWLET_TIME_BITS,
-            size: slots,
-            holds: "last packet time of the slot's flow, ps mod 2^48",
-        });
+        let flowlet_time = FlowletTimer::declare(
+            pipe,
+            slots,
+            "last packet time of the slot's flow, ps mod 2^48",
+        );
         let flowlet_hop = pipe.register(RegisterSpec {
             name: "flowlet_hop",
             width: 40,
@@ -358,7 +395,7 @@ impl Hula {
         let tx_util = pipe.estimator(EstimatorSpec {
             name: "tx_util",
             ports: n_ports as u16,
-            tau_ps: h.tau.ps(),
+            tau_ps: h.tau().ps(),
         });
         // Diagnostics only (nothing reads them in the data plane): one name
         // per tier, since the run's summary sums each counter over switches.
@@ -401,8 +438,8 @@ impl Hula {
             rack: info.rack,
             tier: info.tier,
             flowlet_timeout_ps: params.flowlet_timeout.ps(),
-            keepalive_ns: ns32(h.keepalive),
-            suppress_ns: ns32(h.suppress_window),
+            keepalive_ns: ns32(h.keepalive()),
+            suppress_ns: ns32(h.suppress_window()),
         })
     }
 
@@ -416,7 +453,7 @@ impl Hula {
                 nhop_upstream: self.nhop_upstream,
                 best_path: self.best_path,
             },
-            tau: params.hula.tau,
+            tau: params.hula.tau(),
             tor_slots: params.hula.tor_slots,
         }
     }
@@ -504,11 +541,8 @@ impl Hula {
         let port_info = ctx.apply(self.ingress_port_info, [sm.ingress_port as u64, 0, 0, 0]);
         let from_upstream = port_info.action.params[1] == 1;
         let slot = h & self.slot_mask;
-        let now = sm.ingress_global_timestamp.ps() & FLOWLET_TIME_MASK;
         // Line 16: a new flowlet after a gap longer than the timeout.
-        let gap = ctx.register(self.flowlet_time, slot, |last| {
-            (now, now.wrapping_sub(last) & FLOWLET_TIME_MASK)
-        });
+        let gap = self.flowlet_time.gap(ctx, slot, sm);
         let new_flowlet = gap > self.flowlet_timeout_ps;
         if new_flowlet && sm.packet_length > MIN_FRAME_BYTES {
             ctx.count(self.new_data_flowlets, 0, sm.packet_length);
@@ -739,4 +773,16 @@ impl ControlAgent for HulaAgent {
         // failure from the absence of probes (section 4.4).
         self.routes.on_port_status(port, up, cpu);
     }
+}
+
+/// The registry's constructor (lib.rs, `REGISTRY`).
+pub fn declare(
+    pipe: &mut Pipeline,
+    params: &SchemeParams,
+    info: &SwitchInfo,
+    _: pisanet_pisa::ControlPlaneConfig,
+) -> Result<crate::Program, String> {
+    let p = Hula::new(pipe, params, info)?;
+    let a = p.agent(params);
+    Ok((Box::new(p), Box::new(a)))
 }

@@ -269,7 +269,7 @@ fn tor() -> SwitchInfo {
 
 fn build_with(kind: &str, params: &SchemeParams, info: &SwitchInfo) -> Switch {
     let rng = RngStreams::new(3).stream(StreamKind::Switch, info.id as u64);
-    build(kind, params, info, rng, ControlPlaneConfig::default()).unwrap()
+    build_kind(kind, params, info, rng, ControlPlaneConfig::default()).unwrap()
 }
 
 /// The HULA program's handles (declared the same way `build` does).
@@ -343,7 +343,7 @@ fn an_entry_not_refreshed_within_keepalive_is_replaced_by_any_probe() {
     let info = agg();
     let h = hula_handles(&info);
     let params = SchemeParams::default();
-    let keepalive = params.hula.keepalive;
+    let keepalive = params.hula.keepalive();
     let mut sw = build_with("hula", &params, &info);
     probe_in(&mut sw, us(100), 2, 3, 5);
     // Within keepalive a worse probe from another hop is ignored ...
@@ -379,7 +379,7 @@ fn probe_out(sw: &mut Switch, now: SimTime, port: PortNo, tor: u32, from: PortNo
 fn at_most_one_probe_per_tor_and_link_per_window() {
     let info = agg();
     let params = SchemeParams::default();
-    let w = params.hula.suppress_window;
+    let w = params.hula.suppress_window();
     let mut sw = build_with("hula", &params, &info);
     let t0 = us(1000);
     assert!(probe_out(&mut sw, t0, 0, 2, 2));
@@ -539,9 +539,9 @@ fn a_tor_sends_a_probe_on_every_uplink_each_interval() {
 #[test]
 fn hula_parameters_are_checked() {
     let mut params = SchemeParams::default();
-    params.hula.tau = us(300);
+    params.hula.tau_us = Some(us(300));
     let rng = RngStreams::new(3).stream(StreamKind::Switch, 0);
-    let e = build(
+    let e = build_kind(
         "hula",
         &params,
         &agg(),
@@ -551,7 +551,7 @@ fn hula_parameters_are_checked() {
     assert!(e.err().unwrap().contains("twice"));
     let mut params = SchemeParams::default();
     params.hula.tor_slots = 2;
-    let e = build("hula", &params, &agg(), rng, ControlPlaneConfig::default());
+    let e = build_kind("hula", &params, &agg(), rng, ControlPlaneConfig::default());
     assert!(e.err().unwrap().contains("tor_slots"));
 }
 
@@ -795,7 +795,7 @@ fn conga_prime_is_conga_in_the_pod_and_flowlet_ecmp_across() {
     assert_eq!(ports.into_iter().collect::<Vec<_>>(), vec![2, 3]);
     // Plain conga refuses 3-tier topologies.
     let rng = RngStreams::new(3).stream(StreamKind::Switch, 0);
-    let e = build("conga", &params, &info, rng, ControlPlaneConfig::default());
+    let e = build_kind("conga", &params, &info, rng, ControlPlaneConfig::default());
     assert!(e.err().unwrap().contains("conga_prime"));
     sw.assert_no_violations();
 }

@@ -2,8 +2,10 @@
 //! written like its P4 program: headers and parser (the typed [`Packet`]
 //! headers), ingress, egress, and a control agent for the switch CPU.
 //!
-//! Owns: the programs and their control agents, [`SchemeParams`], and the
-//! factory ([`build`], [`resources`]) the facade calls by scheme name.
+//! Owns: the programs and their control agents, each scheme's parameters
+//! (declared once, in the scheme's file, with serde and JSON Schema), the
+//! scheme registry ([`REGISTRY`], [`SchemeKind`]) and the factory
+//! ([`build`], [`resources`]) the facade calls.
 //! Leaves to others: the pipeline model (pisanet-pisa), topology and routes
 //! (the simulator hands them in as [`SwitchInfo`]).
 //!
@@ -12,6 +14,7 @@
 //!
 //! [`Packet`]: pisanet_net::Packet
 
+pub mod blocks;
 pub mod conga;
 pub mod ecmp;
 pub mod flowlet_ecmp;
@@ -23,195 +26,304 @@ pub mod wire;
 
 pub use flowlet_ecmp::FlowletId;
 
+use pisanet_engine::units;
 use pisanet_engine::{SimRng, SimTime};
 use pisanet_pisa::{
     ControlAgent, ControlPlaneConfig, DataPlane, Pipeline, ResourceReport, Switch, SwitchInfo,
     TargetConfig,
 };
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-/// The schemes [`build`] knows.
-pub const KINDS: &[&str] = &[
-    "ecmp",
-    "flowlet_ecmp",
-    "rps",
-    "hula",
-    "conga",
-    "conga_prime",
-    "p4te",
+/// A program and its control agent, declared on a pipeline.
+pub type Program = (Box<dyn DataPlane>, Box<dyn ControlAgent>);
+
+/// Declares a scheme's program on `pipe` for one switch.
+pub type DeclareFn =
+    fn(&mut Pipeline, &SchemeParams, &SwitchInfo, ControlPlaneConfig) -> Result<Program, String>;
+
+/// One row of the scheme registry: everything the facade, the CLI, the
+/// schema and the docs know about a scheme.
+pub struct SchemeRow {
+    /// The `scheme.kind` value.
+    pub name: &'static str,
+    /// One line: what it is (README table, `pisanet schema`).
+    pub about: &'static str,
+    /// Where it is documented.
+    pub docs: &'static str,
+    /// The `[scheme]` keys it reads besides `kind` (a sub-table by its name):
+    /// any other key given with this kind is refused.
+    pub reads: &'static [&'static str],
+    /// Declares its program; `None` for `ecmp_native`, the facade's
+    /// hand-written reference without the pipeline model.
+    pub declare: Option<DeclareFn>,
+}
+
+/// The scheme registry. A new scheme is one file (its program, its params
+/// struct, its `declare`) and one row here (plus, if it has a sub-table of
+/// its own, that field in [`SchemeParams`]).
+pub const REGISTRY: &[SchemeRow] = &[
+    SchemeRow {
+        name: "ecmp",
+        about: "LPM routing, action selector over a CRC-32 of the 5-tuple",
+        docs: "docs/model.md",
+        reads: &["ecmp_hash_per_tier"],
+        declare: Some(ecmp::declare),
+    },
+    SchemeRow {
+        name: "flowlet_ecmp",
+        about: "ECMP whose hash includes a flowlet id (CONGA'-style)",
+        docs: "crates/pisanet-schemes/src/flowlet_ecmp.rs",
+        reads: &["flowlet_timeout_us", "ecmp_hash_per_tier", "flowlet_id"],
+        declare: Some(flowlet_ecmp::declare),
+    },
+    SchemeRow {
+        name: "rps",
+        about: "random packet spraying",
+        docs: "crates/pisanet-schemes/src/rps.rs",
+        reads: &[],
+        declare: Some(rps::declare),
+    },
+    SchemeRow {
+        name: "hula",
+        about: "HULA (seed 004): probes, best hop per ToR, flowlets, aging, suppression",
+        docs: "docs/schemes/hula.md, docs/results/hula.md",
+        reads: &["flowlet_timeout_us", "hula"],
+        declare: Some(hula::declare),
+    },
+    SchemeRow {
+        name: "conga",
+        about: "CONGA (2-tier leaf-spine)",
+        docs: "docs/schemes/hula.md",
+        reads: &["flowlet_timeout_us", "ecmp_hash_per_tier", "conga"],
+        declare: Some(conga::declare),
+    },
+    SchemeRow {
+        name: "conga_prime",
+        about: "CONGA' (the HULA paper's 3-tier variant: CONGA in a pod, flowlet ECMP across pods)",
+        docs: "docs/schemes/hula.md",
+        reads: &["flowlet_timeout_us", "ecmp_hash_per_tier", "flowlet_id", "conga"],
+        declare: Some(conga::declare_prime),
+    },
+    SchemeRow {
+        name: "p4te",
+        about: "P4TE (seed 000): in-band monitoring, routing groups, class-aware flowlets, fake-ACK rate adaptation",
+        docs: "docs/schemes/p4te.md, docs/results/p4te.md",
+        reads: &["p4te"],
+        declare: Some(p4te::declare),
+    },
+    SchemeRow {
+        name: "ecmp_native",
+        about: "hand-written reference ECMP without the pipeline model (same choices as `ecmp`, for speed comparison)",
+        docs: "crates/pisanet/src/forward.rs",
+        reads: &["ecmp_hash_per_tier"],
+        declare: None,
+    },
 ];
 
-/// Parameters of the schemes (the facade maps the `[scheme]` TOML table here).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// `scheme.kind`: a row of [`REGISTRY`], read and written by its name
+/// (default: the first row, `ecmp`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SchemeKind(u8);
+
+impl SchemeKind {
+    /// The kind named `name`, if the registry has it.
+    pub fn by_name(name: &str) -> Option<SchemeKind> {
+        REGISTRY
+            .iter()
+            .position(|r| r.name == name)
+            .map(|i| SchemeKind(i as u8))
+    }
+    /// Every kind, in registry order.
+    pub fn all() -> impl Iterator<Item = SchemeKind> {
+        (0..REGISTRY.len()).map(|i| SchemeKind(i as u8))
+    }
+    pub fn row(self) -> &'static SchemeRow {
+        &REGISTRY[self.0 as usize]
+    }
+    pub fn name(self) -> &'static str {
+        self.row().name
+    }
+    /// Whether this kind reads the `[scheme]` key `key` (a top-level key of the table).
+    pub fn reads(self, key: &str) -> bool {
+        key == "kind" || self.row().reads.contains(&key)
+    }
+    /// The kinds that read `key`, by name.
+    pub fn readers(key: &str) -> Vec<&'static str> {
+        REGISTRY
+            .iter()
+            .filter(|r| r.reads.contains(&key))
+            .map(|r| r.name)
+            .collect()
+    }
+}
+
+impl std::fmt::Display for SchemeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for SchemeKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for SchemeKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        SchemeKind::by_name(&name).ok_or_else(|| {
+            let known: Vec<String> = REGISTRY.iter().map(|r| format!("{:?}", r.name)).collect();
+            serde::de::Error::custom(format!("must be one of {}, got {name:?}", known.join(", ")))
+        })
+    }
+}
+
+impl JsonSchema for SchemeKind {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "SchemeKind".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let one_of: Vec<serde_json::Value> = REGISTRY
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "type": "string", "const": r.name, "enum": [r.name],
+                    "description": format!("{} ({})", r.about, r.docs),
+                })
+            })
+            .collect();
+        schemars::json_schema!({
+            "description": "The forwarding scheme: a switch program on the PISA model, or ecmp_native.",
+            "oneOf": one_of,
+        })
+    }
+}
+
+/// The `[scheme]` table: the kind, the keys several schemes share, and one
+/// sub-table per scheme that has parameters of its own (declared in the
+/// scheme's file). Which keys each kind reads is in its [`REGISTRY`] row.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
 pub struct SchemeParams {
-    /// Idle gap after which `flowlet_ecmp` starts a new flowlet
-    /// (`scheme.flowlet_timeout_us`; HULA section 6 uses 100 us).
+    /// Forwarding scheme (the registry's names).
+    pub kind: SchemeKind,
+    /// Idle gap that starts a new flowlet (us; HULA section 6: 100).
+    #[serde(rename = "flowlet_timeout_us", with = "units::us")]
+    #[schemars(with = "f64", range(min = 0.001, max = 2.8e8), extend("x-unit" = "us"))]
     pub flowlet_timeout: SimTime,
-    /// Slots of the flowlet registers (a power of two).
+    /// Slots of the flowlet registers (a power of two; not a config key).
+    #[serde(skip)]
     pub flowlet_slots: u32,
-    /// Whether each tier picks ECMP members from its own bits of the hash
-    /// (`scheme.ecmp_hash_per_tier`, default true; [`l3::member_hash`]).
-    /// False: every tier uses the un-rotated hash, as switches with identical
-    /// hash seeds do, and a flow's choices at successive tiers are correlated
-    /// (hash polarization). Read by the programs that pick members of
-    /// `ecmp_group` by a 5-tuple hash: `ecmp`, `flowlet_ecmp`, and `conga` /
-    /// `conga_prime` (their flowlet ECMP); not by `hula` or `p4te`.
+    /// Each tier picks ECMP next hops from its own bits of the 5-tuple hash
+    /// (default true), as switches with per-switch hash seeds do. False:
+    /// every tier uses the same bits (identical seeds), so a flow's choices
+    /// at successive tiers are correlated (hash polarization;
+    /// [`l3::member_hash`]).
     pub ecmp_hash_per_tier: bool,
-    /// How `flowlet_ecmp` and `conga_prime` give a new flowlet its id
-    /// (`scheme.flowlet_id`).
+    /// The id a new flowlet hashes with: "random" (default) or "increment"
+    /// (HULA section 6 as written); flowlet_ecmp and conga_prime across pods.
     pub flowlet_id: FlowletId,
-    /// Fixed costs of the hardware target.
+    /// Fixed costs of the hardware target (not a config key).
+    #[serde(skip)]
     pub target: TargetConfig,
-    /// `hula` (`[scheme.hula]`).
-    pub hula: HulaParams,
-    /// `conga`, `conga_prime` (`[scheme.conga]`).
-    pub conga: CongaParams,
-    /// `p4te` (`[scheme.p4te]`).
+    /// hula: probes and best-hop tables (HULA sections 4 and 6).
+    pub hula: hula::HulaParams,
+    /// conga, conga_prime: congestion feedback (CONGA; HULA section 6).
+    pub conga: conga::CongaParams,
+    /// p4te: monitoring, routing groups and rate adaptation (P4TE section 6.1).
     pub p4te: p4te::P4teParams,
-}
-
-/// Parameters of `hula` (HULA sections 4 and 6).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HulaParams {
-    /// Each ToR sends a probe on every uplink this often (T_p; section 6: 200 us).
-    pub probe_interval: SimTime,
-    /// An entry not refreshed for this long is replaced by any probe (T_fail, section 4.4).
-    pub keepalive: SimTime,
-    /// Time constant of the TX utilization estimator (section 4.2: at least 2 T_p).
-    pub tau: SimTime,
-    /// Per ToR and link, at most one probe per this window (section 4.5).
-    pub suppress_window: SimTime,
-    /// Slots of the per-ToR registers (the ToRs the program supports).
-    pub tor_slots: u32,
-}
-
-impl Default for HulaParams {
-    fn default() -> Self {
-        HulaParams {
-            probe_interval: SimTime::from_us(200),
-            keepalive: SimTime::from_us(600),
-            tau: SimTime::from_us(400),
-            suppress_window: SimTime::from_us(150),
-            tor_slots: 1024,
-        }
-    }
-}
-
-/// Parameters of `conga` and `conga_prime`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CongaParams {
-    /// Time constant of the DRE (CONGA: T_dre / alpha).
-    pub tau: SimTime,
-    /// Congestion-To-Leaf entries older than this count as uncongested.
-    pub age: SimTime,
-    /// Slots of the per-leaf registers.
-    pub leaf_slots: u32,
-}
-
-impl Default for CongaParams {
-    fn default() -> Self {
-        CongaParams {
-            tau: SimTime::from_us(200),
-            age: SimTime::from_us(10_000),
-            leaf_slots: 1024,
-        }
-    }
 }
 
 impl Default for SchemeParams {
     fn default() -> Self {
         SchemeParams {
+            kind: SchemeKind::default(),
             flowlet_timeout: SimTime::from_us(100),
             flowlet_slots: 8192,
             ecmp_hash_per_tier: true,
             flowlet_id: FlowletId::default(),
             target: TargetConfig::default(),
-            hula: HulaParams::default(),
-            conga: CongaParams::default(),
+            hula: hula::HulaParams::default(),
+            conga: conga::CongaParams::default(),
             p4te: p4te::P4teParams::default(),
         }
     }
 }
 
-type Program = (Pipeline, Box<dyn DataPlane>, Box<dyn ControlAgent>);
+impl SchemeParams {
+    /// The checks that relate keys to each other (single-key ranges are in
+    /// the schema and checked before this). Errors name the key.
+    pub fn validate(&self) -> Result<(), String> {
+        self.hula.validate()?;
+        self.conga.validate()?;
+        self.p4te.validate()
+    }
+}
 
+/// Declares `params.kind`'s program on a new pipeline.
 fn declare(
-    kind: &str,
     params: &SchemeParams,
     info: &SwitchInfo,
     cp: ControlPlaneConfig,
-) -> Result<Program, String> {
-    let mut pipe = Pipeline::new(match kind {
-        "ecmp" => "ecmp",
-        "flowlet_ecmp" => "flowlet_ecmp",
-        "rps" => "rps",
-        "hula" => "hula",
-        "conga" => "conga",
-        "conga_prime" => "conga_prime",
-        "p4te" => "p4te",
-        _ => {
-            return Err(format!(
-                "unknown scheme {kind:?}; known: {}",
-                KINDS.join(", ")
-            ))
-        }
-    });
-    let (dp, agent): (Box<dyn DataPlane>, Box<dyn ControlAgent>) = match kind {
-        "ecmp" => {
-            let p = ecmp::Ecmp::new(&mut pipe, params, info);
-            let a = p.agent();
-            (Box::new(p), Box::new(a))
-        }
-        "flowlet_ecmp" => {
-            let p = flowlet_ecmp::FlowletEcmp::new(&mut pipe, params, info)?;
-            let a = p.agent();
-            (Box::new(p), Box::new(a))
-        }
-        "rps" => {
-            let p = rps::Rps::new(&mut pipe);
-            let a = p.agent();
-            (Box::new(p), Box::new(a))
-        }
-        "hula" => {
-            let p = hula::Hula::new(&mut pipe, params, info)?;
-            let a = p.agent(params);
-            (Box::new(p), Box::new(a))
-        }
-        "conga" | "conga_prime" => {
-            let p = conga::Conga::new(&mut pipe, params, info, kind == "conga_prime")?;
-            let a = p.agent();
-            (Box::new(p), Box::new(a))
-        }
-        "p4te" => {
-            let p = p4te::P4te::new(&mut pipe, params, info)?;
-            let a = p.agent(cp);
-            (Box::new(p), Box::new(a))
-        }
-        _ => unreachable!("checked above"),
-    };
-    Ok((pipe, dp, agent))
+) -> Result<(Pipeline, Program), String> {
+    let row = params.kind.row();
+    let declare = row.declare.ok_or_else(|| {
+        format!(
+            "{} is not a switch program (the facade builds it)",
+            row.name
+        )
+    })?;
+    let mut pipe = Pipeline::new(row.name);
+    let program = declare(&mut pipe, params, info, cp)?;
+    Ok((pipe, program))
 }
 
-/// Builds the switch `info.id` running scheme `kind`, with its routes installed.
+/// Builds the switch `info.id` running `params.kind`, with its routes installed.
 pub fn build(
+    params: &SchemeParams,
+    info: &SwitchInfo,
+    rng: SimRng,
+    cp: ControlPlaneConfig,
+) -> Result<Switch, String> {
+    let (pipe, (dp, agent)) = declare(params, info, cp)?;
+    Switch::new(info, pipe, dp, agent, rng, cp, params.target)
+}
+
+/// The resource report of scheme `kind` with default parameters.
+pub fn resources(kind: &str) -> Result<ResourceReport, String> {
+    let kind = SchemeKind::by_name(kind).ok_or_else(|| {
+        let known: Vec<&str> = REGISTRY.iter().map(|r| r.name).collect();
+        format!("unknown scheme {kind:?}; known: {}", known.join(", "))
+    })?;
+    let params = SchemeParams {
+        kind,
+        ..SchemeParams::default()
+    };
+    let (pipe, _) = declare(
+        &params,
+        &SwitchInfo::default(),
+        ControlPlaneConfig::default(),
+    )?;
+    Ok(pipe.resources())
+}
+
+/// Tests: builds the switch running the scheme named `kind`.
+#[cfg(test)]
+pub(crate) fn build_kind(
     kind: &str,
     params: &SchemeParams,
     info: &SwitchInfo,
     rng: SimRng,
     cp: ControlPlaneConfig,
 ) -> Result<Switch, String> {
-    let (pipe, dp, agent) = declare(kind, params, info, cp)?;
-    Switch::new(info, pipe, dp, agent, rng, cp, params.target)
-}
-
-/// The resource report of scheme `kind` with default parameters.
-pub fn resources(kind: &str) -> Result<ResourceReport, String> {
-    let (pipe, _, _) = declare(
+    let kind = SchemeKind::by_name(kind).ok_or_else(|| format!("unknown scheme {kind:?}"))?;
+    let params = SchemeParams {
         kind,
-        &SchemeParams::default(),
-        &SwitchInfo::default(),
-        ControlPlaneConfig::default(),
-    )?;
-    Ok(pipe.resources())
+        ..params.clone()
+    };
+    build(&params, info, rng, cp)
 }
 
 #[cfg(test)]

@@ -50,3 +50,15 @@ impl DataPlane for Rps {
         self.l3.route(ctx, pkt, sm, |ctx| ctx.random(0, u32::MAX));
     }
 }
+
+/// The registry's constructor (lib.rs, `REGISTRY`).
+pub fn declare(
+    pipe: &mut pisanet_pisa::Pipeline,
+    _: &crate::SchemeParams,
+    _: &pisanet_pisa::SwitchInfo,
+    _: pisanet_pisa::ControlPlaneConfig,
+) -> Result<crate::Program, String> {
+    let p = Rps::new(pipe);
+    let a = p.agent();
+    Ok((Box::new(p), Box::new(a)))
+}

@@ -54,7 +54,7 @@ fn leaf(n_up: u16) -> SwitchInfo {
 
 fn switch(kind: &str, info: &SwitchInfo) -> Switch {
     let rng = RngStreams::new(5).stream(StreamKind::Switch, info.id as u64);
-    build(
+    build_kind(
         kind,
         &SchemeParams::default(),
         info,
@@ -274,7 +274,7 @@ impl FlowletLeaf {
         };
         let mut pipe = pisanet_pisa::Pipeline::new("flowlet_ecmp");
         let prog = flowlet_ecmp::FlowletEcmp::new(&mut pipe, &params, &info).unwrap();
-        let (flowlet_id, flowlet_time) = (prog.flowlet_id, prog.flowlet_time);
+        let (flowlet_id, flowlet_time) = (prog.flowlet_id, prog.flowlet_time.register);
         let agent = prog.agent();
         let flow = tcp(ip(10, 0, 0, 1), ip(10, 0, 1, 7), 4321, 80);
         let slot = prog.slot(crc32(&five_tuple_bytes(&flow)));
@@ -416,7 +416,7 @@ fn flowlet_slots_must_be_a_power_of_two() {
         ..Default::default()
     };
     let rng = RngStreams::new(5).stream(StreamKind::Switch, 0);
-    let r = build(
+    let r = build_kind(
         "flowlet_ecmp",
         &params,
         &leaf(2),
@@ -471,7 +471,7 @@ fn unknown_schemes_are_refused() {
         .unwrap_err()
         .contains("ecmp, flowlet_ecmp, rps"));
     let rng = RngStreams::new(5).stream(StreamKind::Switch, 0);
-    assert!(build(
+    assert!(build_kind(
         "nope",
         &SchemeParams::default(),
         &leaf(2),
@@ -483,9 +483,13 @@ fn unknown_schemes_are_refused() {
 
 #[test]
 fn resource_reports() {
-    for kind in KINDS {
+    for kind in REGISTRY
+        .iter()
+        .filter(|r| r.declare.is_some())
+        .map(|r| r.name)
+    {
         let r = resources(kind).unwrap();
-        assert_eq!(r.program, *kind);
+        assert_eq!(r.program, kind);
         let lpm = r.tables.iter().find(|t| t.name == "ipv4_lpm").unwrap();
         assert_eq!(
             (lpm.key_bits, lpm.entries, lpm.default_action),

@@ -1,9 +1,14 @@
 //! The run configuration: TOML, parsed and validated once.
 //!
-//! Every parameter is declared here once, with its default, its units in the
-//! name or doc, and its allowed range checked in [`Config::validate`]. Errors
-//! name the key path and what is allowed. The JSON Schema (`pisanet schema`)
-//! is generated from these types.
+//! Every parameter is declared once, next to the model that reads it (the
+//! schemes' own parameters live in their files in pisanet-schemes; this
+//! module composes them), with its default, its unit (`x-unit`), its range
+//! (`range`) and, for a key only some settings read, when it applies
+//! (`x-applies-when`), as attributes. One generic check enforces the ranges
+//! and refuses unread keys from the JSON Schema generated from these types
+//! (`pisanet schema` prints it); [`Config::validate`] holds only the rules
+//! between keys. Errors name the key path as the user wrote it and what is
+//! allowed.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -13,6 +18,10 @@ use crate::api::Error;
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
+    /// Keys the user gave that this config does not read (filled by
+    /// [`Config::parse`]; only non-empty with `run.unused_keys = "ignore"`).
+    #[serde(skip)]
+    pub unused: Vec<String>,
     pub run: RunCfg,
     pub topology: TopologyCfg,
     pub transport: TransportCfg,
@@ -29,7 +38,15 @@ pub struct Config {
 pub struct RunCfg {
     /// Master seed; every component's random stream derives from it.
     pub seed: u64,
+    /// Keys given that this config does not read (a key of another
+    /// `topology.kind`, `scheme.kind`, `workload.pattern`, ...): "refuse"
+    /// (default: the run does not start, and the message says when the key
+    /// applies) or "ignore" (they are listed in summary.json's
+    /// `unused_keys`; sweeps use this for points of a cross product where a
+    /// key applies to other points only).
+    pub unused_keys: UnusedKeys,
     /// Stop after this much simulated time (ms) even if flows remain.
+    #[schemars(range(min = 0.000001, max = 1e8), extend("x-unit" = "ms"))]
     pub max_sim_time_ms: f64,
 }
 
@@ -37,9 +54,21 @@ impl Default for RunCfg {
     fn default() -> Self {
         RunCfg {
             seed: 1,
+            unused_keys: UnusedKeys::Refuse,
             max_sim_time_ms: 1000.0,
         }
     }
+}
+
+/// `run.unused_keys`: what a key the config does not read gets.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum UnusedKeys {
+    /// An error naming the key and when it applies.
+    #[default]
+    Refuse,
+    /// Listed in summary.json (`unused_keys`), otherwise ignored.
+    Ignore,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
@@ -56,34 +85,49 @@ pub enum TopologyKind {
 pub struct TopologyCfg {
     pub kind: TopologyKind,
     /// leaf_spine: number of leaf (ToR) switches.
+    #[schemars(range(min = 1, max = 1000000), extend("x-applies-when" = {"key": "topology.kind", "in": ["leaf_spine"]}))]
     pub leaves: u32,
     /// leaf_spine: number of spine switches.
+    #[schemars(range(min = 1, max = 1000000), extend("x-applies-when" = {"key": "topology.kind", "in": ["leaf_spine"]}))]
     pub spines: u32,
     /// leaf_spine: hosts under each leaf.
+    #[schemars(range(min = 1, max = 250), extend("x-applies-when" = {"key": "topology.kind", "in": ["leaf_spine"]}))]
     pub hosts_per_leaf: u32,
     /// fat_tree: arity k (even); k^3/4 hosts.
+    #[schemars(range(min = 2, max = 64), extend("x-applies-when" = {"key": "topology.kind", "in": ["fat_tree"]}))]
     pub k: u32,
     /// hula3tier: servers per ToR (the paper: 8).
+    #[schemars(range(min = 1, max = 250), extend("x-applies-when" = {"key": "topology.kind", "in": ["hula3tier"]}))]
     pub hosts_per_tor: u32,
     /// custom: path to a TOML file with [[nodes]] and [[links]].
+    #[schemars(extend("x-applies-when" = {"key": "topology.kind", "in": ["custom"]}))]
     pub file: Option<String>,
     /// Host-to-ToR link rate (Gb/s).
+    #[schemars(range(min = 0.000001, max = 100000), extend("x-unit" = "Gb/s"))]
     pub host_link_gbps: f64,
     /// Switch-to-switch link rate (Gb/s).
+    #[schemars(range(min = 0.000001, max = 100000), extend("x-unit" = "Gb/s"))]
     pub fabric_link_gbps: f64,
     /// Propagation delay of every link (us).
+    #[schemars(range(min = 0, max = 1000000), extend("x-unit" = "us"))]
     pub link_delay_us: f64,
     /// Per-port drop-tail buffer of switch ports (KB = 1000 bytes).
+    #[schemars(range(min = 0.064, max = 10000000), extend("x-unit" = "KB"))]
     pub buffer_kb: f64,
     /// ECN marking threshold K of switch ports (KB); 0 disables marking.
+    #[schemars(range(min = 0, max = 10000000), extend("x-unit" = "KB"))]
     pub ecn_threshold_kb: f64,
     /// Strict-priority queues per switch port (1..=8).
+    #[schemars(range(min = 1, max = 8))]
     pub priorities: u8,
     /// Switch-wide shared buffer (KB); 0 = per-port buffers only.
+    #[schemars(range(min = 0, max = 100000000), extend("x-unit" = "KB"))]
     pub shared_buffer_kb: f64,
     /// Dynamic-threshold alpha of the shared buffer.
+    #[schemars(range(min = 0.001, max = 1000), extend("x-applies-when" = {"key": "topology.shared_buffer_kb", "nonzero": true}))]
     pub shared_buffer_alpha: f64,
     /// Probability that a link corrupts (drops) a packet, on every link; for loss experiments and tests.
+    #[schemars(range(min = 0, max = 0.99))]
     pub link_loss_rate: f64,
 }
 
@@ -126,24 +170,34 @@ pub enum TransportKind {
 pub struct TransportCfg {
     pub kind: TransportKind,
     /// Minimum retransmission timeout (us).
+    #[schemars(range(min = 1, max = 100000000), extend("x-unit" = "us"), extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp"]}))]
     pub min_rto_us: f64,
     /// Maximum retransmission timeout (us).
+    #[schemars(range(min = 1, max = 1000000000), extend("x-unit" = "us"), extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp"]}))]
     pub max_rto_us: f64,
     /// RTO before any RTT sample (us).
+    #[schemars(range(min = 1, max = 1000000000), extend("x-unit" = "us"), extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp"]}))]
     pub initial_rto_us: f64,
     /// Maximum segment size: payload bytes per packet.
+    #[schemars(range(min = 64, max = 9000), extend("x-unit" = "bytes"))]
     pub mss: u32,
     /// Initial congestion window (segments).
+    #[schemars(range(min = 1, max = 1000000), extend("x-unit" = "segments"), extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp"]}))]
     pub init_cwnd: u32,
     /// ACK every second segment, with a timer.
+    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp"]}))]
     pub delayed_ack: bool,
     /// Delayed-ACK timer (us).
+    #[schemars(range(min = 0.001, max = 1000000), extend("x-unit" = "us"), extend("x-applies-when" = {"key": "transport.delayed_ack", "in": [true]}))]
     pub delayed_ack_us: f64,
     /// Receiver's advertised window (KB).
+    #[schemars(range(min = 0.064, max = 4294967), extend("x-unit" = "KB"), extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp"]}))]
     pub rwnd_kb: f64,
     /// DCTCP: g = 1 / 2^dctcp_g_shift (RFC 8257: 1/16).
+    #[schemars(range(min = 0, max = 16), extend("x-applies-when" = {"key": "transport.kind", "in": ["dctcp"]}))]
     pub dctcp_g_shift: u8,
     /// UDP: sending rate of each flow (Gb/s).
+    #[schemars(range(min = 0.000001, max = 100000), extend("x-unit" = "Gb/s"), extend("x-applies-when" = {"key": "transport.kind", "in": ["udp"]}))]
     pub udp_rate_gbps: f64,
     /// TCP Small Queues: wire bytes (KB = 1000 B) of one TCP flow's packets
     /// its host's NIC queue may hold; the sender waits for its packets to
@@ -151,6 +205,7 @@ pub struct TransportCfg {
     /// `tcp_limit_output_bytes` default as TSQ introduced it: two 64 KB TSO
     /// packets). 0 disables the limit (a flow may fill the NIC with its whole
     /// window). Range >= 0. See docs/model.md, "Hosts".
+    #[schemars(range(min = 0, max = 10000000), extend("x-unit" = "KB"), extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp"]}))]
     pub tsq_kb: f64,
 }
 
@@ -213,23 +268,32 @@ pub struct WorkloadCfg {
     /// "websearch", "datamining", or a path to a CDF file ("size_bytes probability" lines).
     pub cdf: String,
     /// Offered load as a fraction of host link capacity, in (0, 1).
+    #[schemars(extend("exclusiveMinimum" = 0, "exclusiveMaximum" = 1), extend("x-applies-when" = {"key": "workload.pattern", "not_in": ["file"]}))]
     pub load: f64,
     /// Number of flows to generate.
+    #[schemars(range(min = 1, max = 1e10), extend("x-applies-when" = {"key": "workload.pattern", "not_in": ["file"]}))]
     pub flows: u64,
     pub pattern: PatternKind,
     /// Flows larger than this are "large" (traffic class 1); default: the CDF's 90th percentile (P4TE).
+    #[schemars(range(min = 1, max = 1e15), extend("x-unit" = "bytes"))]
     pub short_threshold_bytes: Option<u64>,
     /// incast: number of synchronised senders.
+    #[schemars(range(min = 1, max = 1000000), extend("x-applies-when" = {"key": "workload.pattern", "in": ["incast"]}))]
     pub incast_senders: u32,
     /// incast: bytes per sender; 0 samples the CDF.
+    #[schemars(range(min = 0, max = 1e15), extend("x-unit" = "bytes"), extend("x-applies-when" = {"key": "workload.pattern", "in": ["incast"]}))]
     pub incast_bytes: u64,
     /// file: CSV "start_us,src,dst,bytes".
+    #[schemars(extend("x-applies-when" = {"key": "workload.pattern", "in": ["file"]}))]
     pub file: Option<String>,
     /// First arrival not before this time (us).
+    #[schemars(range(min = 0, max = 10000000000.0), extend("x-unit" = "us"))]
     pub start_us: f64,
     /// client_server: persistent connections per client (HULA section 6: 3).
+    #[schemars(range(min = 1, max = 1000), extend("x-applies-when" = {"key": "workload.pattern", "in": ["client_server"]}))]
     pub connections: u32,
     /// client_server: "permutation" (each server has one client) or "random" (independent draws).
+    #[schemars(extend("x-applies-when" = {"key": "workload.pattern", "in": ["client_server"]}))]
     pub client_server_assignment: ServerAssignmentKind,
     /// Source ports: "sequential" (10000 + connection number; default) or "random" (per connection, from the run seed).
     pub source_ports: SourcePortsKind,
@@ -254,174 +318,21 @@ impl Default for WorkloadCfg {
     }
 }
 
-/// scheme.flowlet_id: how flowlet ECMP gives a new flowlet its id.
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum FlowletIdKind {
-    /// A random 16-bit id per new flowlet, so each new flowlet hashes to an independent path.
-    #[default]
-    Random,
-    /// The old id + 1, as HULA section 6 writes it. With the CRC hash, a flow on a 2-way group can move only at every other new flowlet (docs/schemes/hula.md).
-    Increment,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, default)]
-pub struct SchemeCfg {
-    /// Forwarding scheme: a switch program ("ecmp", "flowlet_ecmp", "rps", ...) or "ecmp_native" (reference ECMP without the pipeline model).
-    pub kind: String,
-    /// flowlet_ecmp, hula, conga, conga_prime: idle gap that starts a new flowlet (us).
-    pub flowlet_timeout_us: f64,
-    /// ecmp, ecmp_native, flowlet_ecmp, conga, conga_prime: each tier picks ECMP next hops from its own bits of the 5-tuple hash (default true), as switches with per-switch hash seeds do. False: every tier uses the same bits (identical seeds), so a flow's choices at successive tiers are correlated (hash polarization: in a fat tree or hula3tier each aggregation switch sends all its cross-pod flows to one spine). Not read by hula or p4te.
-    pub ecmp_hash_per_tier: bool,
-    /// flowlet_ecmp, conga_prime (across pods): the id a new flowlet hashes with: "random" (default) or "increment" (HULA section 6 as written).
-    pub flowlet_id: FlowletIdKind,
-    /// hula: probes and best-hop tables (HULA sections 4 and 6).
-    pub hula: HulaCfg,
-    /// conga, conga_prime: congestion feedback (CONGA; HULA section 6).
-    pub conga: CongaCfg,
-    /// p4te: monitoring, routing groups and rate adaptation (P4TE section 6.1).
-    pub p4te: P4teCfg,
-}
-
-impl Default for SchemeCfg {
-    fn default() -> Self {
-        SchemeCfg {
-            kind: "ecmp".into(),
-            flowlet_timeout_us: 100.0,
-            ecmp_hash_per_tier: true,
-            flowlet_id: FlowletIdKind::Random,
-            hula: HulaCfg::default(),
-            conga: CongaCfg::default(),
-            p4te: P4teCfg::default(),
-        }
-    }
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, default)]
-pub struct HulaCfg {
-    /// Each ToR sends a probe on every uplink this often (us; HULA section 6: 200).
-    pub probe_interval_us: f64,
-    /// A best hop not refreshed for this long is replaced by any probe (us; section 4.4). Default: 3 x probe_interval_us.
-    pub keepalive_us: Option<f64>,
-    /// Time constant of the TX utilization estimator (us; section 4.2: at least 2 x probe_interval_us). Default: 2 x probe_interval_us.
-    pub tau_us: Option<f64>,
-    /// Per ToR and link, at most one probe per this window (us; section 4.5). Default: 3/4 x probe_interval_us, so that jitter does not suppress a ToR's next round.
-    pub suppress_us: Option<f64>,
-    /// ToRs the program's per-ToR registers hold (1..=65536).
-    pub tor_slots: u32,
-}
-
-impl Default for HulaCfg {
-    fn default() -> Self {
-        HulaCfg {
-            probe_interval_us: 200.0,
-            keepalive_us: None,
-            tau_us: None,
-            suppress_us: None,
-            tor_slots: 1024,
-        }
-    }
-}
-
-impl HulaCfg {
-    /// (keepalive, tau, suppress) in us, defaults resolved.
-    pub fn resolved(&self) -> (f64, f64, f64) {
-        let tp = self.probe_interval_us;
-        (
-            self.keepalive_us.unwrap_or(3.0 * tp),
-            self.tau_us.unwrap_or(2.0 * tp),
-            self.suppress_us.unwrap_or(0.75 * tp),
-        )
-    }
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, default)]
-pub struct CongaCfg {
-    /// Time constant of the DRE (us; CONGA: T_dre / alpha = 20 us / 0.1).
-    pub tau_us: f64,
-    /// Congestion-To-Leaf entries not refreshed for this long count as uncongested (us).
-    pub age_us: f64,
-    /// Leaves the program's per-leaf registers hold (1..=65536).
-    pub leaf_slots: u32,
-}
-
-impl Default for CongaCfg {
-    fn default() -> Self {
-        CongaCfg {
-            tau_us: 200.0,
-            age_us: 10_000.0,
-            leaf_slots: 1024,
-        }
-    }
-}
-
-/// P4TE's parameters (section 6.1), with the paper's defaults or their
-/// scaling to real link speeds (docs/schemes/p4te.md).
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, default)]
-pub struct P4teCfg {
-    /// Rate adaptation with fake ACKs (P4TE-RA, true) or without (P4TE-NRA, false); section 7.1.1.
-    pub rate_adaptation: bool,
-    /// Flowlet interval (us; section 6.1.4: 40 ms at 40 packets/s, about 0.6 x the average RTT).
-    pub flowlet_interval_us: f64,
-    /// Delta of alg. 1 and width of a queue-depth routing group (packets; section 7: p90 of ECMP's queue depth / 3).
-    pub delta_pkts: u32,
-    /// Routing groups of MAT_up_QueueDepth (section 6.1.1: 4; 1..=64).
-    pub queue_groups: u32,
-    /// Link-utilization meter CIR (% of the port's line rate; section 6.1.2: 75).
-    pub util_cir_pct: u32,
-    /// Link-utilization meter PIR (% of line rate; section 6.1.2: 95). At least util_cir_pct, at most 100.
-    pub util_pir_pct: u32,
-    /// CBS = PBS of the link-utilization meter: this % of line rate (section 6.1.2: 5) ...
-    pub util_burst_pct: u32,
-    /// ... over this window (us).
-    pub util_burst_window_us: f64,
-    /// Safe rate of short flows per input port (% of line rate; section 6.1.3: 90).
-    pub short_safe_pct: u32,
-    /// Safe rate of large flows per input port (% of line rate; section 6.1.3: 10).
-    pub large_safe_pct: u32,
-    /// Committed burst of the class meters: the safe rate over this window (us).
-    pub class_burst_window_us: f64,
-    /// Rate-control window B (KB; section 6.1.5: line rate x average RTT).
-    pub rate_control_window_kb: f64,
-    /// Slots of the per-flow registers (a power of two, 1..=2^24).
-    pub flow_slots: u32,
-    /// Alg. 3's switch CPU as a batching P4Runtime controller (default false: one move's writes per event, as alg. 3 is written). True: the agent keeps each port's desired group, keeps at most one batch of writes in flight, and when it has been applied writes only the net change since (superseded moves are never written); still one entry at a time, not atomic.
-    pub cpu_coalesce: bool,
-}
-
-impl Default for P4teCfg {
-    fn default() -> Self {
-        P4teCfg {
-            rate_adaptation: true,
-            flowlet_interval_us: 100.0,
-            delta_pkts: 8,
-            queue_groups: 4,
-            util_cir_pct: 75,
-            util_pir_pct: 95,
-            util_burst_pct: 5,
-            util_burst_window_us: 100.0,
-            short_safe_pct: 90,
-            large_safe_pct: 10,
-            class_burst_window_us: 100.0,
-            rate_control_window_kb: 50.0,
-            flow_slots: 65536,
-            cpu_coalesce: false,
-        }
-    }
-}
+/// The `[scheme]` table: declared with the programs (pisanet-schemes), each
+/// scheme's parameters in its own file.
+pub use pisanet_schemes::{FlowletId as FlowletIdKind, SchemeKind, SchemeParams as SchemeCfg};
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ControlPlaneCfg {
     /// Latency of a packet or digest from the data plane to the switch CPU (us).
+    #[schemars(range(min = 0, max = 10000000), extend("x-unit" = "us"))]
     pub to_cpu_latency_us: f64,
     /// Latency of one table/register/meter write taking effect (us).
+    #[schemars(range(min = 0, max = 10000000), extend("x-unit" = "us"))]
     pub write_latency_us: f64,
     /// Writes apply one at a time, at least this far apart (us): updates are not atomic across entries.
+    #[schemars(range(min = 0, max = 10000000), extend("x-unit" = "us"))]
     pub write_interval_us: f64,
 }
 
@@ -439,12 +350,16 @@ impl Default for ControlPlaneCfg {
 #[serde(deny_unknown_fields, default)]
 pub struct MetricsCfg {
     /// Sample every switch port's queue depth at this interval (us); 0 = off.
+    #[schemars(range(min = 0, max = 100000000), extend("x-unit" = "us"))]
     pub queue_sample_interval_us: f64,
     /// Only sample ports whose link name contains one of these (empty = all switch ports).
+    #[schemars(extend("x-applies-when" = {"key": "metrics.queue_sample_interval_us", "nonzero": true}))]
     pub queue_sample_ports: Vec<String>,
     /// Sample the transmit rate of switch ports at this interval (us); 0 = off (RunOutput.port_rates).
+    #[schemars(range(min = 0, max = 100000000), extend("x-unit" = "us"))]
     pub port_rate_interval_us: f64,
     /// Only ports whose link name contains one of these (empty = all switch ports).
+    #[schemars(extend("x-applies-when" = {"key": "metrics.port_rate_interval_us", "nonzero": true}))]
     pub port_rate_ports: Vec<String>,
     pub pcap: crate::capture::PcapCfg,
     pub trace: crate::capture::TraceCfg,
@@ -474,6 +389,7 @@ pub enum EventKind {
 #[serde(deny_unknown_fields)]
 pub struct EventCfg {
     /// When (ms of simulated time).
+    #[schemars(range(min = 0, max = 100000000), extend("x-unit" = "ms"))]
     pub at_ms: f64,
     pub kind: EventKind,
     /// The link, by its end nodes' names: "S2-A4", "leaf0-spine1".
@@ -513,80 +429,83 @@ fn default_delay() -> f64 {
     1.0
 }
 
-/// Every `scheme.kind`: the PISA programs, and the hand-written reference ECMP.
+/// Every `scheme.kind`, in registry order.
 pub fn schemes() -> Vec<&'static str> {
-    let mut v: Vec<&'static str> = pisanet_schemes::KINDS.to_vec();
-    v.push("ecmp_native");
+    pisanet_schemes::REGISTRY.iter().map(|r| r.name).collect()
+}
+
+/// The config's JSON Schema, with each `[scheme]` key's readers (from the
+/// registry) as `x-applies-when`, so `pisanet schema` shows them.
+pub fn schema_value() -> serde_json::Value {
+    let mut schema = serde_json::to_value(schemars::schema_for!(Config)).unwrap_or_default();
+    if let Some(props) = schema
+        .pointer_mut("/$defs/SchemeParams/properties")
+        .and_then(|p| p.as_object_mut())
+    {
+        for (key, node) in props.iter_mut() {
+            if key == "kind" {
+                continue;
+            }
+            if let Some(obj) = node.as_object_mut() {
+                obj.insert(
+                    "x-applies-when".into(),
+                    serde_json::json!({"key": "scheme.kind", "in": SchemeKind::readers(key)}),
+                );
+            }
+        }
+    }
+    schema
+}
+
+/// Follows `$ref`s, bare or wrapped in `allOf`, to the node they name.
+fn resolve_ref<'a>(
+    root: &'a serde_json::Value,
+    mut v: &'a serde_json::Value,
+) -> &'a serde_json::Value {
+    for _ in 0..8 {
+        let r = v
+            .get("$ref")
+            .or_else(|| v.get("allOf").and_then(|a| a.get(0)?.get("$ref")));
+        match r
+            .and_then(|r| r.as_str())
+            .and_then(|r| r.strip_prefix("#/$defs/"))
+            .and_then(|name| root.get("$defs")?.get(name))
+        {
+            Some(next) => v = next,
+            None => return v,
+        }
+    }
     v
 }
 
-fn positive(key: &str, v: f64) -> Result<(), Error> {
-    if v.is_finite() && v > 0.0 {
-        Ok(())
-    } else {
-        Err(Error::input(format!(
-            "{key}: must be a positive number, got {v}"
-        )))
+/// The schema node of `path` ("transport.kind", "events[0].at_ms").
+fn schema_node<'a>(root: &'a serde_json::Value, path: &str) -> Option<&'a serde_json::Value> {
+    let mut node = resolve_ref(root, root);
+    for key in path.split('.') {
+        let name = key.split('[').next()?;
+        node = resolve_ref(root, node.get("properties")?.get(name)?);
+        for _ in 0..key.matches('[').count() {
+            node = resolve_ref(root, node.get("items")?);
+        }
     }
-}
-
-fn non_negative(key: &str, v: f64) -> Result<(), Error> {
-    if v.is_finite() && v >= 0.0 {
-        Ok(())
-    } else {
-        Err(Error::input(format!(
-            "{key}: must be zero or positive, got {v}"
-        )))
-    }
-}
-
-fn at_least(key: &str, v: u64, min: u64) -> Result<(), Error> {
-    if v >= min {
-        Ok(())
-    } else {
-        Err(Error::input(format!(
-            "{key}: must be at least {min}, got {v}"
-        )))
-    }
+    Some(node)
 }
 
 /// The values a string-enum key allows, from the config's JSON Schema
 /// (`"a", "b"`), or `None` when `path` ("workload.source_ports") is not one.
 fn allowed_values(path: &str) -> Option<String> {
-    let schema = serde_json::to_value(schemars::schema_for!(Config)).ok()?;
-    let defs = schema.get("definitions");
-    // Follows `$ref`s, bare or wrapped in `allOf` (how schemars documents a
-    // field whose type is a definition).
-    fn resolve<'a>(
-        defs: Option<&'a serde_json::Value>,
-        mut v: &'a serde_json::Value,
-    ) -> Option<&'a serde_json::Value> {
-        for _ in 0..8 {
-            let r = v
-                .get("$ref")
-                .or_else(|| v.get("allOf")?.get(0)?.get("$ref"));
-            match r.and_then(|r| r.as_str()?.strip_prefix("#/definitions/")) {
-                Some(name) => v = defs?.get(name)?,
-                None => return Some(v),
-            }
-        }
-        None
-    }
-    let mut node = resolve(defs, &schema)?;
-    for key in path.split('.') {
-        // "events[0]": the key, then one array element per index.
-        let name = key.split('[').next()?;
-        node = resolve(defs, node.get("properties")?.get(name)?)?;
-        for _ in 0..key.matches('[').count() {
-            node = resolve(defs, node.get("items")?)?;
-        }
-    }
+    let schema = schema_value();
+    let node = schema_node(&schema, path)?;
     let variants = match (node.get("enum"), node.get("oneOf")) {
         (Some(e), _) => e.as_array()?.iter().collect::<Vec<_>>(),
         (None, Some(one_of)) => one_of
             .as_array()?
             .iter()
-            .filter_map(|v| v.get("enum")?.as_array()?.first())
+            .filter_map(|v| {
+                v.get("enum")
+                    .and_then(|e| e.as_array()?.first())
+                    .or_else(|| v.get("const"))
+            })
             .collect(),
         _ => return None,
     };
@@ -597,9 +516,169 @@ fn allowed_values(path: &str) -> Option<String> {
     (!names.is_empty()).then(|| names.join(", "))
 }
 
+/// A number as the user would write it (`10`, `0.5`, `1e-300`).
+fn show(v: f64) -> String {
+    if v.is_finite() && v == v.trunc() && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v:?}")
+    }
+}
+
+/// The largest value an integer format holds.
+fn format_max(node: &serde_json::Value) -> Option<f64> {
+    Some(match node.get("format")?.as_str()? {
+        "uint8" => u8::MAX as f64,
+        "uint16" => u16::MAX as f64,
+        "uint32" => u32::MAX as f64,
+        "uint64" | "uint" => u64::MAX as f64,
+        _ => return None,
+    })
+}
+
+/// One rule for every number: the range its declaration gives (`range`,
+/// `exclusiveMinimum`, the integer type's own bounds), checked on what the
+/// user wrote, before anything is built from it. The message names the key
+/// as written, the range and its unit.
+fn check_range(path: &str, node: &serde_json::Value, value: &toml::Value) -> Result<(), Error> {
+    let v = match value {
+        toml::Value::Integer(i) => *i as f64,
+        toml::Value::Float(f) => *f,
+        _ => return Ok(()),
+    };
+    let num = |k: &str| node.get(k).and_then(|x| x.as_f64());
+    let (min, max) = (num("minimum"), num("maximum").or_else(|| format_max(node)));
+    let (xmin, xmax) = (num("exclusiveMinimum"), num("exclusiveMaximum"));
+    if min.is_none() && max.is_none() && xmin.is_none() && xmax.is_none() {
+        return Ok(());
+    }
+    let unit = node
+        .get("x-unit")
+        .and_then(|u| u.as_str())
+        .map(|u| format!(" {u}"))
+        .unwrap_or_default();
+    let lo = match (min, xmin) {
+        (Some(m), _) => format!("[{}", show(m)),
+        (None, Some(m)) => format!("({}", show(m)),
+        (None, None) => "(-inf".into(),
+    };
+    let hi = match (max, xmax) {
+        (Some(m), _) => format!("{}]", show(m)),
+        (None, Some(m)) => format!("{})", show(m)),
+        (None, None) => "inf)".into(),
+    };
+    let ok = v.is_finite()
+        && min.is_none_or(|m| v >= m)
+        && max.is_none_or(|m| v <= m)
+        && xmin.is_none_or(|m| v > m)
+        && xmax.is_none_or(|m| v < m);
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::input(format!(
+            "{path}: must be in {lo}, {hi}{unit}, got {}",
+            show(v)
+        )))
+    }
+}
+
+/// Walks the keys the user gave and checks each number against its range.
+fn check_ranges(
+    schema: &serde_json::Value,
+    prefix: &str,
+    table: &toml::Table,
+) -> Result<(), Error> {
+    for (k, v) in table {
+        let path = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        let Some(node) = schema_node(schema, &path) else {
+            continue; // an unknown key: serde names it
+        };
+        match v {
+            toml::Value::Table(t) => check_ranges(schema, &path, t)?,
+            toml::Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    let p = format!("{path}[{i}]");
+                    match item {
+                        toml::Value::Table(t) => check_ranges(schema, &p, t)?,
+                        other => {
+                            if let Some(n) = node.get("items") {
+                                check_range(&p, resolve_ref(schema, n), other)?;
+                            }
+                        }
+                    }
+                }
+            }
+            other => check_range(&path, node, other)?,
+        }
+    }
+    Ok(())
+}
+
+/// The keys the user gave, as paths ("topology.file", "scheme.hula"):
+/// tables of the config are descended, a scheme's sub-table is one key,
+/// array elements are not (an `[[events]]` entry is read whole).
+fn given_keys(prefix: &str, table: &toml::Table, out: &mut Vec<String>) {
+    for (k, v) in table {
+        let path = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        let descend = matches!(v, toml::Value::Table(_)) && !path.starts_with("scheme.");
+        match v {
+            toml::Value::Table(t) if descend => given_keys(&path, t, out),
+            _ => out.push(path),
+        }
+    }
+}
+
+/// When the key `path` is read: `Some(condition)` if it is not read with
+/// this config, `None` if it is.
+fn unread(schema: &serde_json::Value, resolved: &serde_json::Value, path: &str) -> Option<String> {
+    let cond = schema_node(schema, path)?.get("x-applies-when")?;
+    let key = cond.get("key")?.as_str()?;
+    let actual = key
+        .split('.')
+        .try_fold(resolved, |v, k| v.get(k))
+        .cloned()
+        .unwrap_or(serde_json::Value::Null);
+    let list =
+        |name: &str| -> Option<Vec<serde_json::Value>> { cond.get(name)?.as_array().cloned() };
+    let fmt = |vals: &[serde_json::Value]| -> String {
+        vals.iter()
+            .map(|v| v.to_string())
+            .collect::<Vec<_>>()
+            .join(" or ")
+    };
+    if let Some(vals) = list("in") {
+        (!vals.contains(&actual)).then(|| format!("{key} = {} (here {actual})", fmt(&vals)))
+    } else if let Some(vals) = list("not_in") {
+        vals.contains(&actual)
+            .then(|| format!("{key} is not {} (here {actual})", fmt(&vals)))
+    } else if cond.get("nonzero").is_some() {
+        (actual.as_f64() == Some(0.0)).then(|| format!("{key} > 0 (here 0)"))
+    } else {
+        None
+    }
+}
+
+/// Smallest wire packet a host sends: a full segment with its headers.
+pub fn full_packet_bytes(mss: u32) -> u64 {
+    use pisanet_net::packet::{ETH_BYTES, IPV4_BYTES, TCP_BYTES};
+    mss as u64 + (ETH_BYTES + IPV4_BYTES + TCP_BYTES) as u64
+}
+
 impl Config {
-    /// Parses TOML text, applying `overrides` (`key.path=value`) first.
+    /// Parses TOML text, applying `overrides` (`key.path=value`) first, and
+    /// checks it: every number against its declared range, every key given
+    /// read by this config (or refused, saying when it applies), then the
+    /// rules between keys ([`Config::validate`]).
     pub fn parse(text: &str, overrides: &[String]) -> Result<Config, Error> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let mut value: toml::Table = text.parse().map_err(|e: toml::de::Error| {
             Error::input(format!(
                 "config: invalid TOML: {}",
@@ -609,8 +688,10 @@ impl Config {
         for o in overrides {
             apply_override(&mut value, o)?;
         }
+        let schema = schema_value();
+        check_ranges(&schema, "", &value)?;
         let table = toml::Value::Table(value);
-        let cfg: Config = serde_path_to_error::deserialize(table.clone()).map_err(|e| {
+        let mut cfg: Config = serde_path_to_error::deserialize(table.clone()).map_err(|e| {
             let path = e.path().to_string();
             let inner = one_line(&e.into_inner().to_string());
             let given = path.split('.').try_fold(&table, |v, k| v.get(k));
@@ -629,250 +710,127 @@ impl Config {
                 Error::input(format!("{path}: {inner}"))
             }
         })?;
+        // Every key given is read, or refused with when it applies.
+        let resolved = serde_json::to_value(&cfg).unwrap_or_default();
+        let mut keys = Vec::new();
+        if let toml::Value::Table(t) = &table {
+            given_keys("", t, &mut keys);
+        }
+        for key in keys {
+            let why = if let Some(sub) = key.strip_prefix("scheme.") {
+                (!cfg.scheme.kind.reads(sub)).then(|| {
+                    let readers = SchemeKind::readers(sub);
+                    format!(
+                        "scheme.kind = {} (here {:?})",
+                        readers
+                            .iter()
+                            .map(|r| format!("{r:?}"))
+                            .collect::<Vec<_>>()
+                            .join(" or "),
+                        cfg.scheme.kind.name()
+                    )
+                })
+            } else {
+                unread(&schema, &resolved, &key)
+            };
+            if let Some(when) = why {
+                if cfg.run.unused_keys == UnusedKeys::Refuse {
+                    return Err(Error::input(format!(
+                        "{key}: is read only when {when}; remove it, or set run.unused_keys = \"ignore\""
+                    )));
+                }
+                cfg.unused.push(key);
+            }
+        }
         cfg.validate()?;
         Ok(cfg)
     }
 
-    /// Checks every range. The first violation is the error.
+    /// The rules between keys (single-key ranges are in the schema and
+    /// checked by [`Config::parse`]). The first violation is the error.
     pub fn validate(&self) -> Result<(), Error> {
-        positive("run.max_sim_time_ms", self.run.max_sim_time_ms)?;
         let t = &self.topology;
-        positive("topology.host_link_gbps", t.host_link_gbps)?;
-        positive("topology.fabric_link_gbps", t.fabric_link_gbps)?;
-        non_negative("topology.link_delay_us", t.link_delay_us)?;
-        positive("topology.buffer_kb", t.buffer_kb)?;
-        non_negative("topology.ecn_threshold_kb", t.ecn_threshold_kb)?;
-        non_negative("topology.shared_buffer_kb", t.shared_buffer_kb)?;
-        positive("topology.shared_buffer_alpha", t.shared_buffer_alpha)?;
-        if !(t.link_loss_rate >= 0.0 && t.link_loss_rate < 1.0) {
-            return Err(Error::input(format!(
-                "topology.link_loss_rate: must be in [0, 1), got {}",
-                t.link_loss_rate
-            )));
-        }
-        if !(1..=8).contains(&t.priorities) {
-            return Err(Error::input(format!(
-                "topology.priorities: must be in 1..=8, got {}",
-                t.priorities
-            )));
-        }
-        match t.kind {
-            TopologyKind::LeafSpine => {
-                at_least("topology.leaves", t.leaves as u64, 1)?;
-                at_least("topology.spines", t.spines as u64, 1)?;
-                at_least("topology.hosts_per_leaf", t.hosts_per_leaf as u64, 1)?;
-                if t.hosts_per_leaf > 250 {
-                    return Err(Error::input(format!(
-                        "topology.hosts_per_leaf: must be at most 250, got {}",
-                        t.hosts_per_leaf
-                    )));
-                }
-                if t.leaves * t.hosts_per_leaf < 2 {
-                    return Err(Error::input(
-                        "topology: a leaf_spine needs at least 2 hosts in all",
-                    ));
-                }
-            }
-            TopologyKind::FatTree => {
-                if t.k < 2 || !t.k.is_multiple_of(2) || t.k > 64 {
-                    return Err(Error::input(format!(
-                        "topology.k: must be even and in 2..=64, got {}",
-                        t.k
-                    )));
-                }
-            }
-            TopologyKind::Hula3tier => {
-                at_least("topology.hosts_per_tor", t.hosts_per_tor as u64, 1)?;
-            }
-            TopologyKind::Custom => {
-                if t.file.is_none() {
-                    return Err(Error::input(
-                        "topology.file: required when topology.kind = \"custom\"",
-                    ));
-                }
-            }
-        }
         let tr = &self.transport;
-        positive("transport.min_rto_us", tr.min_rto_us)?;
-        positive("transport.max_rto_us", tr.max_rto_us)?;
-        positive("transport.initial_rto_us", tr.initial_rto_us)?;
-        if tr.max_rto_us < tr.min_rto_us {
+        let packet = full_packet_bytes(tr.mss);
+        if t.kind == TopologyKind::FatTree && !t.k.is_multiple_of(2) {
             return Err(Error::input(format!(
-                "transport.max_rto_us: must be at least transport.min_rto_us ({}), got {}",
-                tr.min_rto_us, tr.max_rto_us
+                "topology.k: must be even and in 2..=64, got {}",
+                t.k
             )));
         }
-        if !(64..=9000).contains(&tr.mss) {
+        if t.kind == TopologyKind::LeafSpine && (t.leaves as u64 * t.hosts_per_leaf as u64) < 2 {
+            return Err(Error::input(
+                "topology: a leaf_spine needs at least 2 hosts in all (topology.leaves x topology.hosts_per_leaf)",
+            ));
+        }
+        if t.kind == TopologyKind::Custom && t.file.is_none() {
+            return Err(Error::input(
+                "topology.file: required when topology.kind = \"custom\"",
+            ));
+        }
+        // Progress must be possible: a queue, window or TSQ limit below one
+        // full packet would never let one through.
+        if ((t.buffer_kb * 1000.0) as u64) < packet {
             return Err(Error::input(format!(
-                "transport.mss: must be in 64..=9000, got {}",
-                tr.mss
+                "topology.buffer_kb: must hold one full packet (transport.mss + headers = {packet} bytes, so at least {}), got {}",
+                packet as f64 / 1000.0,
+                t.buffer_kb
             )));
         }
-        at_least("transport.init_cwnd", tr.init_cwnd as u64, 1)?;
-        positive("transport.delayed_ack_us", tr.delayed_ack_us)?;
-        positive("transport.rwnd_kb", tr.rwnd_kb)?;
-        if tr.rwnd_kb * 1000.0 > u32::MAX as f64 {
+        if t.shared_buffer_kb > 0.0 && ((t.shared_buffer_kb * 1000.0) as u64) < packet {
             return Err(Error::input(format!(
-                "transport.rwnd_kb: must be at most 4294967, got {}",
-                tr.rwnd_kb
+                "topology.shared_buffer_kb: must be 0 (off) or hold one full packet (at least {}), got {}",
+                packet as f64 / 1000.0,
+                t.shared_buffer_kb
             )));
         }
-        if tr.dctcp_g_shift > 16 {
-            return Err(Error::input(format!(
-                "transport.dctcp_g_shift: must be in 0..=16, got {}",
-                tr.dctcp_g_shift
-            )));
+        if tr.kind != TransportKind::Udp {
+            if tr.max_rto_us < tr.min_rto_us {
+                return Err(Error::input(format!(
+                    "transport.max_rto_us: must be at least transport.min_rto_us ({}), got {}",
+                    tr.min_rto_us, tr.max_rto_us
+                )));
+            }
+            if ((tr.rwnd_kb * 1000.0) as u64) < tr.mss as u64 {
+                return Err(Error::input(format!(
+                    "transport.rwnd_kb: must hold one segment (transport.mss = {} bytes, so at least {}), got {}",
+                    tr.mss,
+                    tr.mss as f64 / 1000.0,
+                    tr.rwnd_kb
+                )));
+            }
+            if tr.tsq_kb > 0.0 && (tr.tsq_kb * 1000.0).round() < packet as f64 {
+                return Err(Error::input(format!(
+                    "transport.tsq_kb: must be 0 (off) or hold one full packet (transport.mss + headers = {packet} bytes, so at least {}), got {}",
+                    packet as f64 / 1000.0,
+                    tr.tsq_kb
+                )));
+            }
         }
-        positive("transport.udp_rate_gbps", tr.udp_rate_gbps)?;
-        non_negative("transport.tsq_kb", tr.tsq_kb)?;
         let w = &self.workload;
-        if !(w.load > 0.0 && w.load < 1.0) {
-            return Err(Error::input(format!(
-                "workload.load: must be in (0, 1), got {}",
-                w.load
-            )));
-        }
-        at_least("workload.flows", w.flows, 1)?;
-        non_negative("workload.start_us", w.start_us)?;
-        if w.pattern == PatternKind::Incast {
-            at_least("workload.incast_senders", w.incast_senders as u64, 1)?;
-        }
-        if w.pattern == PatternKind::ClientServer {
-            at_least("workload.connections", w.connections as u64, 1)?;
-        }
         if w.pattern == PatternKind::File && w.file.is_none() {
             return Err(Error::input(
                 "workload.file: required when workload.pattern = \"file\"",
             ));
         }
-        if let Some(th) = w.short_threshold_bytes {
-            at_least("workload.short_threshold_bytes", th, 1)?;
-        }
-        if !schemes().contains(&self.scheme.kind.as_str()) {
-            return Err(Error::input(format!(
-                "scheme.kind: must be one of {}, got {:?}",
-                schemes().join(", "),
-                self.scheme.kind
-            )));
-        }
-        positive("scheme.flowlet_timeout_us", self.scheme.flowlet_timeout_us)?;
-        let h = &self.scheme.hula;
-        positive("scheme.hula.probe_interval_us", h.probe_interval_us)?;
-        let (keepalive, tau, suppress) = h.resolved();
-        positive("scheme.hula.keepalive_us", keepalive)?;
-        positive("scheme.hula.tau_us", tau)?;
-        positive("scheme.hula.suppress_us", suppress)?;
-        if tau < 2.0 * h.probe_interval_us {
-            return Err(Error::input(format!(
-                "scheme.hula.tau_us: must be at least 2 x scheme.hula.probe_interval_us ({}) (HULA section 4.2), got {tau}",
-                2.0 * h.probe_interval_us
-            )));
-        }
-        if keepalive <= h.probe_interval_us {
-            return Err(Error::input(format!(
-                "scheme.hula.keepalive_us: must exceed scheme.hula.probe_interval_us ({}), got {keepalive}",
-                h.probe_interval_us
-            )));
-        }
-        if suppress > h.probe_interval_us {
-            return Err(Error::input(format!(
-                "scheme.hula.suppress_us: must be at most scheme.hula.probe_interval_us ({}), got {suppress}",
-                h.probe_interval_us
-            )));
-        }
-        if keepalive >= 4.0e6 || tau >= 4.0e6 {
-            return Err(Error::input(
-                "scheme.hula.keepalive_us, tau_us: must be below 4 s (32-bit ns timestamps)",
-            ));
-        }
-        if !(1..=65536).contains(&h.tor_slots) {
-            return Err(Error::input(format!(
-                "scheme.hula.tor_slots: must be in 1..=65536, got {}",
-                h.tor_slots
-            )));
-        }
-        let c = &self.scheme.conga;
-        positive("scheme.conga.tau_us", c.tau_us)?;
-        positive("scheme.conga.age_us", c.age_us)?;
-        if c.age_us >= 4.0e6 {
-            return Err(Error::input(format!(
-                "scheme.conga.age_us: must be below 4e6 (32-bit ns timestamps), got {}",
-                c.age_us
-            )));
-        }
-        if !(1..=65536).contains(&c.leaf_slots) {
-            return Err(Error::input(format!(
-                "scheme.conga.leaf_slots: must be in 1..=65536, got {}",
-                c.leaf_slots
-            )));
-        }
-        let p = &self.scheme.p4te;
-        positive("scheme.p4te.flowlet_interval_us", p.flowlet_interval_us)?;
-        positive("scheme.p4te.util_burst_window_us", p.util_burst_window_us)?;
-        positive("scheme.p4te.class_burst_window_us", p.class_burst_window_us)?;
-        positive(
-            "scheme.p4te.rate_control_window_kb",
-            p.rate_control_window_kb,
-        )?;
-        at_least("scheme.p4te.delta_pkts", p.delta_pkts as u64, 1)?;
-        if !(1..=64).contains(&p.queue_groups) {
-            return Err(Error::input(format!(
-                "scheme.p4te.queue_groups: must be in 1..=64, got {}",
-                p.queue_groups
-            )));
-        }
-        if p.util_cir_pct == 0 || p.util_cir_pct > p.util_pir_pct || p.util_pir_pct > 100 {
-            return Err(Error::input(format!(
-                "scheme.p4te.util_cir_pct, util_pir_pct: need 0 < cir <= pir <= 100, got {} and {}",
-                p.util_cir_pct, p.util_pir_pct
-            )));
-        }
+        let min_interval = 0.001;
         for (key, v) in [
-            ("scheme.p4te.util_burst_pct", p.util_burst_pct),
-            ("scheme.p4te.short_safe_pct", p.short_safe_pct),
-            ("scheme.p4te.large_safe_pct", p.large_safe_pct),
+            (
+                "metrics.queue_sample_interval_us",
+                self.metrics.queue_sample_interval_us,
+            ),
+            (
+                "metrics.port_rate_interval_us",
+                self.metrics.port_rate_interval_us,
+            ),
         ] {
-            if !(1..=100).contains(&v) {
-                return Err(Error::input(format!("{key}: must be in 1..=100, got {v}")));
+            if v > 0.0 && v < min_interval {
+                return Err(Error::input(format!(
+                    "{key}: must be 0 (off) or at least {min_interval} us, got {v}"
+                )));
             }
         }
-        if p.flowlet_interval_us >= 2.8e8 {
-            return Err(Error::input(format!("scheme.p4te.flowlet_interval_us: must be below 2.8e8 (48-bit ps timestamps), got {}", p.flowlet_interval_us)));
-        }
-        if p.rate_control_window_kb * 1000.0 >= 2.0e9 {
-            return Err(Error::input(format!(
-                "scheme.p4te.rate_control_window_kb: must be below 2e6, got {}",
-                p.rate_control_window_kb
-            )));
-        }
-        if !p.flow_slots.is_power_of_two() || p.flow_slots > 1 << 24 {
-            return Err(Error::input(format!(
-                "scheme.p4te.flow_slots: must be a power of two in 1..=16777216, got {}",
-                p.flow_slots
-            )));
-        }
-        non_negative(
-            "control_plane.to_cpu_latency_us",
-            self.control_plane.to_cpu_latency_us,
-        )?;
-        non_negative(
-            "control_plane.write_latency_us",
-            self.control_plane.write_latency_us,
-        )?;
-        non_negative(
-            "control_plane.write_interval_us",
-            self.control_plane.write_interval_us,
-        )?;
-        non_negative(
-            "metrics.queue_sample_interval_us",
-            self.metrics.queue_sample_interval_us,
-        )?;
-        non_negative(
-            "metrics.port_rate_interval_us",
-            self.metrics.port_rate_interval_us,
-        )?;
         for (i, e) in self.events.iter().enumerate() {
-            non_negative(&format!("events[{i}].at_ms"), e.at_ms)?;
             if e.link.split_once('-').is_none() {
                 return Err(Error::input(format!(
                     "events[{i}].link: must name two nodes as \"A-B\", got {:?}",
@@ -880,12 +838,46 @@ impl Config {
                 )));
             }
         }
-        Ok(())
+        self.scheme.validate().map_err(Error::input)
     }
 
     /// The resolved config as TOML (every default filled in).
+    /// Only the keys this config reads are written, so the result parses
+    /// again as it is (`config.resolved.toml`, `pisanet run --dry-run`).
     pub fn to_toml(&self) -> String {
-        toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot render config: {e}\n"))
+        let render = || -> Result<String, String> {
+            let mut table = toml::Table::try_from(self).map_err(|e| e.to_string())?;
+            let schema = schema_value();
+            let resolved = serde_json::to_value(self).map_err(|e| e.to_string())?;
+            let mut keys = Vec::new();
+            given_keys("", &table, &mut keys);
+            for key in keys {
+                let drop = match key.strip_prefix("scheme.") {
+                    Some(sub) => !self.scheme.kind.reads(sub),
+                    None => unread(&schema, &resolved, &key).is_some(),
+                };
+                if drop {
+                    remove_path(&mut table, &key.split('.').collect::<Vec<_>>());
+                }
+            }
+            toml::to_string_pretty(&table).map_err(|e| e.to_string())
+        };
+        render().unwrap_or_else(|e| format!("# cannot render config: {e}\n"))
+    }
+}
+
+/// Removes the key at `parts` ("metrics", "port_rate_ports") from `table`.
+fn remove_path(table: &mut toml::Table, parts: &[&str]) {
+    match parts {
+        [] => {}
+        [last] => {
+            table.remove(*last);
+        }
+        [first, rest @ ..] => {
+            if let Some(t) = table.get_mut(*first).and_then(|v| v.as_table_mut()) {
+                remove_path(t, rest);
+            }
+        }
     }
 }
 
@@ -974,14 +966,72 @@ kind = "ecmp"
             err(CONTRACT, &["workload.load=1.2"]),
             "workload.load: must be in (0, 1), got 1.2"
         );
+        let fat = "[topology]\nkind = \"fat_tree\"\nk = 5\n";
         assert_eq!(
-            err(CONTRACT, &["topology.kind=fat_tree", "topology.k=5"]),
+            err(fat, &[]),
             "topology.k: must be even and in 2..=64, got 5"
         );
         assert_eq!(
             err(CONTRACT, &["topology.host_link_gbps=-1"]),
-            "topology.host_link_gbps: must be a positive number, got -1"
+            "topology.host_link_gbps: must be in [1e-6, 100000] Gb/s, got -1"
         );
+        // A key the user wrote is named as written, never an internal one.
+        assert_eq!(
+            err(CONTRACT, &["topology.host_link_gbps=1e-300"]),
+            "topology.host_link_gbps: must be in [1e-6, 100000] Gb/s, got 1e-300"
+        );
+        // Times that would wrap the clock are out of range.
+        assert_eq!(
+            err(CONTRACT, &["topology.link_delay_us=1e16"]),
+            "topology.link_delay_us: must be in [0, 1000000] us, got 1e16"
+        );
+        for v in ["nan", "inf", "-inf"] {
+            let e = err(CONTRACT, &[&format!("topology.link_delay_us={v}")]);
+            assert!(e.starts_with("topology.link_delay_us: must be in"), "{e}");
+        }
+        // Keys another setting reads are refused, saying when they apply.
+        assert_eq!(
+            err(CONTRACT, &["topology.kind=fat_tree"]),
+            "topology.hosts_per_leaf: is read only when topology.kind = \"leaf_spine\" (here \"fat_tree\"); remove it, or set run.unused_keys = \"ignore\""
+        );
+        assert_eq!(
+            err(CONTRACT, &["workload.file=\"x.csv\""]),
+            "workload.file: is read only when workload.pattern = \"file\" (here \"uniform\"); remove it, or set run.unused_keys = \"ignore\""
+        );
+        assert_eq!(
+            err(CONTRACT, &["topology.file=\"t.toml\""]),
+            "topology.file: is read only when topology.kind = \"custom\" (here \"leaf_spine\"); remove it, or set run.unused_keys = \"ignore\""
+        );
+        let e = err(
+            CONTRACT,
+            &["workload.pattern=file", "workload.file=\"f.csv\""],
+        );
+        assert!(
+            e.starts_with("workload.flows: is read only when workload.pattern is not \"file\""),
+            "{e}"
+        );
+        assert_eq!(
+            err(CONTRACT, &["scheme.hula.probe_interval_us=100"]),
+            "scheme.hula: is read only when scheme.kind = \"hula\" (here \"ecmp\"); remove it, or set run.unused_keys = \"ignore\""
+        );
+        let c = Config::parse(
+            CONTRACT,
+            &[
+                "run.unused_keys=ignore".into(),
+                "scheme.hula.probe_interval_us=100".into(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(c.unused, vec!["scheme.hula".to_string()]);
+        // Progress must be possible: limits below one packet are refused with the minimum.
+        assert_eq!(
+            err(CONTRACT, &["transport.tsq_kb=0.0001"]),
+            "transport.tsq_kb: must be 0 (off) or hold one full packet (transport.mss + headers = 1518 bytes, so at least 1.518), got 0.0001"
+        );
+        assert!(err(CONTRACT, &["topology.buffer_kb=1"])
+            .starts_with("topology.buffer_kb: must hold one full packet"));
+        assert!(err(CONTRACT, &["transport.rwnd_kb=1"])
+            .starts_with("transport.rwnd_kb: must hold one segment"));
         let e = err(CONTRACT, &["topology.levaes=3"]);
         assert!(e.starts_with("topology") && e.contains("levaes"), "{e}");
         let e = err(CONTRACT, &["workload.flows=\"many\""]);
@@ -997,20 +1047,43 @@ kind = "ecmp"
 
     #[test]
     fn hula_and_conga_keys_are_checked() {
-        let c = Config::parse(CONTRACT, &["scheme.hula.probe_interval_us=100".into()]).unwrap();
+        let c = Config::parse(
+            CONTRACT,
+            &[
+                "scheme.kind=hula".into(),
+                "scheme.hula.probe_interval_us=100".into(),
+            ],
+        )
+        .unwrap();
         // Defaults follow the probe interval: keepalive 3x, tau 2x, suppression 3/4.
-        assert_eq!(c.scheme.hula.resolved(), (300.0, 200.0, 75.0));
+        let h = &c.scheme.hula;
         assert_eq!(
-            err(CONTRACT, &["scheme.hula.tau_us=300"]),
+            (h.keepalive(), h.tau(), h.suppress_window()),
+            (
+                pisanet_engine::SimTime::from_us(300),
+                pisanet_engine::SimTime::from_us(200),
+                pisanet_engine::SimTime::from_us(75)
+            )
+        );
+        assert_eq!(
+            err(CONTRACT, &["scheme.kind=hula", "scheme.hula.tau_us=300"]),
             "scheme.hula.tau_us: must be at least 2 x scheme.hula.probe_interval_us (400) (HULA section 4.2), got 300"
         );
+        assert!(err(
+            CONTRACT,
+            &["scheme.kind=hula", "scheme.hula.suppress_us=500"]
+        )
+        .starts_with("scheme.hula.suppress_us:"));
+        assert!(err(
+            CONTRACT,
+            &["scheme.kind=hula", "scheme.hula.keepalive_us=100"]
+        )
+        .starts_with("scheme.hula.keepalive_us:"));
         assert!(
-            err(CONTRACT, &["scheme.hula.suppress_us=500"]).starts_with("scheme.hula.suppress_us:")
+            err(CONTRACT, &["scheme.kind=conga", "scheme.conga.age_us=0"])
+                .starts_with("scheme.conga.age_us:")
         );
-        assert!(err(CONTRACT, &["scheme.hula.keepalive_us=100"])
-            .starts_with("scheme.hula.keepalive_us:"));
-        assert!(err(CONTRACT, &["scheme.conga.age_us=0"]).starts_with("scheme.conga.age_us:"));
-        assert!(err(CONTRACT, &["scheme.hula.probes=3"]).contains("probes"));
+        assert!(err(CONTRACT, &["scheme.kind=hula", "scheme.hula.probes=3"]).contains("probes"));
         let c = Config::parse(
             CONTRACT,
             &[
@@ -1026,7 +1099,10 @@ kind = "ecmp"
         );
         let c = Config::parse(
             CONTRACT,
-            &["workload.client_server_assignment=random".into()],
+            &[
+                "workload.pattern=client_server".into(),
+                "workload.client_server_assignment=random".into(),
+            ],
         )
         .unwrap();
         assert_eq!(
@@ -1056,15 +1132,31 @@ kind = "ecmp"
         );
         assert_eq!(allowed_values("workload.load"), None);
         assert_eq!(allowed_values("workload.nothing"), None);
-        let c = Config::parse(CONTRACT, &["scheme.flowlet_id=increment".into()]).unwrap();
+        let c = Config::parse(
+            CONTRACT,
+            &[
+                "scheme.kind=flowlet_ecmp".into(),
+                "scheme.flowlet_id=increment".into(),
+            ],
+        )
+        .unwrap();
         assert_eq!(c.scheme.flowlet_id, FlowletIdKind::Increment);
-        let e = err(CONTRACT, &["scheme.flowlet_id=hash"]);
+        let e = err(
+            CONTRACT,
+            &["scheme.kind=flowlet_ecmp", "scheme.flowlet_id=hash"],
+        );
         assert!(
             e.contains("scheme.flowlet_id") && e.contains("increment"),
             "{e}"
         );
-        assert!(err(CONTRACT, &["workload.client_server_assignment=greedy"])
-            .contains("client_server_assignment"));
+        assert!(err(
+            CONTRACT,
+            &[
+                "workload.pattern=client_server",
+                "workload.client_server_assignment=greedy"
+            ]
+        )
+        .contains("client_server_assignment"));
         assert!(err(
             CONTRACT,
             &["workload.pattern=client_server", "workload.connections=0"]
@@ -1076,6 +1168,6 @@ kind = "ecmp"
     fn overrides_parse_values() {
         let c = Config::parse(CONTRACT, &["run.seed=7".into(), "scheme.kind=rps".into()]).unwrap();
         assert_eq!(c.run.seed, 7);
-        assert_eq!(c.scheme.kind, "rps");
+        assert_eq!(c.scheme.kind.name(), "rps");
     }
 }

@@ -9,7 +9,6 @@ use pisanet_engine::{RngStreams, SimTime, StreamKind};
 use pisanet_net::packet::{Packet, PortNo};
 use pisanet_net::topology::{NodeKind, Topology};
 use pisanet_pisa::{ControlPlaneConfig, Route, Switch, SwitchInfo};
-use pisanet_schemes::SchemeParams;
 
 use crate::api::Error;
 use crate::config::Config;
@@ -189,54 +188,6 @@ fn pod_of(topo: &Topology, node: u32) -> u32 {
     min_rack / racks_per_pod.max(1)
 }
 
-/// Maps the `[scheme]` table onto the programs' parameters.
-pub fn scheme_params(cfg: &Config) -> SchemeParams {
-    SchemeParams {
-        flowlet_timeout: SimTime::from_us_f64(cfg.scheme.flowlet_timeout_us),
-        ecmp_hash_per_tier: cfg.scheme.ecmp_hash_per_tier,
-        flowlet_id: match cfg.scheme.flowlet_id {
-            crate::config::FlowletIdKind::Random => pisanet_schemes::FlowletId::Random,
-            crate::config::FlowletIdKind::Increment => pisanet_schemes::FlowletId::Increment,
-        },
-        hula: {
-            let h = &cfg.scheme.hula;
-            let (keepalive, tau, suppress) = h.resolved();
-            pisanet_schemes::HulaParams {
-                probe_interval: SimTime::from_us_f64(h.probe_interval_us),
-                keepalive: SimTime::from_us_f64(keepalive),
-                tau: SimTime::from_us_f64(tau),
-                suppress_window: SimTime::from_us_f64(suppress),
-                tor_slots: h.tor_slots,
-            }
-        },
-        conga: pisanet_schemes::CongaParams {
-            tau: SimTime::from_us_f64(cfg.scheme.conga.tau_us),
-            age: SimTime::from_us_f64(cfg.scheme.conga.age_us),
-            leaf_slots: cfg.scheme.conga.leaf_slots,
-        },
-        p4te: {
-            let p = &cfg.scheme.p4te;
-            pisanet_schemes::p4te::P4teParams {
-                rate_adaptation: p.rate_adaptation,
-                flowlet_interval: SimTime::from_us_f64(p.flowlet_interval_us),
-                delta_pkts: p.delta_pkts,
-                queue_groups: p.queue_groups,
-                util_cir_pct: p.util_cir_pct,
-                util_pir_pct: p.util_pir_pct,
-                util_burst_pct: p.util_burst_pct,
-                util_burst_window: SimTime::from_us_f64(p.util_burst_window_us),
-                short_safe_pct: p.short_safe_pct,
-                large_safe_pct: p.large_safe_pct,
-                class_burst_window: SimTime::from_us_f64(p.class_burst_window_us),
-                rate_control_window_bytes: (p.rate_control_window_kb * 1000.0) as u64,
-                flow_slots: p.flow_slots,
-                cpu_coalesce: p.cpu_coalesce,
-            }
-        },
-        ..SchemeParams::default()
-    }
-}
-
 pub fn control_plane(cfg: &Config) -> ControlPlaneConfig {
     ControlPlaneConfig {
         to_cpu_latency: SimTime::from_us_f64(cfg.control_plane.to_cpu_latency_us),
@@ -247,20 +198,21 @@ pub fn control_plane(cfg: &Config) -> ControlPlaneConfig {
 
 /// Builds every switch of `topo` for the configured scheme.
 pub fn build(cfg: &Config, topo: &Topology, streams: &RngStreams) -> Result<Forwarding, Error> {
-    if cfg.scheme.kind == "ecmp_native" {
+    if cfg.scheme.kind.row().declare.is_none() {
+        // ecmp_native: the one registry row without a switch program.
         return Ok(Forwarding::Native(Box::new(NativeEcmp::new(
             topo,
             cfg.scheme.ecmp_hash_per_tier,
         ))));
     }
     let routes = topo.compute_routes();
-    let params = scheme_params(cfg);
+    let params = &cfg.scheme;
     let cp = control_plane(cfg);
     let mut switches = Vec::with_capacity(topo.n_switches() as usize);
     for sw in 0..topo.n_switches() {
         let info = switch_info(topo, &routes, sw);
         let rng = streams.stream(StreamKind::Switch, sw as u64);
-        let s = pisanet_schemes::build(&cfg.scheme.kind, &params, &info, rng, cp).map_err(|e| {
+        let s = pisanet_schemes::build(params, &info, rng, cp).map_err(|e| {
             Error::input(format!(
                 "scheme.kind ({}): switch {}: {e}",
                 cfg.scheme.kind, info.name

@@ -8,6 +8,7 @@ mod api;
 pub mod capture;
 pub mod config;
 pub mod forward;
+pub mod memory;
 pub mod run;
 pub mod sim;
 
@@ -42,10 +43,19 @@ pub fn resolve_toml(
     Ok(cfg.to_toml())
 }
 
-/// The JSON Schema of the config.
+/// The keys of the config (with `overrides`) that it does not read, each
+/// with when it applies, as `run.unused_keys = "refuse"` would name them.
+/// Sweeps use this: a key is refused only when no point reads it.
+pub fn unused_keys(text: &str, overrides: &[String]) -> Result<Vec<String>, Error> {
+    let mut o = overrides.to_vec();
+    o.push("run.unused_keys=ignore".into());
+    Ok(config::Config::parse(text, &o)?.unused)
+}
+
+/// The JSON Schema of the config: every key with its default, unit
+/// (`x-unit`), range and when it applies (`x-applies-when`).
 pub fn config_schema_json() -> String {
-    let schema = schemars::schema_for!(config::Config);
-    serde_json::to_string_pretty(&schema).unwrap_or_default()
+    serde_json::to_string_pretty(&config::schema_value()).unwrap_or_default()
 }
 
 /// The standard benchmark scenarios, by name ("fat_tree_k8", "fat_tree_k16").

@@ -152,13 +152,34 @@ fn tcp_config(cfg: &Config) -> TcpConfig {
     }
 }
 
-/// Builds and runs; returns the world and how it ended.
+/// Builds and runs; returns the results.
 pub fn run_config(
     cfg: &Config,
     base: Option<&Path>,
     progress: &mut dyn FnMut(Progress) -> bool,
 ) -> Result<RunOutput, Error> {
     let wall = Instant::now();
+    let mut world = build_world(cfg, base)?;
+    let max_time = SimTime::from_us_f64(cfg.run.max_sim_time_ms * 1000.0);
+    let stop = world.run(max_time, progress);
+    if stop == StopReason::Interrupted {
+        return Err(Error {
+            kind: crate::api::ErrorKind::Interrupted,
+            message: "run interrupted".into(),
+        });
+    }
+    world.check_unfinished();
+    let wall_s = wall.elapsed().as_secs_f64();
+    let captured = world.tap.take().map(|t| t.finish(&world));
+    finish(cfg, world, stop, wall_s).map(|out| crate::capture::attach(out, captured))
+}
+
+/// Everything a run builds before its first event: the memory estimate,
+/// topology, routes, every switch program, the workload, the scheduled
+/// events and the samplers. `validate` calls this too, so it answers
+/// exactly what `run` would.
+pub fn build_world(cfg: &Config, base: Option<&Path>) -> Result<World, Error> {
+    crate::memory::check(cfg)?;
     let topo = build_topology(cfg, base)?;
     let streams = RngStreams::new(cfg.run.seed);
     let cdf = build_cdf(cfg, base)?;
@@ -235,10 +256,15 @@ pub fn run_config(
     let mut world = World::new(topo, fwd, gen, params, &streams);
 
     for (i, e) in cfg.events.iter().enumerate() {
-        let (a, b) = e.link.split_once('-').unwrap_or_default();
-        let ports = find_link(&world, a.trim(), b.trim()).ok_or_else(|| {
-            Error::input(format!("events[{i}].link: no link between {a:?} and {b:?}"))
-        })?;
+        let ports = split_link(&world, &e.link)
+            .and_then(|(a, b)| find_link(&world, a, b))
+            .ok_or_else(|| {
+                Error::input(format!(
+                    "events[{i}].link: no link {:?} (name its two end nodes as \"A-B\", e.g. \"{}\")",
+                    e.link,
+                    example_link(&world)
+                ))
+            })?;
         world.link_events.push(LinkEventSpec {
             at: SimTime::from_us_f64(e.at_ms * 1000.0),
             up: e.kind == EventKind::LinkUp,
@@ -267,20 +293,32 @@ pub fn run_config(
             })
             .collect();
     }
-
     world.tap = crate::capture::Tap::from_config(cfg, &world)?;
-    let max_time = SimTime::from_us_f64(cfg.run.max_sim_time_ms * 1000.0);
-    let stop = world.run(max_time, progress);
-    if stop == StopReason::Interrupted {
-        return Err(Error {
-            kind: crate::api::ErrorKind::Interrupted,
-            message: "run interrupted".into(),
-        });
+    Ok(world)
+}
+
+/// Splits "A-B" into two node names of the topology. Node names may hold a
+/// '-' themselves, so every split point is tried.
+fn split_link<'a>(world: &World, link: &'a str) -> Option<(&'a str, &'a str)> {
+    link.match_indices('-').find_map(|(i, _)| {
+        let (a, b) = (link[..i].trim(), link[i + 1..].trim());
+        (world.topo.node_by_name(a).is_some() && world.topo.node_by_name(b).is_some())
+            .then_some((a, b))
+    })
+}
+
+/// A link of the topology, for messages: the first switch's first port.
+fn example_link(world: &World) -> String {
+    let n = world.topo.n_hosts as usize;
+    match world
+        .topo
+        .nodes
+        .get(n)
+        .and_then(|s| s.ports.first().map(|p| (s, p)))
+    {
+        Some((s, p)) => format!("{}-{}", s.name, world.topo.nodes[p.peer_node as usize].name),
+        None => "A-B".into(),
     }
-    world.check_unfinished();
-    let wall_s = wall.elapsed().as_secs_f64();
-    let captured = world.tap.take().map(|t| t.finish(&world));
-    finish(cfg, world, stop, wall_s).map(|out| crate::capture::attach(out, captured))
 }
 
 fn find_link(world: &World, a: &str, b: &str) -> Option<[u32; 2]> {
@@ -431,6 +469,7 @@ fn finish(
         "topology": world.topo.kind,
         "transport": cfg.transport.kind,
         "stop_reason": stop.as_str(),
+        "unused_keys": cfg.unused.join(", "),
         "flows": {"total": world.total_flows, "started": n, "completed": world.completed},
         "fct_us": {
             "mean": sub(&fct_all, "mean"), "p50": sub(&fct_all, "p50"), "p99": sub(&fct_all, "p99"), "max": sub(&fct_all, "max"),
@@ -515,20 +554,9 @@ fn is_uplink(topo: &Topology, node: u32, port: u16) -> bool {
     topo.uplinks(node).contains(&port)
 }
 
-/// Checks what `Config::validate` cannot: files, topology, workload against the hosts.
+/// Checks what `Config::validate` cannot, by building everything a run
+/// builds (no traffic): files, topology, routes, switch programs, workload,
+/// events.
 pub fn check_inputs(cfg: &Config, base: Option<&Path>) -> Result<(), Error> {
-    let topo = build_topology(cfg, base)?;
-    let cdf = build_cdf(cfg, base)?;
-    if cfg.workload.pattern == PatternKind::File {
-        let file = cfg.workload.file.as_deref().unwrap_or_default();
-        let text = read_file("workload.file", base, file)?;
-        pisanet_workload::parse_flow_file_for_hosts(
-            &text,
-            &format!("workload.file ({file})"),
-            topo.n_hosts,
-        )
-        .map_err(Error::input)?;
-    }
-    let _ = cdf;
-    Ok(())
+    build_world(cfg, base).map(drop)
 }

@@ -29,9 +29,10 @@ mod meta;
 pub use agent::P4teAgent;
 pub use meta::{Meta, Shim, PROTO_P4TE, SHIM_ACK, SHIM_FLAGS, SHIM_INFLIGHT, SHIM_WIRE};
 
+use crate::blocks::FlowletTimer;
 use crate::l3::{self, FIVE_TUPLE_FIELDS, L3, SET_ECMP_GROUP, SET_NHOP};
 use crate::SchemeParams;
-use pisanet_engine::SimTime;
+use pisanet_engine::{units, SimTime};
 use pisanet_net::packet::{tcp_flags, Ecn};
 use pisanet_net::{ExtHeader, Packet, PortNo, TC_LARGE};
 use pisanet_pisa::{
@@ -40,6 +41,8 @@ use pisanet_pisa::{
     MatchKind, MeterId, MeterKind, MeterSpec, MeterUnit, Pipeline, RegisterId, RegisterSpec,
     SelectorId, SelectorSpec, StandardMetadata, SwitchInfo, TableId, TableSpec, UserMeta,
 };
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 /// The P4TE shim header's `ExtHeader::kind`.
 pub const SHIM_KIND: u16 = 0x7E04;
@@ -79,36 +82,58 @@ pub const FACK_NONE: u64 = 0;
 pub const FACK_DECREASE: u64 = 1;
 pub const FACK_INCREASE: u64 = 2;
 
-/// Rate-adaptation and monitoring parameters of P4TE (section 6.1). Rates are
-/// percentages of each port's line rate.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// P4TE's parameters (`[scheme.p4te]`; section 6.1), with the paper's
+/// defaults or their scaling to real link speeds (docs/schemes/p4te.md).
+/// Rates are percentages of each port's line rate.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
 pub struct P4teParams {
-    /// T4 on (P4TE-RA) or off (P4TE-NRA), section 7.1.1.
+    /// Rate adaptation with fake ACKs (P4TE-RA, true) or without (P4TE-NRA, false); section 7.1.1.
     pub rate_adaptation: bool,
-    /// Flowlet interval (section 6.1.4).
+    /// Flowlet interval (us; section 6.1.4: 40 ms at 40 packets/s, about 0.6 x the average RTT).
+    #[serde(rename = "flowlet_interval_us", with = "units::us")]
+    #[schemars(with = "f64", range(min = 0.001, max = 2.8e8), extend("x-unit" = "us"))]
     pub flowlet_interval: SimTime,
-    /// Delta of alg. 1, packets (section 6.1.1).
+    /// Delta of alg. 1 and width of a queue-depth routing group (packets; section 7: p90 of ECMP's queue depth / 3).
+    #[schemars(range(min = 1, max = 1000000), extend("x-unit" = "packets"))]
     pub delta_pkts: u32,
     /// Routing groups of MAT_up_QueueDepth, r (section 6.1.1: 4).
+    #[schemars(range(min = 1, max = 64))]
     pub queue_groups: u32,
-    /// Link-utilization trTCM CIR and PIR, % of line rate (section 6.1.2: 75, 95).
+    /// Link-utilization meter CIR (% of the port's line rate; section 6.1.2: 75). At most util_pir_pct.
+    #[schemars(range(min = 1, max = 100), extend("x-unit" = "%"))]
     pub util_cir_pct: u32,
+    /// Link-utilization meter PIR (% of line rate; section 6.1.2: 95).
+    #[schemars(range(min = 1, max = 100), extend("x-unit" = "%"))]
     pub util_pir_pct: u32,
-    /// CBS = PBS = this % of line rate over `util_burst_window` (section 6.1.2: 5%).
+    /// CBS = PBS of the link-utilization meter: this % of line rate (section 6.1.2: 5) ...
+    #[schemars(range(min = 1, max = 100), extend("x-unit" = "%"))]
     pub util_burst_pct: u32,
+    /// ... over this window (us).
+    #[serde(rename = "util_burst_window_us", with = "units::us")]
+    #[schemars(with = "f64", range(min = 0.001, max = 1e6), extend("x-unit" = "us"))]
     pub util_burst_window: SimTime,
-    /// Safe rate of short and large flows, % of line rate (section 6.1.3: 90, 10).
+    /// Safe rate of short flows per input port (% of line rate; section 6.1.3: 90).
+    #[schemars(range(min = 1, max = 100), extend("x-unit" = "%"))]
     pub short_safe_pct: u32,
+    /// Safe rate of large flows per input port (% of line rate; section 6.1.3: 10).
+    #[schemars(range(min = 1, max = 100), extend("x-unit" = "%"))]
     pub large_safe_pct: u32,
-    /// CBS of the class meters: the safe rate over this window.
+    /// Committed burst of the class meters: the safe rate over this window (us).
+    #[serde(rename = "class_burst_window_us", with = "units::us")]
+    #[schemars(with = "f64", range(min = 0.001, max = 1e6), extend("x-unit" = "us"))]
     pub class_burst_window: SimTime,
-    /// Rate-control window B, bytes (section 6.1.5).
+    /// Rate-control window B (KB; section 6.1.5: line rate x average RTT).
+    #[serde(rename = "rate_control_window_kb", with = "units::kb")]
+    #[schemars(with = "f64", range(min = 1.0, max = 2e6), extend("x-unit" = "KB"))]
     pub rate_control_window_bytes: u64,
-    /// Slots of the per-flow registers (a power of two).
+    /// Slots of the per-flow registers (a power of two, 1..=2^24).
+    #[schemars(range(min = 1, max = 16777216))]
     pub flow_slots: u32,
-    /// Alg. 3 by a batching controller (agent.rs, [`P4teAgent`]): at most one
-    /// batch of writes in flight, then the net change since; false: each
-    /// move's writes as the event arrives.
+    /// Alg. 3's switch CPU as a batching P4Runtime controller (agent.rs,
+    /// [`P4teAgent`]; default false: one move's writes per event, as alg. 3
+    /// is written). True: at most one batch of writes in flight, then only
+    /// the net change since; still one entry at a time, not atomic.
     pub cpu_coalesce: bool,
 }
 
@@ -135,30 +160,28 @@ impl Default for P4teParams {
 }
 
 impl P4teParams {
+    /// The checks between keys (ranges are in the schema).
     pub fn validate(&self) -> Result<(), String> {
         if !self.flow_slots.is_power_of_two() {
             return Err(format!(
-                "flow_slots must be a power of two, got {}",
+                "scheme.p4te.flow_slots: must be a power of two, got {}",
                 self.flow_slots
             ));
         }
-        if self.delta_pkts == 0 {
-            return Err("delta_pkts must be at least 1".into());
-        }
-        if !(1..=64).contains(&self.queue_groups) {
+        if self.util_cir_pct > self.util_pir_pct {
             return Err(format!(
-                "queue_groups must be in 1..=64, got {}",
-                self.queue_groups
+                "scheme.p4te.util_cir_pct: must be at most scheme.p4te.util_pir_pct ({}), got {}",
+                self.util_pir_pct, self.util_cir_pct
             ));
         }
-        if self.util_cir_pct == 0 || self.util_cir_pct > self.util_pir_pct {
-            return Err("util_cir_pct must be positive and at most util_pir_pct".into());
+        if self.delta_pkts == 0 || !(1..=64).contains(&self.queue_groups) {
+            return Err("scheme.p4te.delta_pkts, queue_groups: out of range".into());
         }
         if self.flowlet_interval.ps() >= TIME_MASK {
-            return Err("flowlet_interval exceeds the 48-bit timestamp".into());
+            return Err("scheme.p4te.flowlet_interval_us: exceeds the 48-bit timestamp".into());
         }
         if self.rate_control_window_bytes >= 1 << 31 {
-            return Err("rate_control_window_bytes must be below 2^31".into());
+            return Err("scheme.p4te.rate_control_window_kb: must be below 2^31 bytes".into());
         }
         Ok(())
     }
@@ -182,7 +205,7 @@ pub struct P4te {
     /// crc32 and crc16 of the data direction's 5-tuple: per-flow slot and tag.
     pub flow_hash: HashId,
     pub flow_tag: HashId,
-    pub flowlet_time: RegisterId,
+    pub flowlet_time: FlowletTimer,
     pub flowlet_port: RegisterId,
     pub port_utilizations: RegisterId,
     pub old_queue_depths: RegisterId,
@@ -277,12 +300,11 @@ impl P4te {
         let rg_queue_depth = rg_selector(pipe, "rg_queue_depth", p.queue_groups);
         let mat_up_link_util = rg_table(pipe, "mat_up_link_util", 3);
         let rg_link_util = rg_selector(pipe, "rg_link_util", 3);
-        let flowlet_time = pipe.register(RegisterSpec {
-            name: "flowlet_time",
-            width: TIME_BITS,
-            size: slots,
-            holds: "lastSeenTime of the slot's flowlet, ps mod 2^48 (alg. 2, lines 4-5)",
-        });
+        let flowlet_time = FlowletTimer::declare(
+            pipe,
+            slots,
+            "lastSeenTime of the slot's flowlet, ps mod 2^48 (alg. 2, lines 4-5)",
+        );
         let port_utilizations = pipe.register(RegisterSpec {
             name: "port_utilizations",
             width: 2,
@@ -536,11 +558,8 @@ impl P4te {
         let low_queue_depth = pick(ctx, self.mat_up_queue_depth, self.rg_queue_depth)?;
         let low_util = pick(ctx, self.mat_up_link_util, self.rg_link_util)?;
         let slot = h & self.slot_mask;
-        let now = sm.ingress_global_timestamp.ps() & TIME_MASK;
         // Lines 4-7.
-        let gap = ctx.register(self.flowlet_time, slot, |last| {
-            (now, now.wrapping_sub(last) & TIME_MASK)
-        });
+        let gap = self.flowlet_time.gap(ctx, slot, sm);
         let new_flowlet = gap >= self.params.flowlet_interval.ps();
         // Lines 8-14 (short) and 16-22 (large).
         let large = pkt.ip.dscp & TC_LARGE != 0;
@@ -852,4 +871,16 @@ pub fn resource_report(
     let mut pipe = Pipeline::new("p4te");
     P4te::new(&mut pipe, &params, &info)?;
     Ok(pipe.resources())
+}
+
+/// The registry's constructor (lib.rs, `REGISTRY`).
+pub fn declare(
+    pipe: &mut Pipeline,
+    params: &SchemeParams,
+    info: &SwitchInfo,
+    cp: ControlPlaneConfig,
+) -> Result<crate::Program, String> {
+    let p = P4te::new(pipe, params, info)?;
+    let a = p.agent(cp);
+    Ok((Box::new(p), Box::new(a)))
 }

@@ -6,7 +6,7 @@
 #![allow(clippy::integer_division)]
 
 use super::*;
-use crate::{build, SchemeParams};
+use crate::{build_kind, SchemeParams};
 use pisanet_engine::{BitRate, RngStreams, StreamKind};
 use pisanet_net::{Tcp, L4, PROTO_TCP, TC_SHORT};
 use pisanet_pisa::{
@@ -80,7 +80,7 @@ fn params(f: impl FnOnce(&mut P4teParams)) -> SchemeParams {
 
 fn switch(info: &SwitchInfo, params: &SchemeParams) -> Switch {
     let rng = RngStreams::new(3).stream(StreamKind::Switch, info.id as u64);
-    build("p4te", params, info, rng, ControlPlaneConfig::default()).unwrap()
+    build_kind("p4te", params, info, rng, ControlPlaneConfig::default()).unwrap()
 }
 
 fn us(t: u64) -> SimTime {

@@ -1,0 +1,178 @@
+//! The memory a run will need, estimated from the config before anything is
+//! allocated, against what the machine has: a topology, a flow count or a
+//! sampling setting too large for the machine is refused with the estimate,
+//! the limit and the key to change, instead of exhausting memory.
+//!
+//! The estimate is linear in what drives allocation: ports (queues, wire
+//! FIFOs, counters), switch-rack pairs (routes and table entries per
+//! destination rack), finished-flow records and samples. Its coefficients
+//! were measured on this build (peak RSS of `build_world` with 10 flows, see
+//! the test `estimate_is_an_upper_bound_of_what_set_up_takes`).
+
+use crate::api::Error;
+use crate::config::{Config, PatternKind, TopologyKind};
+
+// NOTE: measured (peak RSS, 10 flows, ecmp): leaf_spine 4 spines x 4 hosts
+// per leaf: 250 leaves 35 MB, 1000 leaves 414 MB; fat_tree k=16 33 MB, k=24
+// 151 MB. The quadratic switch x rack term dominates large fabrics (about
+// 400 B per pair); the constants below are those fits rounded up.
+/// Bytes per port (queue, wire FIFO, counters, the pipeline's per-port state).
+const PER_PORT: f64 = 4e3;
+/// Bytes per (switch, destination rack): routes, LPM entries, selector groups.
+const PER_SWITCH_RACK: f64 = 500.0;
+/// Bytes per switch beyond its ports and registers (tables, control agent).
+const PER_SWITCH: f64 = 16e3;
+/// Bytes per host (transport endpoints, NIC).
+const PER_HOST: f64 = 2e3;
+/// Bytes per flow record kept for the results, and per sample.
+const PER_FLOW: f64 = 200.0;
+const PER_SAMPLE: f64 = 32.0;
+/// The process itself.
+const FIXED: f64 = 32e6;
+
+/// Hosts, switches, links and racks of the configured topology, from the
+/// config alone (a custom topology is bounded by its file's size instead).
+fn shape(cfg: &Config) -> Option<(f64, f64, f64, f64)> {
+    let t = &cfg.topology;
+    match t.kind {
+        TopologyKind::LeafSpine => {
+            let (l, s, h) = (t.leaves as f64, t.spines as f64, t.hosts_per_leaf as f64);
+            Some((l * h, l + s, l * h + l * s, l))
+        }
+        TopologyKind::FatTree => {
+            let k = t.k as f64;
+            Some((
+                k * k * k / 4.0,
+                5.0 * k * k / 4.0,
+                3.0 * k * k * k / 4.0,
+                k * k / 2.0,
+            ))
+        }
+        TopologyKind::Hula3tier => {
+            let h = t.hosts_per_tor as f64;
+            Some((8.0 * h, 10.0, 8.0 * h + 16.0, 8.0))
+        }
+        TopologyKind::Custom => None,
+    }
+}
+
+/// (estimated bytes, the key that drives most of it).
+pub fn estimate(cfg: &Config) -> (f64, &'static str) {
+    let mut parts: Vec<(f64, &'static str)> = Vec::new();
+    let (hosts, switches, links, racks) = shape(cfg).unwrap_or((0.0, 0.0, 0.0, 0.0));
+    let topo_key = match cfg.topology.kind {
+        TopologyKind::LeafSpine => "topology.leaves",
+        TopologyKind::FatTree => "topology.k",
+        TopologyKind::Hula3tier => "topology.hosts_per_tor",
+        TopologyKind::Custom => "topology.file",
+    };
+    // Registers: 8 bytes per cell, a few registers per slot.
+    let sc = &cfg.scheme;
+    let registers = match sc.kind.name() {
+        "p4te" => sc.p4te.flow_slots as f64 * 48.0,
+        "hula" => sc.flowlet_slots as f64 * 24.0 + sc.hula.tor_slots as f64 * 32.0,
+        "conga" | "conga_prime" => {
+            sc.flowlet_slots as f64 * 24.0 + sc.conga.leaf_slots as f64 * 64.0
+        }
+        "flowlet_ecmp" => sc.flowlet_slots as f64 * 24.0,
+        _ => 0.0,
+    };
+    parts.push((
+        2.0 * links * PER_PORT
+            + switches * racks * PER_SWITCH_RACK
+            + switches * (PER_SWITCH + registers)
+            + hosts * PER_HOST,
+        topo_key,
+    ));
+    if cfg.workload.pattern != PatternKind::File {
+        parts.push((cfg.workload.flows as f64 * PER_FLOW, "workload.flows"));
+    }
+    let sim_us = cfg.run.max_sim_time_ms * 1000.0;
+    let switch_ports = 2.0 * links - hosts;
+    for (interval, key) in [
+        (
+            cfg.metrics.queue_sample_interval_us,
+            "metrics.queue_sample_interval_us",
+        ),
+        (
+            cfg.metrics.port_rate_interval_us,
+            "metrics.port_rate_interval_us",
+        ),
+    ] {
+        if interval > 0.0 {
+            parts.push((sim_us / interval * switch_ports * PER_SAMPLE, key));
+        }
+    }
+    let total = FIXED + parts.iter().map(|p| p.0).sum::<f64>();
+    let key = parts
+        .iter()
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map_or("topology", |p| p.1);
+    (total, key)
+}
+
+/// Memory this process may still use (bytes): the smaller of the machine's
+/// available memory and the address-space limit (`ulimit -v`), if known.
+pub fn available() -> Option<f64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok();
+    let avail = meminfo.as_deref().and_then(|m| {
+        m.lines()
+            .find(|l| l.starts_with("MemAvailable:"))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+            .map(|kb| kb * 1024.0)
+    });
+    let limits = std::fs::read_to_string("/proc/self/limits").ok();
+    let as_limit = limits.as_deref().and_then(|l| {
+        l.lines()
+            .find(|l| l.starts_with("Max address space"))
+            .and_then(|l| l.split_whitespace().nth(3)?.parse::<f64>().ok())
+    });
+    match (avail, as_limit) {
+        (Some(a), Some(l)) => Some(a.min(l)),
+        (a, l) => a.or(l),
+    }
+}
+
+/// Refuses a config whose estimate exceeds what is available.
+pub fn check(cfg: &Config) -> Result<(), Error> {
+    let (need, key) = estimate(cfg);
+    match available() {
+        Some(have) if need > have => Err(Error::input(format!(
+            "{key}: this run needs about {:.1} GB of memory, more than the {:.1} GB available; make it smaller",
+            need / 1e9,
+            have / 1e9
+        ))),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_huge_fabric_is_refused_before_anything_is_built() {
+        let cfg =
+            Config::parse("[topology]\nleaves = 200000\n[workload]\nflows = 10\n", &[]).unwrap();
+        let e = check(&cfg).unwrap_err().message;
+        assert!(
+            e.starts_with("topology.leaves: this run needs about"),
+            "{e}"
+        );
+        let cfg = Config::parse("[workload]\nflows = 10000000000\n", &[]).unwrap();
+        let e = check(&cfg).unwrap_err().message;
+        assert!(e.starts_with("workload.flows: this run needs about"), "{e}");
+        let cfg = Config::parse(
+            "[run]\nmax_sim_time_ms = 100000000\n[metrics]\nqueue_sample_interval_us = 0.001\n",
+            &[],
+        )
+        .unwrap();
+        let e = check(&cfg).unwrap_err().message;
+        assert!(
+            e.starts_with("metrics.queue_sample_interval_us: this run needs"),
+            "{e}"
+        );
+        // The demo fits.
+        assert!(check(&Config::default()).is_ok());
+    }
+}

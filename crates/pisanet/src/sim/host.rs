@@ -1,0 +1,149 @@
+//! Hosts: the NIC queue, TCP small queues (TSQ) and delivery to the
+//! transport endpoints.
+
+use super::flow::Endpoints;
+use super::*;
+
+impl World {
+    /// Queues what an endpoint of `host` emitted at the host's NIC, then
+    /// offers a TSQ-blocked sender the budget freed meanwhile.
+    pub(crate) fn send_from_host(&mut self, now: SimTime, host: HostId, out: &mut Vec<Packet>) {
+        if let Some(flow) = self.queue_at_host(now, host, out) {
+            self.tsq_offer(now, flow);
+        }
+    }
+
+    /// Charges a TCP sender's packets to its flow's NIC bytes (TSQ) and
+    /// queues them at the host's NIC. Returns the flow charged, if any.
+    pub(crate) fn queue_at_host(
+        &mut self,
+        now: SimTime,
+        host: HostId,
+        out: &mut Vec<Packet>,
+    ) -> Option<FlowId> {
+        let mut charged = None;
+        if self.tsq_bytes.is_some() {
+            // Charge all first: the first packet may leave at once (idle NIC).
+            for pkt in out.iter() {
+                if let Some(af) = self.tsq_flow(pkt.flow, pkt.ip.src) {
+                    af.nic_bytes += pkt.size as u64;
+                    charged = Some(pkt.flow);
+                }
+            }
+        }
+        let p = self.port_base[host as usize];
+        self.host_queueing = true;
+        for mut pkt in out.drain(..) {
+            pkt.uid = self.next_uid;
+            self.next_uid += 1;
+            self.counts.injected += 1;
+            self.enqueue(now, p, pkt);
+        }
+        self.host_queueing = false;
+        charged
+    }
+
+    /// The active TCP flow whose sender emitted a packet of `flow` from
+    /// address `src`, if TSQ counts it (receivers' ACKs and UDP are not).
+    #[inline]
+    pub(crate) fn tsq_flow(&mut self, flow: FlowId, src: u32) -> Option<&mut ActiveFlow> {
+        let af = self.active.get_mut(flow as usize)?.as_deref_mut()?;
+        (matches!(af.ends, Endpoints::Tcp { .. }) && src == af.src_addr).then_some(af)
+    }
+
+    /// A host port started transmitting a packet: it has left the NIC queue.
+    /// Linux `tcp_wfree` -> `tcp_tsq_handler`: the flow's bytes below TCP
+    /// shrink, and a throttled flow may send again.
+    #[inline]
+    pub(crate) fn host_nic_dequeued(&mut self, now: SimTime, flow: FlowId, src: u32, size: u32) {
+        if self.tsq_bytes.is_none() {
+            return;
+        }
+        let Some(af) = self.tsq_flow(flow, src) else {
+            return;
+        };
+        debug_assert!(
+            af.nic_bytes >= size as u64,
+            "flow {flow}: NIC bytes below zero"
+        );
+        af.nic_bytes = af.nic_bytes.saturating_sub(size as u64);
+        if af.tsq_blocked && !self.host_queueing {
+            self.tsq_offer(now, flow);
+        }
+    }
+
+    /// Gives a TSQ-blocked sender the budget its host's NIC has room for,
+    /// queues what it sends, and repeats while packets left the NIC at once
+    /// and the sender is still blocked. Does nothing for a flow not blocked.
+    pub(crate) fn tsq_offer(&mut self, now: SimTime, id: FlowId) {
+        let Some(limit) = self.tsq_bytes else { return };
+        let mut out = std::mem::take(&mut self.tsq_out);
+        let mut sent = false;
+        while let Some(Some(af)) = self.active.get_mut(id as usize) {
+            if !af.tsq_blocked || af.nic_bytes >= limit {
+                break;
+            }
+            let Endpoints::Tcp { tx, .. } = &mut af.ends else {
+                break;
+            };
+            tx.set_send_budget(limit - af.nic_bytes);
+            out.clear();
+            tx.on_send_ready(now, &mut out);
+            af.tsq_blocked = tx.is_budget_blocked();
+            if out.is_empty() {
+                break;
+            }
+            sent = true;
+            let host = self.flows[id as usize].src;
+            self.queue_at_host(now, host, &mut out);
+        }
+        self.tsq_out = out;
+        if sent {
+            // New data may have started the retransmission timer.
+            self.arm_timers(id);
+        }
+    }
+
+    pub(crate) fn host_receive(&mut self, now: SimTime, host: HostId, pkt: Packet) {
+        let id = pkt.flow;
+        let Some(Some(af)) = self.active.get_mut(id as usize) else {
+            // A straggler for a finished flow (e.g. a late duplicate): delivered, ignored.
+            self.counts.late_packets += 1;
+            return;
+        };
+        let mut out = std::mem::take(&mut self.out);
+        out.clear();
+        let to_sender = pkt.ip.dst == af.src_addr;
+        if !to_sender {
+            if pkt.sent_at < af.max_sent_seen {
+                af.reordered += 1;
+            } else {
+                af.max_sent_seen = pkt.sent_at;
+            }
+        }
+        let budget = self
+            .tsq_bytes
+            .map(|limit| limit.saturating_sub(af.nic_bytes));
+        match &mut af.ends {
+            Endpoints::Tcp { tx, rx } => {
+                if to_sender {
+                    if let Some(b) = budget {
+                        tx.set_send_budget(b);
+                    }
+                    tx.on_packet(now, &pkt, &mut out);
+                    af.tsq_blocked = tx.is_budget_blocked();
+                } else {
+                    rx.on_packet(now, &pkt, &mut out);
+                }
+            }
+            Endpoints::Udp { rx, .. } => {
+                if !to_sender {
+                    rx.on_packet(now, &pkt);
+                }
+            }
+        }
+        self.send_from_host(now, host, &mut out);
+        self.out = out;
+        self.after_flow_event(now, id);
+    }
+}

@@ -1,0 +1,361 @@
+//! The event loop: hosts, switches, ports and links driven by one event queue.
+//!
+//! This module holds the [`World`], the event kinds and the loop; each event
+//! kind is a few lines calling into the model that owns it:
+//!
+//! | module | models | events |
+//! |---|---|---|
+//! | `port` | egress queue, transmitter, wire, link failures | `TxDone`, `Arrive`, `LinkEvent` |
+//! | `switch` | switches running their programs | `SwitchTimer` |
+//! | `host` | host NIC queue, TCP small queues, delivery to endpoints | |
+//! | `flow` | flow lifecycle: arrival, endpoints, timers, completion | `NextFlow`, `SenderTimer`, `ReceiverTimer` |
+//! | `sampling` | queue-depth and port-rate samples | `Sample`, `RateSample` |
+//!
+//! ```text
+//!   host NIC queue ──tx──▶ wire FIFO ──arrive──▶ switch ingress ──▶ egress queue ──tx──▶ ...
+//! ```
+//!
+//! Each port keeps only its *next* events in the queue (htsim's idea): a
+//! `TxDone` only while packets wait behind the one on the transmitter (a
+//! packet that finds the port idle is sent at once, with no event for the
+//! end of its serialization) and an `Arrive` for the head of its
+//! wire FIFO. Packets wait in the port's queues and wire, never in the event
+//! queue, so the queue grows with busy ports and timers, not with packets.
+
+use std::collections::VecDeque;
+
+use pisanet_engine::{BitRate, EventQueue, RngStreams, SimRng, SimTime, StreamKind};
+use pisanet_net::packet::{FlowId, HostId, NodeId, Packet, PortNo};
+use pisanet_net::queue::{EgressQueue, QueueConfig, Queued, SharedBuffer};
+use pisanet_net::topology::Topology;
+use pisanet_transport::{TcpConfig, TcpReceiver, TcpSender, UdpCbrSource, UdpSink};
+use pisanet_workload::{FlowGenerator, FlowSpec};
+use rand::Rng;
+
+use crate::api::Progress;
+use crate::forward::Forwarding;
+use pisanet_pisa::{DeqInfo, Emit, InstanceType, QueueMeta};
+
+mod flow;
+mod host;
+mod port;
+mod sampling;
+mod switch;
+
+use flow::ActiveFlow;
+pub use flow::{source_port, FlowRecord};
+pub use port::Port;
+pub use sampling::RateSampler;
+
+/// A global port index.
+pub type PortIdx = u32;
+
+#[derive(Clone, Copy, Debug)]
+pub enum Ev {
+    /// The port's transmitter finished serializing its current packet.
+    TxDone(PortIdx),
+    /// The head of the port's wire FIFO reaches the peer.
+    Arrive(PortIdx),
+    SenderTimer(FlowId),
+    ReceiverTimer(FlowId),
+    NextFlow,
+    LinkEvent(u32),
+    Sample,
+    /// Sample the transmitted bytes of selected ports (link utilization series).
+    RateSample,
+    /// A switch's own pending work is due (control plane, generator, recirculation).
+    SwitchTimer(u32),
+}
+
+/// Packet accounting for the conservation check.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Counts {
+    pub injected: u64,
+    pub delivered: u64,
+    pub dropped: u64,
+    pub consumed: u64,
+    pub ecn_marked: u64,
+    pub packet_hops: u64,
+    pub late_packets: u64,
+}
+
+pub struct LinkEventSpec {
+    pub at: SimTime,
+    pub up: bool,
+    pub ports: [PortIdx; 2],
+}
+
+pub struct World {
+    pub topo: Topology,
+    pub q: EventQueue<Ev>,
+    pub ports: Vec<Port>,
+    /// First global port of each node.
+    pub port_base: Vec<PortIdx>,
+    pub shared: Vec<SharedBuffer>,
+    pub fwd: Forwarding,
+    pub flows: Vec<FlowRecord>,
+    pub(crate) active: Vec<Option<Box<ActiveFlow>>>,
+    pub active_count: u64,
+    pub completed: u64,
+    pub(crate) gen: FlowGenerator,
+    pub(crate) pending_flow: Option<FlowSpec>,
+    pub total_flows: u64,
+    pub(crate) tcp: TcpConfig,
+    pub(crate) udp_rate: Option<BitRate>,
+    pub counts: Counts,
+    pub(crate) next_uid: u64,
+    pub(crate) out: Vec<Packet>,
+    pub violations: Vec<String>,
+    pub link_events: Vec<LinkEventSpec>,
+    pub sample_interval: Option<SimTime>,
+    pub sample_ports: Vec<PortIdx>,
+    pub samples: (Vec<SimTime>, Vec<PortIdx>, Vec<u64>),
+    pub rates: RateSampler,
+    pub(crate) routes: Vec<Vec<Vec<PortNo>>>,
+    /// The wake-up pending for each switch, if any.
+    pub(crate) switch_timer: Vec<Option<SimTime>>,
+    /// Whether each switch's program has an egress control (kept here, in
+    /// one small array, so a dequeue does not touch the switch's state).
+    pub(crate) emits: Vec<Emit>,
+    /// Per-packet loss probability of every link, and its random stream.
+    pub(crate) loss: Option<(f64, SimRng)>,
+    /// TSQ limit: wire bytes a TCP flow may have in its host's NIC queue
+    /// (`transport.tsq_kb`); `None` leaves senders unlimited.
+    pub(crate) tsq_bytes: Option<u64>,
+    /// `WorldParams::sport_salt`.
+    pub(crate) sport_salt: Option<u64>,
+    /// Packets are being queued at a host NIC (`queue_at_host`): a TSQ
+    /// wake-up then waits until they all are, so a flow's packets keep
+    /// their order.
+    pub(crate) host_queueing: bool,
+    /// Reused buffer of TSQ wake-ups (`tsq_offer`).
+    pub(crate) tsq_out: Vec<Packet>,
+    /// pcap capture and per-packet trace (capture.rs); `None` when off.
+    pub tap: Option<Box<crate::capture::Tap>>,
+}
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    AllFlowsDone,
+    TimeLimit,
+    Interrupted,
+}
+
+impl StopReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::AllFlowsDone => "all_flows_done",
+            StopReason::TimeLimit => "time_limit",
+            StopReason::Interrupted => "interrupted",
+        }
+    }
+}
+
+pub struct WorldParams {
+    pub switch_queue: QueueConfig,
+    pub shared_buffer: Option<(u64, f64)>,
+    pub tcp: TcpConfig,
+    pub udp_rate: Option<BitRate>,
+    pub total_flows: u64,
+    pub link_loss_rate: f64,
+    /// TSQ limit per TCP flow in wire bytes; `None` disables it.
+    pub tsq_bytes: Option<u64>,
+    /// `workload.source_ports = "random"`: the salt of the per-connection
+    /// port hash; `None` gives sequential ports.
+    pub sport_salt: Option<u64>,
+}
+
+impl World {
+    pub fn new(
+        topo: Topology,
+        fwd: Forwarding,
+        gen: FlowGenerator,
+        params: WorldParams,
+        streams: &RngStreams,
+    ) -> World {
+        let mut ports = Vec::new();
+        let mut port_base = Vec::with_capacity(topo.nodes.len());
+        let mut shared = Vec::new();
+        for (n, node) in topo.nodes.iter().enumerate() {
+            port_base.push(ports.len() as PortIdx);
+            let is_host = topo.is_host(n as NodeId);
+            let sb = if !is_host {
+                params.shared_buffer.map(|(bytes, alpha)| {
+                    shared.push(SharedBuffer::new(bytes, alpha));
+                    shared.len() as u32 - 1
+                })
+            } else {
+                None
+            };
+            for (i, p) in node.ports.iter().enumerate() {
+                let qcfg = if is_host {
+                    // A host NIC: one unbounded queue at line rate.
+                    QueueConfig {
+                        buffer_bytes: u64::MAX,
+                        ecn_threshold_bytes: None,
+                        priorities: 1,
+                    }
+                } else {
+                    params.switch_queue
+                };
+                ports.push(Port {
+                    node: n as NodeId,
+                    port_no: i as PortNo,
+                    peer: 0,
+                    rate: p.rate,
+                    delay: p.delay,
+                    queue: EgressQueue::new(qcfg),
+                    busy_until: SimTime::ZERO,
+                    tx_event: false,
+                    up: true,
+                    wire: VecDeque::new(),
+                    wire_lost: 0,
+                    carried_bytes: 0,
+                    made_tx_bytes: 0,
+                    shared: sb,
+                    is_host_port: is_host,
+                    egress_pass: false,
+                });
+            }
+        }
+        for (n, node) in topo.nodes.iter().enumerate() {
+            for (i, p) in node.ports.iter().enumerate() {
+                let me = port_base[n] + i as PortIdx;
+                ports[me as usize].peer = port_base[p.peer_node as usize] + p.peer_port as PortIdx;
+            }
+        }
+        let routes = topo.compute_routes();
+        let loss = (params.link_loss_rate > 0.0)
+            .then(|| (params.link_loss_rate, streams.stream(StreamKind::Link, 0)));
+        if let Forwarding::Pisa(switches) = &fwd {
+            for port in ports.iter_mut().filter(|p| !p.is_host_port) {
+                port.egress_pass = switches[(port.node - topo.n_hosts) as usize].has_egress();
+            }
+        }
+        World {
+            topo,
+            q: EventQueue::new(),
+            ports,
+            port_base,
+            shared,
+            fwd,
+            flows: Vec::new(),
+            active: Vec::new(),
+            active_count: 0,
+            completed: 0,
+            gen,
+            pending_flow: None,
+            total_flows: params.total_flows,
+            tcp: params.tcp,
+            udp_rate: params.udp_rate,
+            counts: Counts::default(),
+            next_uid: 1,
+            out: Vec::with_capacity(64),
+            violations: Vec::new(),
+            link_events: Vec::new(),
+            sample_interval: None,
+            sample_ports: Vec::new(),
+            samples: (Vec::new(), Vec::new(), Vec::new()),
+            rates: RateSampler::default(),
+            routes,
+            switch_timer: Vec::new(),
+            emits: Vec::with_capacity(16),
+            loss,
+            tsq_bytes: params.tsq_bytes,
+            sport_salt: params.sport_salt,
+            host_queueing: false,
+            tsq_out: Vec::with_capacity(64),
+            tap: None,
+        }
+    }
+
+    pub fn port_name(&self, p: PortIdx) -> String {
+        let port = &self.ports[p as usize];
+        let peer = &self.ports[port.peer as usize];
+        format!(
+            "{}->{}",
+            self.topo.nodes[port.node as usize].name, self.topo.nodes[peer.node as usize].name
+        )
+    }
+
+    /// Runs until every flow is done, `max_time` passes, or `progress` says stop.
+    pub fn run(
+        &mut self,
+        max_time: SimTime,
+        progress: &mut dyn FnMut(Progress) -> bool,
+    ) -> StopReason {
+        self.pending_flow = self.gen.next();
+        if let Some(f) = &self.pending_flow {
+            self.q.schedule(f.start, Ev::NextFlow);
+        }
+        for (i, e) in self.link_events.iter().enumerate() {
+            self.q.schedule(e.at, Ev::LinkEvent(i as u32));
+        }
+        if let Some(iv) = self.sample_interval {
+            self.q.schedule(iv, Ev::Sample);
+        }
+        if let Some(iv) = self.rates.interval {
+            self.rates.last = vec![(0, 0); self.rates.ports.len()];
+            self.q.schedule(iv, Ev::RateSample);
+        }
+        if let Forwarding::Pisa(switches) = &self.fwd {
+            for sw in 0..switches.len() as u32 {
+                self.arm_switch(sw);
+            }
+        }
+        let mut since_progress: u32 = 0;
+        loop {
+            if self.pending_flow.is_none() && self.active_count == 0 {
+                return StopReason::AllFlowsDone;
+            }
+            let Some(t) = self.q.peek_time() else {
+                // Nothing left to happen but flows remain: they can never finish.
+                return StopReason::TimeLimit;
+            };
+            if t > max_time {
+                return StopReason::TimeLimit;
+            }
+            let (now, ev) = self.q.next().expect("peeked");
+            self.handle(now, ev);
+            since_progress += 1;
+            if since_progress >= 1 << 16 {
+                since_progress = 0;
+                let p = Progress {
+                    sim_time_s: now.as_secs_f64(),
+                    flows_completed: self.completed,
+                    flows_total: self.total_flows,
+                };
+                if !progress(p) {
+                    return StopReason::Interrupted;
+                }
+            }
+        }
+    }
+
+    pub(crate) fn handle(&mut self, now: SimTime, ev: Ev) {
+        match ev {
+            Ev::TxDone(p) => self.on_tx_done(now, p),
+            Ev::Arrive(p) => self.on_arrive(now, p),
+            Ev::SenderTimer(f) => self.on_flow_timer(now, f, true),
+            Ev::ReceiverTimer(f) => self.on_flow_timer(now, f, false),
+            Ev::NextFlow => self.on_next_flow(now),
+            Ev::LinkEvent(i) => self.on_link_event(now, i),
+            Ev::Sample => self.on_sample(now),
+            Ev::RateSample => self.on_rate_sample(now),
+            Ev::SwitchTimer(sw) => self.on_switch_timer(now, sw),
+        }
+    }
+
+    /// Packets in queues, on wires, or held inside switches.
+    pub fn in_flight(&self) -> u64 {
+        let mut n: u64 = 0;
+        for p in &self.ports {
+            n += p.queue.packets() as u64 + p.wire.len() as u64;
+        }
+        if let Forwarding::Pisa(switches) = &self.fwd {
+            n += switches.iter().map(|s| s.held_packets()).sum::<u64>();
+        }
+        n
+    }
+}

@@ -1,0 +1,248 @@
+//! Ports and links: the egress queue, the transmitter, the wire (a FIFO
+//! with constant propagation delay) and link failures. A port keeps at most
+//! a `TxDone` and an `Arrive` pending (docs/architecture.md).
+
+use super::*;
+
+pub struct Port {
+    pub node: NodeId,
+    pub port_no: PortNo,
+    pub peer: PortIdx,
+    pub rate: BitRate,
+    pub delay: SimTime,
+    pub queue: EgressQueue,
+    /// The transmitter is busy until then.
+    pub busy_until: SimTime,
+    /// A `TxDone` is pending (always, while the queue is not empty).
+    pub tx_event: bool,
+    pub up: bool,
+    pub wire: VecDeque<(SimTime, Packet)>,
+    /// The first `wire_lost` packets of `wire` were on the link when it failed:
+    /// they are dropped when they would have arrived.
+    pub wire_lost: usize,
+    /// Index into `World::shared` of the switch's shared buffer, if any.
+    pub shared: Option<u32>,
+    pub is_host_port: bool,
+    /// Packets leaving this port's queue pass the switch's egress control
+    /// (a PISA switch whose program has one).
+    pub egress_pass: bool,
+    /// Bytes put on the wire while the link was up (reached the peer or are on their way).
+    pub carried_bytes: u64,
+    /// Bytes of switch-made packets (probes, clones) transmitted.
+    pub made_tx_bytes: u64,
+}
+
+impl World {
+    /// Queues `pkt` at egress port `p` and starts the transmitter if idle.
+    pub(crate) fn enqueue(&mut self, now: SimTime, p: PortIdx, pkt: Packet) {
+        let q = Queued {
+            pkt,
+            enq_time: now,
+            enq_qdepth: 0,
+            user_meta: [0; 2],
+            instance_type: 0,
+            ingress_port: 0,
+            egress_rid: 0,
+        };
+        self.enqueue_queued(now, p, q);
+    }
+
+    #[inline]
+    pub(crate) fn enqueue_queued(&mut self, now: SimTime, p: PortIdx, q: Queued) {
+        let tapped = self
+            .tap
+            .as_deref_mut()
+            .and_then(|t| t.before_enqueue(now, &self.ports[p as usize], p, &q));
+        let port = &mut self.ports[p as usize];
+        let shared = port.shared.map(|i| &mut self.shared[i as usize]);
+        let marks_before = port.queue.counters.ecn_marks;
+        match port.queue.enqueue(q, shared) {
+            Ok(()) => {
+                self.counts.ecn_marked += port.queue.counters.ecn_marks - marks_before;
+                if port.tx_event {
+                    // The pending TxDone will serve it.
+                } else if port.busy_until <= now {
+                    self.start_tx(now, p);
+                } else {
+                    port.tx_event = true;
+                    self.q.schedule(port.busy_until, Ev::TxDone(p));
+                }
+            }
+            Err(_) => self.counts.dropped += 1,
+        }
+        if let (Some(t), Some(k)) = (self.tap.as_deref_mut(), tapped) {
+            t.after_enqueue(&self.ports[p as usize], k)
+        }
+    }
+
+    /// Starts transmitting the next packet of port `p`, after the switch's
+    /// egress pipeline (v1model: egress runs when the packet leaves the queue).
+    pub(crate) fn start_tx(&mut self, now: SimTime, p: PortIdx) {
+        loop {
+            let port = &mut self.ports[p as usize];
+            if port.busy_until > now {
+                // Already transmitting (a copy an egress pass queued here was
+                // sent first): the rest waits for its TxDone.
+                if !port.queue.is_empty() && !port.tx_event {
+                    port.tx_event = true;
+                    self.q.schedule(port.busy_until, Ev::TxDone(p));
+                }
+                return;
+            }
+            let shared = port.shared.map(|i| &mut self.shared[i as usize]);
+            let Some(q) = port.queue.dequeue(shared) else {
+                return;
+            };
+            let pkt = if !port.egress_pass {
+                q.pkt
+            } else {
+                let Forwarding::Pisa(switches) = &mut self.fwd else {
+                    unreachable!("only PISA switches have egress passes");
+                };
+                let sw = port.node - self.topo.n_hosts;
+                let deq = DeqInfo {
+                    enq_timestamp: q.enq_time,
+                    enq_qdepth: q.enq_qdepth,
+                    deq_qdepth: port.queue.packets(),
+                    deq_timedelta: now.saturating_sub(q.enq_time),
+                    meta: QueueMeta {
+                        user: q.user_meta,
+                        ingress_port: q.ingress_port,
+                        instance_type: InstanceType::from_u8(q.instance_type),
+                        egress_rid: q.egress_rid,
+                    },
+                };
+                let port_no = port.port_no;
+                let mut emits = std::mem::take(&mut self.emits);
+                emits.clear();
+                switches[sw as usize].egress(now, port_no, q.pkt, deq, &mut emits);
+                // The packet to send (if egress kept it) goes first, so that
+                // copies queued at this same port wait behind it.
+                let sent = emits
+                    .iter()
+                    .position(|e| matches!(e, Emit::Transmit(_)))
+                    .map(|i| match emits.remove(i) {
+                        Emit::Transmit(pkt) => pkt,
+                        _ => unreachable!("position matched a Transmit"),
+                    });
+                match sent {
+                    Some(pkt) => {
+                        self.transmit(now, p, pkt);
+                        self.apply_emits(now, sw, &mut emits);
+                        self.emits = emits;
+                        self.arm_switch(sw);
+                        return;
+                    }
+                    None => {
+                        // Egress dropped or consumed it: emit the rest, try the next packet.
+                        self.apply_emits(now, sw, &mut emits);
+                        self.emits = emits;
+                        self.arm_switch(sw);
+                        continue;
+                    }
+                }
+            };
+            // TSQ: a host's packet leaves its NIC queue (flow, source, size).
+            let from_host = self.ports[p as usize]
+                .is_host_port
+                .then_some((pkt.flow, pkt.ip.src, pkt.size));
+            self.transmit(now, p, pkt);
+            if let Some((flow, src, size)) = from_host {
+                self.host_nic_dequeued(now, flow, src, size);
+            }
+            return;
+        }
+    }
+
+    /// Puts `pkt` on port `p`'s wire: busy for its serialization time.
+    pub(crate) fn transmit(&mut self, now: SimTime, p: PortIdx, pkt: Packet) {
+        if let Some(t) = self.tap.as_deref_mut() {
+            t.on_transmit(now, &self.ports[p as usize], p, &pkt)
+        }
+        let port = &mut self.ports[p as usize];
+        port.queue.count_tx(pkt.size);
+        let done = now + port.rate.tx_time(pkt.size as u64);
+        port.busy_until = done;
+        if !port.queue.is_empty() && !port.tx_event {
+            port.tx_event = true;
+            self.q.schedule(done, Ev::TxDone(p));
+        }
+        if pkt.switch_made {
+            port.made_tx_bytes += pkt.size as u64;
+        }
+        if port.up {
+            port.carried_bytes += pkt.size as u64;
+            let arrive = done + port.delay;
+            if port.wire.is_empty() {
+                self.q.schedule(arrive, Ev::Arrive(p));
+            }
+            port.wire.push_back((arrive, pkt));
+        } else {
+            // A failed link drops what it carries.
+            self.counts.dropped += 1;
+        }
+    }
+
+    pub(crate) fn on_tx_done(&mut self, now: SimTime, p: PortIdx) {
+        self.ports[p as usize].tx_event = false;
+        self.start_tx(now, p);
+    }
+
+    pub(crate) fn on_arrive(&mut self, now: SimTime, p: PortIdx) {
+        let port = &mut self.ports[p as usize];
+        let Some((t, pkt)) = port.wire.pop_front() else {
+            return;
+        };
+        debug_assert_eq!(t, now);
+        let next = port.wire.front().map(|w| w.0);
+        let peer = port.peer;
+        if let Some(next) = next {
+            self.q.schedule(next, Ev::Arrive(p));
+        }
+        if port.wire_lost > 0 {
+            // A failed link drops what it carries.
+            port.wire_lost -= 1;
+            self.counts.dropped += 1;
+            return;
+        }
+        self.counts.packet_hops += 1;
+        if let Some((p_loss, rng)) = &mut self.loss {
+            if rng.gen::<f64>() < *p_loss {
+                self.counts.dropped += 1;
+                return;
+            }
+        }
+        let peer_port = &self.ports[peer as usize];
+        let node = peer_port.node;
+        if peer_port.is_host_port {
+            self.counts.delivered += 1;
+            self.host_receive(now, node, pkt);
+        } else {
+            let in_port = peer_port.port_no;
+            self.switch_receive(now, node, in_port, pkt);
+        }
+    }
+
+    pub(crate) fn on_link_event(&mut self, now: SimTime, i: u32) {
+        let (up, ends) = {
+            let e = &self.link_events[i as usize];
+            (e.up, e.ports)
+        };
+        for p in ends {
+            let port = &mut self.ports[p as usize];
+            port.up = up;
+            if !up {
+                port.wire_lost = port.wire.len();
+            }
+            let node = port.node;
+            let port_no = port.port_no;
+            if !self.topo.is_host(node) {
+                let sw = node - self.topo.n_hosts;
+                if let Forwarding::Pisa(switches) = &mut self.fwd {
+                    switches[sw as usize].port_status(now, port_no, up);
+                    self.arm_switch(sw);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! Switches in the loop: a packet arriving at a switch runs its program
+//! (pisanet-pisa), what the program emits is queued, and each switch keeps
+//! one timer for its own pending work (control plane, generator,
+//! recirculation).
+
+use super::*;
+
+impl World {
+    /// Queues a packet a switch's ingress sent to its `port`.
+    #[inline]
+    pub(crate) fn enqueue_from_switch(
+        &mut self,
+        now: SimTime,
+        node: NodeId,
+        port: PortNo,
+        pkt: Packet,
+        meta: QueueMeta,
+    ) {
+        // Port count from the compact port index (not the topology's node
+        // records, which the hot path should not touch).
+        let base = self.port_base[node as usize];
+        let end = self
+            .port_base
+            .get(node as usize + 1)
+            .copied()
+            .unwrap_or(self.ports.len() as PortIdx);
+        if base + port as PortIdx >= end {
+            self.counts.dropped += 1;
+            return;
+        }
+        let q = Queued {
+            pkt,
+            enq_time: now,
+            enq_qdepth: 0,
+            user_meta: meta.user,
+            instance_type: meta.instance_type as u8,
+            ingress_port: meta.ingress_port,
+            egress_rid: meta.egress_rid,
+        };
+        self.enqueue_queued(now, base + port as PortIdx, q);
+    }
+
+    /// Carries out what a switch emitted (queueing, drops, consumption).
+    pub(crate) fn apply_emits(&mut self, now: SimTime, sw: u32, emits: &mut Vec<Emit>) {
+        let node = sw + self.topo.n_hosts;
+        for e in emits.drain(..) {
+            if let Some(t) = self.tap.as_deref_mut() {
+                t.on_emit(now, node, &e)
+            }
+            match e {
+                Emit::Enqueue { port, pkt, meta } => {
+                    self.enqueue_from_switch(now, node, port, pkt, meta)
+                }
+                Emit::Drop { .. } => self.counts.dropped += 1,
+                Emit::Consumed(_) => self.counts.consumed += 1,
+                Emit::Transmit(pkt) => {
+                    // Only egress may transmit, and start_tx took that one; a
+                    // second transmit from one pass is a program error.
+                    self.violations.push(format!("switch {sw}: more than one packet transmitted from one egress pass (uid {})", pkt.uid));
+                    self.counts.dropped += 1;
+                }
+            }
+        }
+    }
+
+    /// Schedules the switch's wake-up if its pending work moved earlier.
+    pub(crate) fn arm_switch(&mut self, sw: u32) {
+        let Forwarding::Pisa(switches) = &self.fwd else {
+            return;
+        };
+        if let Some(d) = switches[sw as usize].next_deadline() {
+            if self.switch_timer.len() <= sw as usize {
+                self.switch_timer.resize(switches.len(), None);
+            }
+            let slot = &mut self.switch_timer[sw as usize];
+            if slot.is_none_or(|t| d < t) {
+                *slot = Some(d);
+                self.q.schedule(d.max(self.q.now()), Ev::SwitchTimer(sw));
+            }
+        }
+    }
+
+    pub(crate) fn on_switch_timer(&mut self, now: SimTime, sw: u32) {
+        if self.switch_timer.get(sw as usize).copied().flatten() == Some(now) {
+            self.switch_timer[sw as usize] = None;
+        }
+        let Forwarding::Pisa(switches) = &mut self.fwd else {
+            return;
+        };
+        let mut emits = std::mem::take(&mut self.emits);
+        emits.clear();
+        switches[sw as usize].on_timer(now, &mut emits);
+        self.apply_emits(now, sw, &mut emits);
+        self.emits = emits;
+        self.arm_switch(sw);
+    }
+
+    pub(crate) fn switch_receive(
+        &mut self,
+        now: SimTime,
+        node: NodeId,
+        in_port: PortNo,
+        mut pkt: Packet,
+    ) {
+        let sw = node - self.topo.n_hosts;
+        match &mut self.fwd {
+            Forwarding::Native(e) => match e.route(sw, &pkt) {
+                Some(port) => {
+                    let p = self.port_base[node as usize] + port as PortIdx;
+                    self.enqueue(now, p, pkt);
+                }
+                None => self.counts.dropped += 1,
+            },
+            Forwarding::Pisa(switches) => {
+                // `emits` is empty between uses (apply_emits drains it).
+                debug_assert!(self.emits.is_empty());
+                let switch = &mut switches[sw as usize];
+                let scheduled = switch.scheduled();
+                let unicast = switch.ingress_unicast(now, in_port, &mut pkt, &mut self.emits);
+                let rearm = switch.scheduled() != scheduled;
+                if !self.emits.is_empty() {
+                    let mut emits = std::mem::take(&mut self.emits);
+                    self.apply_emits(now, sw, &mut emits);
+                    self.emits = emits;
+                }
+                if let Some((port, meta)) = unicast {
+                    self.enqueue_from_switch(now, node, port, pkt, meta);
+                }
+                if rearm {
+                    self.arm_switch(sw);
+                }
+            }
+        }
+    }
+
+    /// Packets made by switches (clones, multicast copies, generated probes).
+    pub fn switch_injected(&self) -> u64 {
+        match &self.fwd {
+            Forwarding::Pisa(switches) => switches.iter().map(|s| s.stats().injected).sum(),
+            Forwarding::Native(_) => 0,
+        }
+    }
+
+    /// Totals over every switch: its pipeline's events (clones, recirculations,
+    /// packets to the CPU, control-plane writes) and each program counter
+    /// array summed over its cells, by name.
+    pub fn switch_totals(&self) -> serde_json::Value {
+        let Forwarding::Pisa(switches) = &self.fwd else {
+            return serde_json::Value::Null;
+        };
+        let mut counters = serde_json::Map::new();
+        let (mut cloned, mut recirc, mut resub, mut to_cpu, mut writes, mut write_errors) =
+            (0, 0, 0, 0, 0, 0);
+        let (mut issued, mut wait_sum, mut wait_max) = (0u64, 0u64, 0u64);
+        for s in switches {
+            let st = s.stats();
+            cloned += st.cloned;
+            recirc += st.recirculated;
+            resub += st.resubmitted;
+            to_cpu += st.to_cpu;
+            writes += st.writes_applied;
+            write_errors += st.write_errors;
+            issued += st.writes_issued;
+            wait_sum = wait_sum.saturating_add(st.write_wait_ps_sum);
+            wait_max = wait_max.max(st.write_wait_ps_max);
+            for (name, c) in s.pipeline().counter_totals() {
+                let e = counters
+                    .entry(name.to_string())
+                    .or_insert(serde_json::json!({"packets": 0u64, "bytes": 0u64}));
+                e["packets"] = (e["packets"].as_u64().unwrap_or(0) + c.packets).into();
+                e["bytes"] = (e["bytes"].as_u64().unwrap_or(0) + c.bytes).into();
+            }
+        }
+        serde_json::json!({
+            "cloned": cloned, "recirculated": recirc, "resubmitted": resub, "to_cpu": to_cpu,
+            "writes_applied": writes, "write_errors": write_errors, "counters": counters,
+            // Writes issued after start-up and how long they queued behind
+            // earlier ones beyond the write latency (the CPU's backlog).
+            "writes_issued": issued,
+            "write_wait_us": {
+                "mean": if issued == 0 { 0.0 } else { wait_sum as f64 / issued as f64 / 1e6 },
+                "max": wait_max as f64 / 1e6,
+            },
+        })
+    }
+
+    /// PISA rule violations by any switch program.
+    pub fn program_violations(&self) -> Vec<String> {
+        let Forwarding::Pisa(switches) = &self.fwd else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for s in switches {
+            let (list, total) = s.violations();
+            if total > 0 {
+                let first = list.first().map(|v| format!("{v:?}")).unwrap_or_default();
+                out.push(format!(
+                    "switch {}: {total} PISA rule violation(s), first: {first}",
+                    s.id()
+                ));
+            }
+        }
+        out
+    }
+}
