@@ -219,14 +219,19 @@ fn ports_named(world: &World, key: &str, names: &[String]) -> Result<Vec<PortIdx
     let all: HashMap<String, PortIdx> = (0..world.ports.len() as PortIdx)
         .map(|p| (world.port_name(p), p))
         .collect();
+    // Switch ports first in the examples: those are what one usually captures.
+    let mut examples: Vec<PortIdx> = (0..world.ports.len() as PortIdx).collect();
+    examples.sort_by_key(|&p| (world.ports[p as usize].is_host_port, p));
     names
         .iter()
         .enumerate()
         .map(|(i, n)| {
             all.get(n).copied().ok_or_else(|| {
-                let mut some: Vec<&String> = all.keys().collect();
-                some.sort();
-                let some: Vec<&str> = some.iter().take(4).map(|s| s.as_str()).collect();
+                let some: Vec<String> = examples
+                    .iter()
+                    .take(3)
+                    .map(|&p| world.port_name(p))
+                    .collect();
                 Error::input(format!(
                     "{key}[{i}]: no port {n:?}; ports are named by link, e.g. {}",
                     some.join(", ")
