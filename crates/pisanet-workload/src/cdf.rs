@@ -43,6 +43,8 @@ impl Cdf {
     /// `origin` names the source in errors, e.g. `workload.cdf (/path/x.cdf)`.
     /// Every error is one line: `<origin> line <n>: <what is wrong>`.
     pub fn parse(text: &str, origin: &str) -> Result<Cdf, String> {
+        // A UTF-8 byte-order mark is not data.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let mut points: Vec<(u64, f64)> = Vec::new();
         let mut last_line = 0;
         for (i, raw) in text.lines().enumerate() {

@@ -60,6 +60,8 @@ pub fn parse_flow_file_for_hosts(
 }
 
 fn parse_rows(text: &str, origin: &str, n_hosts: Option<u32>) -> Result<Vec<FlowSpec>, String> {
+    // A UTF-8 byte-order mark, as spreadsheet programs write one, is not data.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut flows = Vec::new();
     let mut seen_content = false;
     for (i, raw) in text.lines().enumerate() {

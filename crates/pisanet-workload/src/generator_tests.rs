@@ -467,3 +467,10 @@ fn client_server_random_assignment_draws_each_server_independently() {
         assert_eq!(s, (8..16).collect::<Vec<_>>());
     }
 }
+
+#[test]
+fn a_flow_list_with_a_byte_order_mark_parses() {
+    let text = "\u{feff}start_us,src,dst,bytes\n0,0,1,1000\n";
+    let flows = crate::parse_flow_file(text, "flows.csv").unwrap();
+    assert_eq!(flows.len(), 1);
+}

@@ -111,9 +111,15 @@ pub fn estimate(cfg: &Config) -> (f64, &'static str) {
     (total, key)
 }
 
-/// Memory this process may still use (bytes): the smaller of the machine's
-/// available memory and the address-space limit (`ulimit -v`), if known.
+/// Memory this process may still use (bytes): the smallest of the machine's
+/// available memory, the address-space limit (`ulimit -v`) and
+/// `PISANET_MEMORY_LIMIT_MB` (a budget for shared machines and tests).
 pub fn available() -> Option<f64> {
+    let budget = std::env::var("PISANET_MEMORY_LIMIT_MB")
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .map(|mb| mb * 1e6);
     let meminfo = std::fs::read_to_string("/proc/meminfo").ok();
     let avail = meminfo.as_deref().and_then(|m| {
         m.lines()
@@ -127,10 +133,10 @@ pub fn available() -> Option<f64> {
             .find(|l| l.starts_with("Max address space"))
             .and_then(|l| l.split_whitespace().nth(3)?.parse::<f64>().ok())
     });
-    match (avail, as_limit) {
-        (Some(a), Some(l)) => Some(a.min(l)),
-        (a, l) => a.or(l),
-    }
+    [avail, as_limit, budget]
+        .into_iter()
+        .flatten()
+        .min_by(|a, b| a.total_cmp(b))
 }
 
 /// Refuses a config whose estimate exceeds what is available.

@@ -27,10 +27,33 @@ fn resolve_path(base: Option<&Path>, p: &str) -> PathBuf {
     }
 }
 
+/// Input files larger than this are refused before they are read (a flow
+/// list of a million flows is about 30 MB).
+const MAX_INPUT_BYTES: u64 = 1 << 30;
+
 fn read_file(key: &str, base: Option<&Path>, p: &str) -> Result<String, Error> {
     let path = resolve_path(base, p);
-    std::fs::read_to_string(&path)
-        .map_err(|e| Error::input(format!("{key}: cannot read {}: {e}", path.display())))
+    let fail =
+        |e: std::io::Error| Error::input(format!("{key}: cannot read {}: {e}", path.display()));
+    let size = std::fs::metadata(&path).map_err(fail)?.len();
+    let limit = crate::memory::available()
+        .map_or(MAX_INPUT_BYTES, |a| ((a / 4.0) as u64).min(MAX_INPUT_BYTES));
+    if size > limit {
+        return Err(Error::input(format!(
+            "{key}: {} is {:.1} MB, more than the {:.1} MB an input file may have here",
+            path.display(),
+            size as f64 / 1e6,
+            limit as f64 / 1e6
+        )));
+    }
+    let bytes = std::fs::read(&path).map_err(fail)?;
+    String::from_utf8(bytes).map_err(|e| {
+        Error::input(format!(
+            "{key}: {} is not UTF-8 text (byte {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        ))
+    })
 }
 
 pub fn build_topology(cfg: &Config, base: Option<&Path>) -> Result<Topology, Error> {
@@ -307,18 +330,22 @@ fn split_link<'a>(world: &World, link: &'a str) -> Option<(&'a str, &'a str)> {
     })
 }
 
-/// A link of the topology, for messages: the first switch's first port.
+/// A link of the topology, for messages: the first switch-to-switch link
+/// (else any).
 fn example_link(world: &World) -> String {
-    let n = world.topo.n_hosts as usize;
-    match world
-        .topo
-        .nodes
-        .get(n)
-        .and_then(|s| s.ports.first().map(|p| (s, p)))
-    {
-        Some((s, p)) => format!("{}-{}", s.name, world.topo.nodes[p.peer_node as usize].name),
-        None => "A-B".into(),
+    let topo = &world.topo;
+    let n = topo.n_hosts;
+    let mut first = None;
+    for s in topo.nodes.iter().skip(n as usize) {
+        for p in &s.ports {
+            let name = format!("{}-{}", s.name, topo.nodes[p.peer_node as usize].name);
+            if p.peer_node >= n {
+                return name;
+            }
+            first.get_or_insert(name);
+        }
     }
+    first.unwrap_or_else(|| "A-B".into())
 }
 
 fn find_link(world: &World, a: &str, b: &str) -> Option<[u32; 2]> {
