@@ -349,6 +349,9 @@ impl Tap {
 
     /// A packet is about to be queued at port `p`: records the enqueue row
     /// (depth on arrival). Returns what [`Tap::after_enqueue`] needs.
+    // NOTE: cold and out of line: with the tap off the loop keeps only the test.
+    #[cold]
+    #[inline(never)]
     pub fn before_enqueue(
         &mut self,
         now: SimTime,
@@ -371,6 +374,9 @@ impl Tap {
     }
 
     /// The queue took the packet or not: the row becomes a drop or an ECN mark.
+    // NOTE: cold and out of line: with the tap off the loop keeps only the test.
+    #[cold]
+    #[inline(never)]
     pub fn after_enqueue(&mut self, port: &Port, (row, drops, marks): (usize, u64, u64)) {
         let c = &port.queue.counters;
         if c.drops > drops {
@@ -381,6 +387,9 @@ impl Tap {
     }
 
     /// Port `p` starts transmitting `pkt`.
+    // NOTE: cold and out of line: with the tap off the loop keeps only the test.
+    #[cold]
+    #[inline(never)]
     pub fn on_transmit(&mut self, now: SimTime, port: &Port, p: PortIdx, pkt: &Packet) {
         if self.traced(p, pkt.flow) {
             self.row(
@@ -416,6 +425,9 @@ impl Tap {
     }
 
     /// Switch node `node` emitted `e` (a program drop or a packet to its CPU).
+    // NOTE: cold and out of line: with the tap off the loop keeps only the test.
+    #[cold]
+    #[inline(never)]
     pub fn on_emit(&mut self, now: SimTime, node: u32, e: &Emit) {
         let (event, pkt) = match e {
             Emit::Drop { pkt, .. } => (TraceEvent::ProgramDrop, pkt),
@@ -487,6 +499,32 @@ impl Tap {
         });
         (CaptureOutput { pcaps, trace }, summary, warnings)
     }
+}
+
+/// `World::enqueue_queued` with the tap on: the enqueue row, the enqueue,
+/// then the row's outcome (drop, ECN mark). Out of line, so that with the
+/// tap off an enqueue pays one test.
+#[cold]
+#[inline(never)]
+pub(crate) fn enqueue_tapped(w: &mut World, now: SimTime, p: PortIdx, q: Queued) {
+    let tapped = w
+        .tap
+        .as_deref_mut()
+        .and_then(|t| t.before_enqueue(now, &w.ports[p as usize], p, &q));
+    w.enqueue_untapped(now, p, q);
+    if let (Some(t), Some(k)) = (w.tap.as_deref_mut(), tapped) {
+        t.after_enqueue(&w.ports[p as usize], k)
+    }
+}
+
+/// `World::transmit` with the tap on: capture and trace, then the transmit.
+#[cold]
+#[inline(never)]
+pub(crate) fn transmit_tapped(w: &mut World, now: SimTime, p: PortIdx, pkt: Packet) {
+    if let Some(t) = w.tap.as_deref_mut() {
+        t.on_transmit(now, &w.ports[p as usize], p, &pkt)
+    }
+    w.transmit_untapped(now, p, pkt)
 }
 
 /// Puts what the tap produced into a run's output: the files and the trace,
