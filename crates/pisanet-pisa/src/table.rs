@@ -351,6 +351,9 @@ pub(crate) struct Table {
     pub(crate) meters: Vec<MeterCell>,
     default_action: ActionCall,
     index: Index,
+    /// Entries changed since the index was built: it is rebuilt at the next
+    /// lookup, so installing n entries costs one rebuild, not n.
+    stale: bool,
 }
 
 impl Table {
@@ -401,6 +404,7 @@ impl Table {
             counters: Vec::new(),
             meters: Vec::new(),
             index,
+            stale: false,
         }
     }
 
@@ -467,7 +471,7 @@ impl Table {
         self.entries.push(entry);
         self.counters.push(CounterData::default());
         self.meters.push(meter);
-        self.rebuild();
+        self.stale = true;
         Ok(())
     }
 
@@ -484,7 +488,7 @@ impl Table {
         self.entries[i] = entry;
         if matches!(self.index, Index::Lpm1 { .. } | Index::Exact1(_)) {
             // The flat index keeps a copy of each entry's action.
-            self.rebuild();
+            self.stale = true;
         }
         Ok(())
     }
@@ -496,7 +500,7 @@ impl Table {
         self.entries.remove(i);
         self.counters.remove(i);
         self.meters.remove(i);
-        self.rebuild();
+        self.stale = true;
         Ok(())
     }
 
@@ -518,6 +522,14 @@ impl Table {
             };
         }
         k
+    }
+
+    /// Rebuilds a stale index (entries changed since the last lookup).
+    #[cold]
+    #[inline(never)]
+    fn refresh(&mut self) {
+        self.rebuild();
+        self.stale = false;
     }
 
     fn rebuild(&mut self) {
@@ -625,6 +637,9 @@ impl Table {
     /// Looks `key` up (fields beyond the declared ones are ignored).
     #[inline(always)]
     pub(crate) fn lookup(&mut self, key: &Key) -> Hit {
+        if self.stale {
+            self.refresh();
+        }
         match &self.index {
             Index::Exact1(map) => {
                 let slot = map.get(1, key[0]);

@@ -582,13 +582,24 @@ fn check_range(path: &str, node: &serde_json::Value, value: &toml::Value) -> Res
     }
 }
 
+/// Whether the schema node is an integer key.
+fn is_integer(node: &serde_json::Value) -> bool {
+    match node.get("type") {
+        Some(serde_json::Value::String(t)) => t == "integer",
+        Some(serde_json::Value::Array(ts)) => ts.iter().any(|t| t == "integer"),
+        _ => false,
+    }
+}
+
 /// Walks the keys the user gave and checks each number against its range.
+/// An integral float on an integer key (`flows = 1e6`) is taken as the
+/// integer once it is in range.
 fn check_ranges(
     schema: &serde_json::Value,
     prefix: &str,
-    table: &toml::Table,
+    table: &mut toml::Table,
 ) -> Result<(), Error> {
-    for (k, v) in table {
+    for (k, v) in table.iter_mut() {
         let path = if prefix.is_empty() {
             k.clone()
         } else {
@@ -600,7 +611,7 @@ fn check_ranges(
         match v {
             toml::Value::Table(t) => check_ranges(schema, &path, t)?,
             toml::Value::Array(items) => {
-                for (i, item) in items.iter().enumerate() {
+                for (i, item) in items.iter_mut().enumerate() {
                     let p = format!("{path}[{i}]");
                     match item {
                         toml::Value::Table(t) => check_ranges(schema, &p, t)?,
@@ -612,7 +623,14 @@ fn check_ranges(
                     }
                 }
             }
-            other => check_range(&path, node, other)?,
+            other => {
+                check_range(&path, node, other)?;
+                if let toml::Value::Float(f) = other {
+                    if is_integer(node) && *f == f.trunc() && f.abs() < 9.0e15 {
+                        *other = toml::Value::Integer(*f as i64);
+                    }
+                }
+            }
         }
     }
     Ok(())
@@ -689,11 +707,15 @@ impl Config {
             apply_override(&mut value, o)?;
         }
         let schema = schema_value();
-        check_ranges(&schema, "", &value)?;
+        check_ranges(&schema, "", &mut value)?;
         let table = toml::Value::Table(value);
         let mut cfg: Config = serde_path_to_error::deserialize(table.clone()).map_err(|e| {
             let path = e.path().to_string();
             let inner = one_line(&e.into_inner().to_string());
+            let inner = match inner.rfind(" in `") {
+                Some(i) if inner.ends_with('`') => inner[..i].to_string(),
+                _ => inner,
+            };
             let given = path.split('.').try_fold(&table, |v, k| v.get(k));
             if path.is_empty() || path == "." {
                 Error::input(format!("config: {inner}"))
@@ -900,6 +922,14 @@ fn apply_override(root: &mut toml::Table, o: &str) -> Result<(), Error> {
         .parse::<toml::Table>()
         .ok()
         .and_then(|mut t| t.remove("v"))
+        .or_else(|| {
+            // A number TOML cannot hold as an integer (2^64): a float, so
+            // that the range check names it, not a type error on a string.
+            raw.parse::<f64>()
+                .ok()
+                .filter(|_| raw.starts_with(|c: char| c.is_ascii_digit() || c == '-'))
+                .map(toml::Value::Float)
+        })
         .unwrap_or_else(|| toml::Value::String(raw.to_string()));
     let parts: Vec<&str> = key.split('.').collect();
     let mut table = root;

@@ -66,24 +66,30 @@ pub fn estimate(cfg: &Config) -> (f64, &'static str) {
         TopologyKind::Hula3tier => "topology.hosts_per_tor",
         TopologyKind::Custom => "topology.file",
     };
-    // Registers: 8 bytes per cell, a few registers per slot.
+    // Registers: 8 bytes per cell, a few registers per slot, on every switch.
     let sc = &cfg.scheme;
-    let registers = match sc.kind.name() {
-        "p4te" => sc.p4te.flow_slots as f64 * 48.0,
-        "hula" => sc.flowlet_slots as f64 * 24.0 + sc.hula.tor_slots as f64 * 32.0,
-        "conga" | "conga_prime" => {
-            sc.flowlet_slots as f64 * 24.0 + sc.conga.leaf_slots as f64 * 64.0
-        }
-        "flowlet_ecmp" => sc.flowlet_slots as f64 * 24.0,
-        _ => 0.0,
+    let flowlets = sc.flowlet_slots as f64 * 24.0;
+    let (registers, reg_key) = match sc.kind.name() {
+        "p4te" => (sc.p4te.flow_slots as f64 * 48.0, "scheme.p4te.flow_slots"),
+        "hula" => (
+            flowlets + sc.hula.tor_slots as f64 * 32.0,
+            "scheme.hula.tor_slots",
+        ),
+        "conga" | "conga_prime" => (
+            flowlets + sc.conga.leaf_slots as f64 * 64.0,
+            "scheme.conga.leaf_slots",
+        ),
+        "flowlet_ecmp" => (flowlets, "scheme.kind"),
+        _ => (0.0, "scheme.kind"),
     };
     parts.push((
         2.0 * links * PER_PORT
             + switches * racks * PER_SWITCH_RACK
-            + switches * (PER_SWITCH + registers)
+            + switches * PER_SWITCH
             + hosts * PER_HOST,
         topo_key,
     ));
+    parts.push((switches * registers, reg_key));
     if cfg.workload.pattern != PatternKind::File {
         parts.push((cfg.workload.flows as f64 * PER_FLOW, "workload.flows"));
     }
