@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 SCENARIO ?= fat_tree_k8
 
-.PHONY: help setup test test-rust test-python bench lint fmt demo clean
+.PHONY: help setup test test-rust test-python bench lint fmt demo clean headers wheel-check
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -31,6 +31,12 @@ lint: setup ## clippy -D warnings, rustfmt --check, ruff, mypy and stubtest
 	$(VENV)/bin/ruff format --check python tests/python
 	$(PY) -m mypy python/pisanet
 	$(PY) -m mypy.stubtest --mypy-config-file pyproject.toml pisanet._core
+
+headers: ## Regenerate docs/headers.md and tools/wireshark/pisanet.lua from the header tables
+	source scripts/env.sh && find_rust && PISANET_BLESS=1 cargo test --release -p pisanet-schemes generated
+
+wheel-check: ## Build the wheel, install it into a clean venv, run `pisanet run` from it
+	bash scripts/wheel-check.sh
 
 fmt: ## Format Rust and Python sources
 	source scripts/env.sh && find_rust && cargo fmt --all

@@ -12,6 +12,19 @@ echo "== cargo test --release (default members)"
 rust=0
 cargo test --release || rust=$?
 
+# The dissector test (tests/python/test_capture.py) needs tshark. Debian's is
+# about 120 MB with libwireshark, so it is installed only on request.
+if ! command -v tshark >/dev/null; then
+  if [ "${PISANET_TSHARK:-}" = install ]; then
+    SUDO=""; if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends tshark >/dev/null
+  else
+    echo "test.sh: tshark not installed: the Wireshark dissector test is skipped" \
+      "(PISANET_TSHARK=install bash scripts/test.sh installs Debian's tshark, about 120 MB)" >&2
+  fi
+fi
+
 echo "== pytest tests/python"
 python=0
 .venv/bin/python -m pytest -q tests/python || python=$?

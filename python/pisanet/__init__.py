@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -86,15 +87,9 @@ def run(
     text, base_dir = load(config)
     flat = _overrides(set, overrides)
     resolved = _core.resolve(text, base_dir, flat)
-    summary, flows, queues, ports, port_rates = _core.run(text, base_dir, flat, progress)
-    result = Result(
-        summary=json.loads(summary),
-        flows=results.flows_frame(flows),
-        queues=results.queues_frame(queues),
-        ports=json.loads(ports),
-        resolved_config=resolved,
-        port_rates=results.port_rates_frame(port_rates),
-    )
+    result = results.from_native(_core.run(text, base_dir, flat, progress), resolved)
+    for message in result.summary.get("warnings", []):
+        warnings.warn(message, RuntimeWarning, stacklevel=2)
     if out is not None:
         results.write(Path(out), result)
     return result

@@ -8,6 +8,7 @@ into `port_names`.
 
 import os
 from collections.abc import Callable
+from typing import Any
 
 __all__ = [
     "ConfigError",
@@ -39,8 +40,13 @@ def run(
     dict[str, tuple[str, bytes] | tuple[str, list[str]]],
     str,
     dict[str, tuple[str, bytes] | tuple[str, list[str]]],
+    dict[str, Any],
 ]:
-    """Runs a config (TOML text): `(summary_json, flows, queues, ports_json, port_rates)`.
+    """Runs a config (TOML text): `(summary_json, flows, queues, ports_json, port_rates, capture)`.
+
+    `capture` is `{"pcap": [(port, pcap file bytes)], "trace": columns}`; the
+    trace's `node` and `port` are dictionary-encoded (`node_names`,
+    `port_names`) and `event` holds codes into `event_names`.
 
     `progress(sim_time_s, flows_completed, flows_total)` is called at most every
     50 ms of wall time; returning False stops the run (KeyboardInterrupt).

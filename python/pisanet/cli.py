@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -208,7 +209,11 @@ def run(
         if dry_run:
             sys.stdout.write(pisanet.resolve(config, set=overrides))
             return
-        result = _run_with_progress(config, overrides, quiet)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", RuntimeWarning)
+            result = _run_with_progress(config, overrides, quiet)
+        for w in caught:
+            err_console.print(f"warning: {w.message}", markup=False, highlight=False)
         directory = out if out is not None else Path("results") / config.stem
         written = results.write(directory, result)
     if not quiet:
@@ -286,14 +291,35 @@ def bench(
 @app.command()
 def plot(
     directory: Annotated[Path, typer.Argument(help="A result directory (pisanet run --out).")],
+    flow: Annotated[
+        int | None,
+        typer.Option(
+            "--flow",
+            help="Plot this flow's packets over time and hops (flow_ID.png, from "
+            "trace.parquet: run with [metrics.trace] flows = [ID]).",
+        ),
+    ] = None,
 ) -> None:
-    """Plot a result directory: fct_cdf.png and slowdown_by_size.png."""
+    """Plot a result directory: fct_cdf.png and slowdown_by_size.png, or one flow's packets."""
     from pisanet import plots
 
     with _user_errors():
         if not (directory / "flows.parquet").is_file():
             raise ConfigError(f"{directory}: no flows.parquet (not a result directory?)")
-        written = plots.plot_dir(directory)
+        if flow is not None:
+            trace = directory / results.TRACE_FILE
+            if not trace.is_file():
+                raise ConfigError(
+                    f"{directory}: no trace.parquet; run with [metrics.trace] flows = [{flow}]"
+                )
+            try:
+                written = [plots.plot_flow(directory, flow)]
+            except ValueError as e:
+                raise ConfigError(
+                    f"{trace}: {e}; run with [metrics.trace] flows = [{flow}]"
+                ) from None
+        else:
+            written = plots.plot_dir(directory)
     print(f"wrote {', '.join(p.name for p in written)} to {directory}/")
 
 

@@ -14,6 +14,8 @@ running SQL against it. Holds:
 - `queues` (view): the same over `queues.parquet`, for points that sampled queues.
 - `port_rates` (view): the same over `port_rates.parquet`, for points that sampled
   port rates.
+- `trace` (view): the same over `trace.parquet`, for points that traced packets
+  (`[metrics.trace]`).
 - `ports` (table): every finished point's `ports.json`, with `point_id`.
 - `meta` (table): the directory the views read from, and when it was built.
 
@@ -35,7 +37,7 @@ from typing import Any
 import pandas as pd
 
 from pisanet._core import ConfigError
-from pisanet.results import PORT_RATES_FILE, QUEUES_FILE
+from pisanet.results import PORT_RATES_FILE, QUEUES_FILE, TRACE_FILE
 from pisanet.sweeps import ERROR_FILE, MANIFEST, POINTS, SEED_KEY, read_manifest
 
 if sys.version_info >= (3, 11):
@@ -181,7 +183,11 @@ def build(directory: str | os.PathLike[str]) -> Path:
             flows = [directory / POINTS / pid / "flows.parquet" for pid in ok]
             con.execute(_file_view("flows", "flows.parquet", flows, front))
             # NOTE: only points that sampled have the file; the others are left out.
-            for view, file in (("queues", QUEUES_FILE), ("port_rates", PORT_RATES_FILE)):
+            for view, file in (
+                ("queues", QUEUES_FILE),
+                ("port_rates", PORT_RATES_FILE),
+                ("trace", TRACE_FILE),
+            ):
                 paths = [
                     directory / POINTS / pid / file
                     for pid in ok

@@ -2,12 +2,15 @@
 
 - `fct_cdf.png`: CDF of flow completion time, all flows and per class.
 - `slowdown_by_size.png`: mean and p99 slowdown per flow-size bucket.
+- `flow_<id>.png` (`pisanet plot DIR --flow ID`, from trace.parquet): one flow's
+  packets over time and hops.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -19,7 +22,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter, ScalarFormatter
 
-from pisanet.results import read_flows, write_atomic
+from pisanet.results import TRACE_FILE, read_flows, write_atomic
 
 CLASS_NAMES = {0: "short", 1: "large"}
 
@@ -75,6 +78,70 @@ def slowdown_by_size(flows: pd.DataFrame, buckets: int = 10) -> Figure:
     ax.grid(True, which="both", alpha=0.3)
     ax.set_title("Slowdown by flow size")
     return fig
+
+
+# Marker of each trace event in the flow plot (events not listed are not drawn).
+EVENT_STYLE: dict[str, dict[str, Any]] = {
+    "dequeue": {"marker": ".", "color": "tab:blue", "label": "sent on the port"},
+    "ecn_mark": {"marker": "^", "color": "tab:orange", "label": "ECN marked"},
+    "drop": {"marker": "x", "color": "tab:red", "label": "dropped (queue full)"},
+    "program_drop": {"marker": "X", "color": "darkred", "label": "dropped by the program"},
+    "to_cpu": {"marker": "s", "color": "tab:purple", "label": "to the switch CPU"},
+    "clone": {"marker": "D", "color": "tab:green", "label": "clone queued"},
+    "recirculate": {"marker": "P", "color": "tab:olive", "label": "recirculated"},
+}
+
+
+def flow_journey(trace: pd.DataFrame, flow: int) -> Figure:
+    """One flow's packets over time (x, microseconds) and hops (y: the ports
+    and switches in the order the flow first reached them); each packet is a
+    line from port to port, events are markers."""
+    events = trace[trace["flow"] == flow]
+    if events.empty:
+        raise ValueError(f"no events of flow {flow} in the trace")
+    where = np.where(events["port"].astype(str) == "", events["node"].astype(str), events["port"])
+    hops = list(dict.fromkeys(where))
+    y = pd.Series(where, index=events.index).map({h: i for i, h in enumerate(hops)})
+    fig, ax = plt.subplots(figsize=(9, 1.5 + 0.45 * len(hops)), layout="constrained")
+    sent = events["event"] == "dequeue"
+    for _, packet in events[sent].groupby("packet"):
+        ax.plot(packet["time"], y[packet.index], color="0.75", linewidth=0.6, zorder=1)
+    # Time in each queue: from the enqueue (or ECN-marked enqueue) to the dequeue.
+    queued = events["event"].isin(["enqueue", "ecn_mark", "clone", "recirculate"])
+    enq = events[queued].assign(y=y[queued]).groupby(["packet", "y"])["time"].first()
+    deq = events[sent].assign(y=y[sent]).groupby(["packet", "y"])["time"].first()
+    both = pd.concat({"enq": enq, "deq": deq}, axis=1).dropna()
+    if not both.empty:
+        ax.hlines(
+            both.index.get_level_values("y"),
+            both["enq"],
+            both["deq"],
+            color="tab:blue",
+            alpha=0.35,
+            linewidth=4,
+            label="queued",
+            zorder=1,
+        )
+    for event, style in EVENT_STYLE.items():
+        mask = events["event"] == event
+        if mask.any():
+            ax.scatter(events["time"][mask], y[mask], s=14, zorder=2, **style)
+    ax.set_yticks(range(len(hops)), hops)
+    ax.invert_yaxis()
+    ax.set_xlabel("Time (µs)")
+    ax.set_ylabel("Hop (port, or switch)")
+    ax.grid(True, axis="x", alpha=0.3)
+    n = events["packet"].nunique()
+    ax.set_title(f"Flow {flow}: {n} packets, {len(events)} events")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
+    return fig
+
+
+def plot_flow(directory: str | os.PathLike[str], flow: int) -> Path:
+    """Writes `flow_<flow>.png` from the result directory's trace.parquet."""
+    directory = Path(directory)
+    trace = pd.read_parquet(directory / TRACE_FILE)
+    return save(flow_journey(trace, flow), directory / f"flow_{flow}.png")
 
 
 def plot_dir(directory: str | os.PathLike[str]) -> list[Path]:

@@ -14,6 +14,16 @@ directory, then `os.replace`, so a reader never sees a half-written file):
   the end of each sampling interval), `port` (link name), `tx_gbps` (the rate
   the port sent at over the interval), `carried_gbps` (the part of it that went
   onto a working link: zero while the link is down).
+- `pcap/<port>.pcap` (only with `[metrics.pcap]`): what each captured port sent,
+  one Ethernet frame per packet with the schemes' headers (docs/headers.md), pcap
+  format with nanosecond timestamps; open with Wireshark and
+  tools/wireshark/pisanet.lua.
+- `trace.parquet` (only with `[metrics.trace]`): one row per event of the traced
+  packets: `time` (microseconds), `node`, `port` (link name, empty for an event of
+  the switch itself), `queue` (priority), `event` (enqueue, dequeue, drop,
+  ecn_mark, clone, recirculate, replicate, to_cpu, program_drop), `depth_bytes`
+  (the port's queue then), `packet` (packet id), `flow` (-1 for none), `seq`,
+  `size` (bytes).
 - `ports.json`: per-port counters (name, tx_packets, tx_bytes, drops, ecn_marks).
 - `config.resolved.toml`: the config as run, every default filled in.
 """
@@ -24,7 +34,8 @@ import json
 import os
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +71,8 @@ UNITS = {
     "time": "us",
     "bytes": "bytes",
     "depth_bytes": "bytes",
+    "size": "bytes",
+    "seq": "bytes",
     "tx_gbps": "Gb/s",
     "carried_gbps": "Gb/s",
     "retransmissions": "packets",
@@ -69,6 +82,8 @@ UNITS = {
 FILES = ("summary.json", "flows.parquet", "ports.json", "config.resolved.toml")
 QUEUES_FILE = "queues.parquet"
 PORT_RATES_FILE = "port_rates.parquet"
+TRACE_FILE = "trace.parquet"
+PCAP_DIR = "pcap"
 
 
 @dataclass(frozen=True)
@@ -87,6 +102,10 @@ class Result:
     """The config as run, every default filled in (TOML)."""
     port_rates: pd.DataFrame | None = None
     """Per-port transmit rates, or None when port rates were not sampled."""
+    pcaps: Mapping[str, bytes] = field(default_factory=dict)
+    """pcap file contents by port name (`[metrics.pcap]`), empty when not captured."""
+    trace: pd.DataFrame | None = None
+    """Per-packet events (`[metrics.trace]`), or None when not traced."""
 
 
 def _array(dtype: str, buffer: bytes) -> np.ndarray:
@@ -120,6 +139,53 @@ def queues_frame(columns: Mapping[str, Any]) -> pd.DataFrame | None:
 def port_rates_frame(columns: Mapping[str, Any]) -> pd.DataFrame | None:
     """Port rate samples from the native module's columns, or None when there are none."""
     return _sampled_frame(columns, PORT_RATE_COLUMNS)
+
+
+def from_native(payload: tuple[Any, ...], resolved: str) -> Result:
+    """The `Result` of the native module's `run` tuple and the resolved config."""
+    summary, flows, queues, ports, port_rates, capture = payload
+    return Result(
+        summary=json.loads(summary),
+        flows=flows_frame(flows),
+        queues=queues_frame(queues),
+        ports=json.loads(ports),
+        resolved_config=resolved,
+        port_rates=port_rates_frame(port_rates),
+        pcaps=dict(capture["pcap"]),
+        trace=trace_frame(capture["trace"]),
+    )
+
+
+def _codes(columns: Mapping[str, Any], name: str) -> pd.Categorical:
+    codes = _array(*columns[name]).astype(np.int64)
+    return pd.Categorical.from_codes(codes, categories=columns[f"{name}_names"][1])
+
+
+def trace_frame(columns: Mapping[str, Any]) -> pd.DataFrame | None:
+    """The per-packet trace from the native module's columns, or None when empty."""
+    if len(_array(*columns["time_us"])) == 0:
+        return None
+    flow = _array(*columns["flow"]).astype(np.int64)
+    flow[flow == 0xFFFF_FFFF] = -1
+    return pd.DataFrame(
+        {
+            "time": _array(*columns["time_us"]),
+            "node": _codes(columns, "node"),
+            "port": _codes(columns, "port"),
+            "queue": _array(*columns["queue"]),
+            "event": _codes(columns, "event"),
+            "depth_bytes": _array(*columns["depth_bytes"]),
+            "packet": _array(*columns["packet"]),
+            "flow": flow,
+            "seq": _array(*columns["seq"]),
+            "size": _array(*columns["size"]),
+        }
+    )
+
+
+def pcap_file_name(port: str) -> str:
+    """The file of a captured port inside the result directory, e.g. `pcap/leaf0->spine0.pcap`."""
+    return f"{PCAP_DIR}/{port}.pcap"
 
 
 def write_atomic(path: Path, write: Callable[[Path], object]) -> None:
@@ -168,9 +234,17 @@ def write(out: str | os.PathLike[str], result: Result) -> list[Path]:
     # samples of an earlier run that this one does not have, so no file of
     # the old run is read as part of the new one.
     (directory / "summary.json").unlink(missing_ok=True)
-    for name, frame in ((QUEUES_FILE, result.queues), (PORT_RATES_FILE, result.port_rates)):
+    for name, frame in (
+        (QUEUES_FILE, result.queues),
+        (PORT_RATES_FILE, result.port_rates),
+        (TRACE_FILE, result.trace),
+    ):
         if frame is None:
             (directory / name).unlink(missing_ok=True)
+    if (directory / PCAP_DIR).is_dir():
+        for old in (directory / PCAP_DIR).glob("*.pcap"):
+            if old.name[: -len(".pcap")] not in result.pcaps:
+                old.unlink()
     written = []
 
     def text(name: str, content: str) -> None:
@@ -186,6 +260,15 @@ def write(out: str | os.PathLike[str], result: Result) -> list[Path]:
     if result.port_rates is not None:
         _write_parquet(directory / PORT_RATES_FILE, result.port_rates)
         written.append(directory / PORT_RATES_FILE)
+    if result.trace is not None:
+        _write_parquet(directory / TRACE_FILE, result.trace)
+        written.append(directory / TRACE_FILE)
+    if result.pcaps:
+        (directory / PCAP_DIR).mkdir(exist_ok=True)
+    for port, content in result.pcaps.items():
+        path = directory / pcap_file_name(port)
+        write_atomic(path, partial(Path.write_bytes, data=content))
+        written.append(path)
     text("ports.json", json.dumps(result.ports, indent=2) + "\n")
     # NOTE: the summary goes last: its presence marks a complete result directory.
     text("summary.json", json.dumps(result.summary, indent=2) + "\n")

@@ -378,18 +378,9 @@ def _clear_temp_files(point_dir: Path) -> None:
 
 
 def _write_ok(point_dir: Path, payload: Any, resolved: str) -> None:
-    summary, flows, queues, ports, port_rates = payload
     point_dir.mkdir(parents=True, exist_ok=True)
     _clear_temp_files(point_dir)
-    result = results.Result(
-        summary=json.loads(summary),
-        flows=results.flows_frame(flows),
-        queues=results.queues_frame(queues),
-        ports=json.loads(ports),
-        resolved_config=resolved,
-        port_rates=results.port_rates_frame(port_rates),
-    )
-    results.write(point_dir, result)
+    results.write(point_dir, results.from_native(payload, resolved))
     (point_dir / ERROR_FILE).unlink(missing_ok=True)
 
 

@@ -12,5 +12,6 @@
 pub mod packet;
 pub mod queue;
 pub mod topology;
+pub mod wire;
 
 pub use packet::*;

@@ -41,12 +41,13 @@ create_exception!(
 /// How often, at most, `run` re-attaches to Python to check signals and report progress.
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(50);
 
-/// `(summary_json, flows, queues, ports_json, port_rates)`; see `run`.
+/// `(summary_json, flows, queues, ports_json, port_rates, capture)`; see `run`.
 type RunTuple<'py> = (
     String,
     Bound<'py, PyDict>,
     Bound<'py, PyDict>,
     String,
+    Bound<'py, PyDict>,
     Bound<'py, PyDict>,
 );
 
@@ -143,6 +144,41 @@ fn port_rate_columns<'py>(py: Python<'py>, r: &pisanet::PortRates) -> PyResult<B
     Ok(d)
 }
 
+/// `{"pcap": [(port, file bytes)], "trace": columns}`: the trace's `node`
+/// and `port` dictionary-encoded, `event` codes into `event_names`.
+fn capture_columns<'py>(
+    py: Python<'py>,
+    c: &pisanet::capture::CaptureOutput,
+) -> PyResult<Bound<'py, PyDict>> {
+    let pcaps: Vec<(&str, Bound<'py, PyBytes>)> = c
+        .pcaps
+        .iter()
+        .map(|(name, bytes)| (name.as_str(), PyBytes::new(py, bytes)))
+        .collect();
+    let t = &c.trace;
+    let d = PyDict::new(py);
+    put(&d, "time_us", &t.time_us)?;
+    let (codes, names) = encode_ports(&t.node);
+    put(&d, "node", &codes)?;
+    d.set_item("node_names", ("str", names))?;
+    put_ports(&d, &t.port)?;
+    put(&d, "queue", &t.queue)?;
+    put(&d, "event", &t.event)?;
+    d.set_item(
+        "event_names",
+        ("str", pisanet::capture::TRACE_EVENTS.to_vec()),
+    )?;
+    put(&d, "depth_bytes", &t.depth_bytes)?;
+    put(&d, "packet", &t.packet)?;
+    put(&d, "flow", &t.flow)?;
+    put(&d, "seq", &t.seq)?;
+    put(&d, "size", &t.size)?;
+    let out = PyDict::new(py);
+    out.set_item("pcap", pcaps)?;
+    out.set_item("trace", d)?;
+    Ok(out)
+}
+
 /// Runs pending signal handlers (Ctrl-C raises here), then the user's callback.
 /// `Ok(false)` asks the run to stop.
 fn report(py: Python<'_>, callback: Option<&Py<PyAny>>, p: pisanet::Progress) -> PyResult<bool> {
@@ -154,7 +190,7 @@ fn report(py: Python<'_>, callback: Option<&Py<PyAny>>, p: pisanet::Progress) ->
     Ok(answer.is_none(py) || answer.bind(py).is_truthy()?)
 }
 
-/// Runs a config (TOML text) and returns `(summary_json, flows, queues, ports_json, port_rates)`.
+/// Runs a config (TOML text) and returns `(summary_json, flows, queues, ports_json, port_rates, capture)`.
 #[pyfunction]
 #[pyo3(signature = (text, base_dir=None, overrides=Vec::new(), progress=None))]
 fn run<'py>(
@@ -191,6 +227,7 @@ fn run<'py>(
         queue_columns(py, &out.queues)?,
         out.ports.to_string(),
         port_rate_columns(py, &out.port_rates)?,
+        capture_columns(py, &out.capture)?,
     ))
 }
 

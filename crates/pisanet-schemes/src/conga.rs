@@ -31,6 +31,7 @@ use crate::blocks::{
 use crate::l3::{self, RouteAgent, FIVE_TUPLE_FIELDS, L3};
 use crate::{FlowletId, SchemeParams};
 use pisanet_engine::{units, SimTime};
+use pisanet_net::wire::{FieldDef, HeaderDef, Placement, ETHERTYPE_EXPERIMENTAL_1};
 use pisanet_net::{ExtHeader, Packet, PortNo, MIN_FRAME_BYTES};
 use pisanet_pisa::{
     ControlAgent, CounterId, CounterKind, CounterSpec, CpuApi, Ctx, DataPlane, EstimatorId,
@@ -49,8 +50,9 @@ pub const CONGA_HEADER_BYTES: u16 = 8;
 pub const MAX_UPLINKS: usize = 8;
 /// Bits of the congestion metric (CONGA section 3.2: Q = 3).
 pub const METRIC_MAX: u64 = 7;
-/// `lbtag` of a packet on a flowlet-ECMP path (conga_prime across pods).
-pub const LBTAG_ECMP: u64 = 0xff;
+/// `lbtag` of a packet on a flowlet-ECMP path (conga_prime across pods):
+/// the largest 4-bit tag, never an uplink index (< [`MAX_UPLINKS`]).
+pub const LBTAG_ECMP: u64 = 0xf;
 
 const TIME_MASK: u64 = 0xffff_ffff;
 
@@ -64,6 +66,81 @@ static CTL_NAMES: [&str; MAX_UPLINKS] = [
     "congestion_to_leaf_6",
     "congestion_to_leaf_7",
 ];
+
+/// The overlay header (CONGA section 3.1, packet format: LBTag 4 bits, CE 3 bits,
+/// FB_LBTag 4 bits, FB_Metric 3 bits), as the program keeps and writes it
+/// (docs/headers.md).
+pub const CONGA_SRC_LEAF: FieldDef = FieldDef::ext(
+    "src_leaf",
+    16,
+    0,
+    0,
+    "source leaf (CONGA section 3.1 reads it from the outer IP source address)",
+);
+pub const CONGA_LBTAG: FieldDef = FieldDef::ext(
+    "lbtag",
+    4,
+    1,
+    0,
+    "uplink the source leaf chose (section 3.1, LBTag); 15 = flowlet ECMP (conga_prime across pods)",
+);
+pub const CONGA_CE: FieldDef = FieldDef::ext(
+    "ce",
+    3,
+    1,
+    8,
+    "congestion extent: the largest quantized DRE along the path so far (section 3.2, CE)",
+);
+pub const CONGA_FB_LBTAG: FieldDef = FieldDef::ext(
+    "fb_lbtag",
+    4,
+    2,
+    0,
+    "piggybacked feedback: uplink of the path from the receiver's leaf (section 3.3, FB_LBTag)",
+);
+pub const CONGA_FB_METRIC: FieldDef = FieldDef::ext(
+    "fb_metric",
+    3,
+    2,
+    8,
+    "piggybacked feedback: that path's congestion metric (section 3.3, FB_Metric)",
+);
+pub const CONGA_FB_VALID: FieldDef = FieldDef::ext(
+    "fb_valid",
+    1,
+    2,
+    16,
+    "1 when fb_lbtag and fb_metric carry feedback",
+);
+pub const CONGA_HASH: FieldDef = FieldDef::ext(
+    "hash",
+    32,
+    3,
+    0,
+    "flowlet hash every switch picks its ECMP member with (conga_prime across pods)",
+);
+pub static CONGA_WIRE: HeaderDef = HeaderDef {
+    name: "conga",
+    title: "CONGA overlay",
+    schemes: "conga, conga_prime",
+    kind: CONGA_HEADER,
+    bytes: CONGA_HEADER_BYTES,
+    placement: Placement::EtherType(ETHERTYPE_EXPERIMENTAL_1),
+    doc: "Pushed by the source leaf on packets to another leaf, popped by the destination leaf. \
+          CONGA carries these fields in a VXLAN header; pisanet counts only these 8 bytes, so the \
+          frame puts them between Ethernet and IPv4 (IEEE local experimental EtherType) instead \
+          of an outer Ethernet/IPv4/UDP.",
+    fields: &[
+        CONGA_SRC_LEAF,
+        CONGA_LBTAG,
+        CONGA_CE,
+        CONGA_FB_LBTAG,
+        CONGA_FB_METRIC,
+        CONGA_FB_VALID,
+        FieldDef::reserved(1),
+        CONGA_HASH,
+    ],
+};
 
 /// Parameters of `conga` and `conga_prime` (`[scheme.conga]`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -117,24 +194,29 @@ pub struct CongaHeader {
 impl CongaHeader {
     pub fn of(pkt: &Packet) -> Option<CongaHeader> {
         let h = pkt.ext.as_ref().filter(|h| h.kind == CONGA_HEADER)?;
+        let f = &h.fields;
         Some(CongaHeader {
-            src_leaf: h.fields[0] as u32,
-            lbtag: h.fields[1] & 0xff,
-            ce: (h.fields[1] >> 8) & 0xff,
-            fb: (h.fields[2] >> 16 & 1 == 1)
-                .then_some((h.fields[2] & 0xff, (h.fields[2] >> 8) & 0xff)),
-            hash: h.fields[3] as u32,
+            src_leaf: CONGA_SRC_LEAF.get(f) as u32,
+            lbtag: CONGA_LBTAG.get(f),
+            ce: CONGA_CE.get(f),
+            fb: (CONGA_FB_VALID.get(f) == 1)
+                .then_some((CONGA_FB_LBTAG.get(f), CONGA_FB_METRIC.get(f))),
+            hash: CONGA_HASH.get(f) as u32,
         })
     }
 
     fn fields(&self) -> [u64; 4] {
-        let fb = self.fb.map_or(0, |(t, m)| t | m << 8 | 1 << 16);
-        [
-            self.src_leaf as u64,
-            self.lbtag | self.ce << 8,
-            fb,
-            self.hash as u64,
-        ]
+        let mut f = [0; 4];
+        CONGA_SRC_LEAF.set(&mut f, self.src_leaf as u64);
+        CONGA_LBTAG.set(&mut f, self.lbtag);
+        CONGA_CE.set(&mut f, self.ce);
+        if let Some((tag, metric)) = self.fb {
+            CONGA_FB_LBTAG.set(&mut f, tag);
+            CONGA_FB_METRIC.set(&mut f, metric);
+            CONGA_FB_VALID.set(&mut f, 1);
+        }
+        CONGA_HASH.set(&mut f, self.hash as u64);
+        f
     }
 
     /// Encapsulates: the packet grows by the header.

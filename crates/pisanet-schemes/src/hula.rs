@@ -32,6 +32,7 @@ pub use crate::blocks::{
 use crate::l3::{self, RouteAgent, FIVE_TUPLE_FIELDS, L3};
 use crate::SchemeParams;
 use pisanet_engine::{units, SimTime};
+use pisanet_net::wire::{FieldDef, HeaderDef, Placement};
 use pisanet_net::{ExtHeader, Packet, PortNo, MIN_FRAME_BYTES};
 use pisanet_pisa::{
     matches, ActionCall, ActionId, ControlAgent, CounterId, CounterKind, CounterSpec, CpuApi, Ctx,
@@ -48,6 +49,34 @@ pub const PROTO_HULA: u8 = 253;
 pub const HULA_HEADER: u16 = 0x4855;
 /// Bytes of the HULA header (torID 24 bits + minUtil 8 bits; HULA section 4.2).
 pub const HULA_HEADER_BYTES: u16 = 4;
+/// HULA section 4.2, the probe header: the fields the program reads and
+/// writes, and their layout on the wire (docs/headers.md).
+pub const HULA_TOR_ID: FieldDef = FieldDef::ext(
+    "tor_id",
+    24,
+    0,
+    0,
+    "ToR that generated the probe (HULA section 4.2, torID)",
+);
+pub const HULA_MIN_UTIL: FieldDef = FieldDef::ext(
+    "min_util",
+    8,
+    1,
+    0,
+    "utilization of the best path to tor_id so far, 0..254, 255 = infinity (HULA section 4.2, minUtil)",
+);
+pub static HULA_WIRE: HeaderDef = HeaderDef {
+    name: "hula",
+    title: "HULA probe",
+    schemes: "hula",
+    kind: HULA_HEADER,
+    bytes: HULA_HEADER_BYTES,
+    placement: Placement::IpProto(PROTO_HULA),
+    doc: "Probes the ToRs' packet generators send and the switches replicate (HULA section 4.1); \
+          a minimum-sized frame: nothing follows the header but padding.",
+    fields: &[HULA_TOR_ID, HULA_MIN_UTIL],
+};
+
 /// "Infinity" of the 8-bit utilization (HULA section 4.3, bootstrapping):
 /// measured utilizations saturate at `UTIL_MAX`, one below.
 pub const UTIL_INF: u64 = 255;
@@ -216,13 +245,16 @@ impl BestPath {
 
 /// The probe ToR `tor` generates (HULA section 4.2: a minimum-sized packet).
 pub fn probe(tor: u32, util: u64) -> Packet {
+    let mut fields = [0; 4];
+    HULA_TOR_ID.set(&mut fields, tor as u64);
+    HULA_MIN_UTIL.set(&mut fields, util);
     let mut p = Packet {
         size: MIN_FRAME_BYTES,
         flow: Packet::NO_FLOW,
         ext: Some(Box::new(ExtHeader {
             kind: HULA_HEADER,
             bytes: HULA_HEADER_BYTES,
-            fields: [tor as u64 & 0xff_ffff, util & 0xff, 0, 0],
+            fields,
         })),
         ..Default::default()
     };
@@ -234,9 +266,10 @@ pub fn probe(tor: u32, util: u64) -> Packet {
 /// The HULA header of a packet, if it is a probe: (tor_id, min_util).
 pub fn probe_header(pkt: &Packet) -> Option<(u32, u64)> {
     match &pkt.ext {
-        Some(h) if pkt.ip.proto == PROTO_HULA && h.kind == HULA_HEADER => {
-            Some((h.fields[0] as u32, h.fields[1]))
-        }
+        Some(h) if pkt.ip.proto == PROTO_HULA && h.kind == HULA_HEADER => Some((
+            HULA_TOR_ID.get(&h.fields) as u32,
+            HULA_MIN_UTIL.get(&h.fields),
+        )),
         _ => None,
     }
 }
@@ -483,7 +516,7 @@ impl Hula {
         }
         // Fig. 3b line 13: the probe carries this switch's best path onward.
         if let Some(h) = pkt.ext.as_mut() {
-            h.fields[1] = best;
+            HULA_MIN_UTIL.set(&mut h.fields, best);
         }
         // Stage 3: hula_mcast (section 4.1): replicate, or end the journey.
         let hit = ctx.apply(self.hula_mcast, [in_port as u64, 0, 0, 0]);

@@ -22,6 +22,7 @@ pub mod hula;
 pub mod l3;
 pub mod p4te;
 pub mod rps;
+pub mod wire;
 
 pub use flowlet_ecmp::FlowletId;
 

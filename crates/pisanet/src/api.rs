@@ -101,4 +101,6 @@ pub struct RunOutput {
     pub port_rates: PortRates,
     /// Per-port counters, one JSON object per port (name, tx_packets, tx_bytes, drops, ecn_marks).
     pub ports: serde_json::Value,
+    /// pcap files and the per-packet trace (`[metrics.pcap]`, `[metrics.trace]`).
+    pub capture: crate::capture::CaptureOutput,
 }

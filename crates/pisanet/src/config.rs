@@ -375,6 +375,8 @@ pub struct MetricsCfg {
     /// Only ports whose link name contains one of these (empty = all switch ports).
     #[schemars(extend("x-applies-when" = {"key": "metrics.port_rate_interval_us", "nonzero": true}))]
     pub port_rate_ports: Vec<String>,
+    pub pcap: crate::capture::PcapCfg,
+    pub trace: crate::capture::TraceCfg,
 }
 
 impl Default for MetricsCfg {
@@ -384,6 +386,8 @@ impl Default for MetricsCfg {
             queue_sample_ports: Vec::new(),
             port_rate_interval_us: 0.0,
             port_rate_ports: Vec::new(),
+            pcap: Default::default(),
+            trace: Default::default(),
         }
     }
 }

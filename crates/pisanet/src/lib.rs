@@ -5,6 +5,7 @@
 //! checks every run ends with, and the results (summary + per-flow columns).
 
 mod api;
+pub mod capture;
 pub mod config;
 pub mod forward;
 pub mod memory;

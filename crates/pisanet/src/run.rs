@@ -195,7 +195,8 @@ pub fn run_config(
     }
     world.check_unfinished();
     let wall_s = wall.elapsed().as_secs_f64();
-    finish(cfg, world, stop, wall_s)
+    let captured = world.tap.take().map(|t| t.finish(&world));
+    finish(cfg, world, stop, wall_s).map(|out| crate::capture::attach(out, captured))
 }
 
 /// Everything a run builds before its first event: the memory estimate,
@@ -323,6 +324,7 @@ pub fn build_world(cfg: &Config, base: Option<&Path>) -> Result<World, Error> {
             })
             .collect();
     }
+    world.tap = crate::capture::Tap::from_config(cfg, &world)?;
     Ok(world)
 }
 
@@ -579,6 +581,7 @@ fn finish(
         queues,
         port_rates,
         ports: Value::Array(ports),
+        capture: Default::default(),
     })
 }
 

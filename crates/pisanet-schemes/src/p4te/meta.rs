@@ -7,6 +7,7 @@
 //! word 1: [31:0] in-flight bytes from the shim, then the FACK's window
 //! ```
 
+use pisanet_net::wire::{FieldDef, HeaderDef, Placement};
 use pisanet_pisa::UserMeta;
 
 /// A view of the user metadata words.
@@ -76,6 +77,55 @@ impl Meta {
         set(&mut self.0[1], 0, 32, w as u64)
     }
 }
+
+/// IPv4 protocol that announces the shim on the wire (RFC 3692 experimental;
+/// HULA's probes use the other one, 253). The shim's `next_proto` says TCP.
+pub const PROTO_P4TE: u8 = 254;
+
+/// The shim's fields, as the program reads and writes them and as they go
+/// on the wire (docs/headers.md).
+pub const SHIM_FLAGS: FieldDef = FieldDef::ext(
+    "flags",
+    8,
+    0,
+    0,
+    "1 HOLD (within B bytes of the last rate control), 2 ACTED, 4 FACK, 8 ACK_VALID (section 4.3.1)",
+);
+/// NOTE: the model keeps the 64-bit ack of its TCP; the wire has its low
+/// 32 bits, as the TCP header does.
+pub const SHIM_ACK: FieldDef = FieldDef::ext(
+    "ack",
+    32,
+    1,
+    0,
+    "last ACK the sender's leaf sent down to the sender (mod 2^32)",
+);
+/// Data packets carry the in-flight estimate, FACKs the trigger (never both).
+pub const SHIM_INFLIGHT: FieldDef = FieldDef::ext(
+    "inflight",
+    32,
+    2,
+    0,
+    "data: bytes in flight as the sender's leaf estimates them; FACK: low 32 bits of the \
+     sequence number of the data packet acted on",
+);
+pub static SHIM_WIRE: HeaderDef = HeaderDef {
+    name: "p4te",
+    title: "P4TE shim",
+    schemes: "p4te",
+    kind: super::SHIM_KIND,
+    bytes: super::SHIM_BYTES as u16,
+    placement: Placement::IpProto(PROTO_P4TE),
+    doc: "Between IPv4 and TCP on data packets in the fabric (pushed by the sender's leaf, \
+          popped by the receiver's) and on fake ACKs (section 4.3.1).",
+    fields: &[
+        SHIM_FLAGS,
+        FieldDef::next_proto(),
+        FieldDef::reserved(16),
+        SHIM_ACK,
+        SHIM_INFLIGHT,
+    ],
+};
 
 /// The P4TE shim between the IP and TCP headers of data packets in the
 /// fabric and of FACKs (section 4.3.1's header flags, plus what the

@@ -27,7 +27,7 @@ pub mod agent;
 mod meta;
 
 pub use agent::P4teAgent;
-pub use meta::{Meta, Shim};
+pub use meta::{Meta, Shim, PROTO_P4TE, SHIM_ACK, SHIM_FLAGS, SHIM_INFLIGHT, SHIM_WIRE};
 
 use crate::blocks::FlowletTimer;
 use crate::l3::{self, FIVE_TUPLE_FIELDS, L3, SET_ECMP_GROUP, SET_NHOP};
@@ -798,23 +798,31 @@ impl DataPlane for P4te {
 impl Shim {
     /// The shim header of `pkt`, if it carries one.
     pub fn of(pkt: &Packet) -> Option<Shim> {
-        pkt.ext
-            .as_deref()
-            .filter(|e| e.kind == SHIM_KIND)
-            .map(|e| Shim {
-                flags: e.fields[0],
+        pkt.ext.as_deref().filter(|e| e.kind == SHIM_KIND).map(|e| {
+            let flags = SHIM_FLAGS.get(&e.fields);
+            let fack = flags & Shim::FACK != 0;
+            let word = SHIM_INFLIGHT.get(&e.fields);
+            Shim {
+                flags,
+                // SHIM_ACK's word, whole: the wire cuts it, the model does not.
                 ack: e.fields[1],
-                inflight: e.fields[2],
-                trigger: e.fields[3],
-            })
+                inflight: if fack { 0 } else { word },
+                trigger: if fack { word } else { 0 },
+            }
+        })
     }
 
     /// Emits this shim on `pkt` (the caller accounts for its bytes).
     pub fn put(&self, pkt: &mut Packet) {
+        let mut fields = [0; 4];
+        SHIM_FLAGS.set(&mut fields, self.flags);
+        fields[1] = self.ack;
+        let fack = self.flags & Shim::FACK != 0;
+        SHIM_INFLIGHT.set(&mut fields, if fack { self.trigger } else { self.inflight });
         pkt.ext = Some(Box::new(ExtHeader {
             kind: SHIM_KIND,
             bytes: SHIM_BYTES as u16,
-            fields: [self.flags, self.ack, self.inflight, self.trigger],
+            fields,
         }));
     }
 
@@ -832,7 +840,8 @@ impl Shim {
     /// Sets the ACTED flag, if the packet carries the shim.
     pub fn mark_acted(pkt: &mut Packet) {
         if let Some(e) = pkt.ext.as_deref_mut().filter(|e| e.kind == SHIM_KIND) {
-            e.fields[0] |= Shim::ACTED;
+            let flags = SHIM_FLAGS.get(&e.fields);
+            SHIM_FLAGS.set(&mut e.fields, flags | Shim::ACTED);
         }
     }
 }

@@ -130,6 +130,8 @@ pub struct World {
     pub(crate) host_queueing: bool,
     /// Reused buffer of TSQ wake-ups (`tsq_offer`).
     pub(crate) tsq_out: Vec<Packet>,
+    /// pcap capture and per-packet trace (capture.rs); `None` when off.
+    pub tap: Option<Box<crate::capture::Tap>>,
 }
 
 /// How a run ended.
@@ -265,6 +267,7 @@ impl World {
             sport_salt: params.sport_salt,
             host_queueing: false,
             tsq_out: Vec::with_capacity(64),
+            tap: None,
         }
     }
 

@@ -49,6 +49,14 @@ impl World {
 
     #[inline]
     pub(crate) fn enqueue_queued(&mut self, now: SimTime, p: PortIdx, q: Queued) {
+        if self.tap.is_some() {
+            return crate::capture::enqueue_tapped(self, now, p, q);
+        }
+        self.enqueue_untapped(now, p, q)
+    }
+
+    #[inline]
+    pub(crate) fn enqueue_untapped(&mut self, now: SimTime, p: PortIdx, q: Queued) {
         let port = &mut self.ports[p as usize];
         let shared = port.shared.map(|i| &mut self.shared[i as usize]);
         let marks_before = port.queue.counters.ecn_marks;
@@ -148,7 +156,16 @@ impl World {
     }
 
     /// Puts `pkt` on port `p`'s wire: busy for its serialization time.
+    #[inline]
     pub(crate) fn transmit(&mut self, now: SimTime, p: PortIdx, pkt: Packet) {
+        if self.tap.is_some() {
+            return crate::capture::transmit_tapped(self, now, p, pkt);
+        }
+        self.transmit_untapped(now, p, pkt)
+    }
+
+    #[inline]
+    pub(crate) fn transmit_untapped(&mut self, now: SimTime, p: PortIdx, pkt: Packet) {
         let port = &mut self.ports[p as usize];
         port.queue.count_tx(pkt.size);
         let done = now + port.rate.tx_time(pkt.size as u64);

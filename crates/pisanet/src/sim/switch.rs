@@ -44,6 +44,9 @@ impl World {
     pub(crate) fn apply_emits(&mut self, now: SimTime, sw: u32, emits: &mut Vec<Emit>) {
         let node = sw + self.topo.n_hosts;
         for e in emits.drain(..) {
+            if let Some(t) = self.tap.as_deref_mut() {
+                t.on_emit(now, node, &e)
+            }
             match e {
                 Emit::Enqueue { port, pkt, meta } => {
                     self.enqueue_from_switch(now, node, port, pkt, meta)

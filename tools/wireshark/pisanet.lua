@@ -1,0 +1,112 @@
+-- Wireshark dissector for the headers pisanet's switch programs add.
+-- Generated from the header tables of the switch programs
+-- (crates/pisanet-schemes/src/wire.rs); `make headers` rewrites it, a test
+-- fails when it is stale. Do not edit. Layouts: docs/headers.md.
+--
+-- Use: wireshark -X lua_script:tools/wireshark/pisanet.lua FILE.pcap
+--      tshark -X lua_script:tools/wireshark/pisanet.lua -r FILE.pcap -V
+-- or copy this file to ~/.local/lib/wireshark/plugins/.
+
+-- Adds each field {proto field, bit offset, bits} of a header to `tree`;
+-- returns the values by name.
+local function add_fields(tree, tvb, fields)
+    local values = {}
+    for _, f in ipairs(fields) do
+        local field, off, bits, name = f[1], f[2], f[3], f[4]
+        local first = math.floor(off / 8)
+        local last = math.floor((off + bits - 1) / 8)
+        local range = tvb(first, last - first + 1)
+        local v = range:bitfield(off % 8, bits)
+        values[name] = v
+        if field then
+            tree:add(field, range, v)
+        end
+    end
+    return values
+end
+
+-- HULA probe: after IPv4, whose protocol field is 253.
+local p_hula = Proto("pisanet_hula", "pisanet HULA probe")
+local f_hula = {
+    tor_id = ProtoField.uint24("pisanet_hula.tor_id", "tor_id", base.DEC, nil, nil, "ToR that generated the probe (HULA section 4.2, torID)"),
+    min_util = ProtoField.uint8("pisanet_hula.min_util", "min_util", base.DEC, nil, nil, "utilization of the best path to tor_id so far, 0..254, 255 = infinity (HULA section 4.2, minUtil)"),
+}
+p_hula.fields = { f_hula.tor_id, f_hula.min_util }
+local l_hula = {
+    { f_hula.tor_id, 0, 24, "tor_id" },
+    { f_hula.min_util, 24, 8, "min_util" },
+}
+function p_hula.dissector(tvb, pinfo, tree)
+    if tvb:len() < 4 then
+        return 0
+    end
+    pinfo.cols.protocol:set("HULA")
+    local t = tree:add(p_hula, tvb(0, 4))
+    local _ = add_fields(t, tvb, l_hula)
+    return 4
+end
+DissectorTable.get("ip.proto"):add(253, p_hula)
+
+-- CONGA overlay: between Ethernet and IPv4; Ethernet type 0x88b5, IPv4 follows.
+local p_conga = Proto("pisanet_conga", "pisanet CONGA overlay")
+local f_conga = {
+    src_leaf = ProtoField.uint16("pisanet_conga.src_leaf", "src_leaf", base.DEC, nil, nil, "source leaf (CONGA section 3.1 reads it from the outer IP source address)"),
+    lbtag = ProtoField.uint8("pisanet_conga.lbtag", "lbtag", base.DEC, nil, nil, "uplink the source leaf chose (section 3.1, LBTag); 15 = flowlet ECMP (conga_prime across pods)"),
+    ce = ProtoField.uint8("pisanet_conga.ce", "ce", base.DEC, nil, nil, "congestion extent: the largest quantized DRE along the path so far (section 3.2, CE)"),
+    fb_lbtag = ProtoField.uint8("pisanet_conga.fb_lbtag", "fb_lbtag", base.DEC, nil, nil, "piggybacked feedback: uplink of the path from the receiver's leaf (section 3.3, FB_LBTag)"),
+    fb_metric = ProtoField.uint8("pisanet_conga.fb_metric", "fb_metric", base.DEC, nil, nil, "piggybacked feedback: that path's congestion metric (section 3.3, FB_Metric)"),
+    fb_valid = ProtoField.uint8("pisanet_conga.fb_valid", "fb_valid", base.DEC, nil, nil, "1 when fb_lbtag and fb_metric carry feedback"),
+    hash = ProtoField.uint32("pisanet_conga.hash", "hash", base.DEC, nil, nil, "flowlet hash every switch picks its ECMP member with (conga_prime across pods)"),
+}
+p_conga.fields = { f_conga.src_leaf, f_conga.lbtag, f_conga.ce, f_conga.fb_lbtag, f_conga.fb_metric, f_conga.fb_valid, f_conga.hash }
+local l_conga = {
+    { f_conga.src_leaf, 0, 16, "src_leaf" },
+    { f_conga.lbtag, 16, 4, "lbtag" },
+    { f_conga.ce, 20, 3, "ce" },
+    { f_conga.fb_lbtag, 23, 4, "fb_lbtag" },
+    { f_conga.fb_metric, 27, 3, "fb_metric" },
+    { f_conga.fb_valid, 30, 1, "fb_valid" },
+    { nil, 31, 1, "reserved" },
+    { f_conga.hash, 32, 32, "hash" },
+}
+function p_conga.dissector(tvb, pinfo, tree)
+    if tvb:len() < 8 then
+        return 0
+    end
+    pinfo.cols.protocol:set("CONGA")
+    local t = tree:add(p_conga, tvb(0, 8))
+    local _ = add_fields(t, tvb, l_conga)
+    Dissector.get("ip"):call(tvb(8):tvb(), pinfo, tree)
+    return tvb:len()
+end
+DissectorTable.get("ethertype"):add(0x88b5, p_conga)
+
+-- P4TE shim: after IPv4, whose protocol field is 254.
+local p_p4te = Proto("pisanet_p4te", "pisanet P4TE shim")
+local f_p4te = {
+    flags = ProtoField.uint8("pisanet_p4te.flags", "flags", base.DEC, nil, nil, "1 HOLD (within B bytes of the last rate control), 2 ACTED, 4 FACK, 8 ACK_VALID (section 4.3.1)"),
+    next_proto = ProtoField.uint8("pisanet_p4te.next_proto", "next_proto", base.DEC, nil, nil, "IPv4 protocol of what follows (the IPv4 header names this header instead)"),
+    ack = ProtoField.uint32("pisanet_p4te.ack", "ack", base.DEC, nil, nil, "last ACK the sender's leaf sent down to the sender (mod 2^32)"),
+    inflight = ProtoField.uint32("pisanet_p4te.inflight", "inflight", base.DEC, nil, nil, "data: bytes in flight as the sender's leaf estimates them; FACK: low 32 bits of the sequence number of the data packet acted on"),
+}
+p_p4te.fields = { f_p4te.flags, f_p4te.next_proto, f_p4te.ack, f_p4te.inflight }
+local l_p4te = {
+    { f_p4te.flags, 0, 8, "flags" },
+    { f_p4te.next_proto, 8, 8, "next_proto" },
+    { nil, 16, 16, "reserved" },
+    { f_p4te.ack, 32, 32, "ack" },
+    { f_p4te.inflight, 64, 32, "inflight" },
+}
+function p_p4te.dissector(tvb, pinfo, tree)
+    if tvb:len() < 12 then
+        return 0
+    end
+    pinfo.cols.protocol:set("P4TE")
+    local t = tree:add(p_p4te, tvb(0, 12))
+    local v = add_fields(t, tvb, l_p4te)
+    if tvb:len() > 12 then
+        DissectorTable.get("ip.proto"):try(v.next_proto, tvb(12):tvb(), pinfo, tree)
+    end
+    return tvb:len()
+end
+DissectorTable.get("ip.proto"):add(254, p_p4te)
