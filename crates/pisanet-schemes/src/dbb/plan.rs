@@ -63,6 +63,8 @@ pub struct Plan {
     /// The N paths of a PDC, in order, each a list of switches from the
     /// source to the sink (Tables III and IV).
     pub paths: Vec<Vec<NodeId>>,
+    /// The same paths as indices into `links` (parallel links differ).
+    pub path_links: Vec<Vec<usize>>,
 }
 
 impl Plan {
@@ -72,19 +74,12 @@ impl Plan {
     /// switches off the plan. Its length is Q_s(k) (N at the source).
     pub fn dispatch_of(&self, k: NodeId) -> Vec<PortNo> {
         let mut out = Vec::new();
-        for path in &self.paths {
-            if let Some(i) = path.iter().position(|&n| n == k) {
-                if i + 1 < path.len() {
-                    let next = path[i + 1];
-                    let port = self
-                        .links
-                        .iter()
-                        .find(|l| l.from == k && l.to == next)
-                        .map(|l| l.port)
-                        .expect("a path follows plan links");
-                    out.push(port);
-                }
-            }
+        for path in &self.path_links {
+            out.extend(
+                path.iter()
+                    .filter(|&&i| self.links[i].from == k)
+                    .map(|&i| self.links[i].port),
+            );
         }
         out
     }
@@ -279,7 +274,15 @@ pub fn plan(
         .flatten()
         .map(|&k| (k, quota[k as usize]))
         .collect();
-    let paths = dispatch_paths(&links, &quota, src, sink, n, dispatch);
+    let path_links = dispatch_paths(&links, &quota, src, sink, n, dispatch);
+    let paths = path_links
+        .iter()
+        .map(|p| {
+            std::iter::once(src)
+                .chain(p.iter().map(|&i| links[i].to))
+                .collect()
+        })
+        .collect();
     Ok(Plan {
         src,
         sink,
@@ -290,10 +293,12 @@ pub fn plan(
         n,
         quotas,
         paths,
+        path_links,
     })
 }
 
-/// Algorithm 1 (lines 7-14): the N paths of a PDC, built hop by hop.
+/// Algorithm 1 (lines 7-14): the N paths of a PDC, built hop by hop, each
+/// as the indices of its links.
 fn dispatch_paths(
     links: &[PlanLink],
     quota: &[u64],
@@ -301,7 +306,7 @@ fn dispatch_paths(
     sink: NodeId,
     n: u64,
     dispatch: Dispatch,
-) -> Vec<Vec<NodeId>> {
+) -> Vec<Vec<usize>> {
     // Line 7: R_s(j) <- Q_s(j) (j, not "for all k"). Signed: the printed
     // variant may overdraw.
     let mut remaining: Vec<i64> = quota.iter().map(|&q| q as i64).collect();
@@ -310,10 +315,11 @@ fn dispatch_paths(
     let mut paths = Vec::with_capacity(n as usize);
     for _seq in 0..n {
         let mut cur = src;
-        let mut path = vec![src];
+        let mut path = Vec::new();
         while cur != sink {
             // Line 10: the next switch with the highest R/Q, ties to the
-            // lower switch index (links are sorted by switch, then port).
+            // lower switch index (links are sorted by switch, then port, so
+            // of parallel links the lower port).
             let mut best: Option<usize> = None;
             for (i, k) in links.iter().enumerate() {
                 if k.from != cur || (dispatch == Dispatch::Corrected && link_left[i] == 0) {
@@ -339,7 +345,7 @@ fn dispatch_paths(
             remaining[links[i].to as usize] -= 1;
             link_left[i] = link_left[i].saturating_sub(1);
             cur = links[i].to;
-            path.push(cur);
+            path.push(i);
         }
         paths.push(path);
     }
