@@ -8,6 +8,10 @@
 //! Integers throughout: capacities and b_ij in bit/s, ratios compared by
 //! cross-multiplication.
 
+// NOTE: the planner runs in the control plane, not the pipeline; its
+// divisions are exact (b / gcd, lcm, rho N / rho^s).
+#![allow(clippy::integer_division)]
+
 use petgraph::algo::dinics;
 use petgraph::graph::{DiGraph, NodeIndex};
 use pisanet_net::packet::{NodeId, PortNo};
