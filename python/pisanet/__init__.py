@@ -41,6 +41,7 @@ __all__ = [
     "SweepResult",
     "__version__",
     "bench_config",
+    "dbb_plan",
     "resolve",
     "resources",
     "run",
@@ -112,3 +113,21 @@ def bench_config(name: str) -> str:
 def resources(scheme: str) -> str:
     """The resource report (tables, registers, stages) of a scheme's switch programs."""
     return _core.resources(scheme)
+
+
+def dbb_plan(
+    config: ConfigLike, src: str, sink: str, *, set: Iterable[str] = (), **overrides: Any
+) -> dict[str, Any]:
+    """DBB's plan (seed 001, section III) of the source-sink switch pair `src` ->
+    `sink` on the config's topology: `links` (b_ij, stage, rho_ij, N_ij), `stages`,
+    `stage_sums`, `N`, `quotas`, each switch's `rules` and `pdc_paths` (the N paths
+    of a PDC in order, each a list of switch names from `src` to `sink`).
+
+    Raises `ConfigError` for an unknown switch, a non-layered maximum flow or a
+    PDC longer than `scheme.dbb.max_pdc`.
+    """
+    text, base_dir = load(config)
+    plan: dict[str, Any] = json.loads(
+        _core.dbb_plan(text, src, sink, base_dir, _overrides(set, overrides))
+    )
+    return plan

@@ -15,6 +15,7 @@ __all__ = [
     "InvariantError",
     "__version__",
     "bench_config",
+    "dbb_plan",
     "resolve",
     "resources",
     "run",
@@ -70,3 +71,12 @@ def bench_config(name: str) -> str | None:
 
 def resources(scheme: str) -> str:
     """The resource report of a scheme's switch programs, as text."""
+
+def dbb_plan(
+    text: str,
+    src: str,
+    sink: str,
+    base_dir: str | os.PathLike[str] | None = None,
+    overrides: list[str] = ...,
+) -> str:
+    """DBB's plan of the pair `src` -> `sink` (switch names) of the config's topology, as JSON."""

@@ -1,5 +1,5 @@
 """The `pisanet` command line: run, sweep, query, report, validate, schema, resources,
-bench, plot.
+bench, plot, dbb-plan.
 
 Exit codes: 0 success; 2 user error (invalid config, missing file, bad `--set` or
 `--vary`, an unreachable scheduler, bad SQL, bad usage), reported as ONE line
@@ -247,6 +247,55 @@ def resources(scheme: Annotated[str, typer.Argument(help="Scheme, e.g. ecmp.")])
     """Print the resource report of a scheme's switch programs."""
     with _user_errors():
         print(pisanet.resources(scheme))
+
+
+@app.command("dbb-plan")
+def dbb_plan(
+    config: Annotated[str, typer.Argument(help="Config whose topology to plan on.")],
+    src: Annotated[str, typer.Option("--src", help="Source switch name.")],
+    sink: Annotated[str, typer.Option("--sink", help="Sink switch name.")],
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
+    set: SetOpt = None,
+) -> None:
+    """Print DBB's plan (seed 001, section III) of one source-sink switch pair."""
+    with _user_errors():
+        plan = pisanet.dbb_plan(config, src, sink, set=parse_set(set or []))
+    if json_out:
+        print(json.dumps(plan))
+        return
+    gbps = plan["max_flow_bps"] / 1e9
+    out_console.print(f"DBB plan {src} -> {sink}: maximum flow z = {gbps:g} Gb/s")
+    links = Table("stage", "link", "port", "b_ij (Gb/s)", "rho_ij", "N_ij", title="links")
+    for link in plan["links"]:
+        links.add_row(
+            str(link["stage"]),
+            f"{link['from']}->{link['to']}",
+            str(link["port"]),
+            f"{link['b_bps'] / 1e9:g}",
+            str(link["rho"]),
+            str(link["n"]),
+        )
+    out_console.print(links)
+    for i, members in enumerate(plan["stages"], start=1):
+        total = f", rho^{i} = {plan['stage_sums'][i - 1]}" if i <= len(plan["stage_sums"]) else ""
+        out_console.print(f"stage {i}: {' '.join(members)}{total}")
+    sums = ", ".join(str(x) for x in plan["stage_sums"])
+    out_console.print(f"N = lcm({sums}) = {plan['N']}")
+    quotas = " ".join(f"Q({q['switch']}) = {q['quota']}" for q in plan["quotas"])
+    out_console.print(f"quotas: {quotas}")
+    rules = Table("switch", "cycle", "counter value -> next switch (port)", title="rules")
+    for rule in plan["rules"]:
+        seq = ", ".join(
+            f"{i}->{n} ({p})"
+            for i, (n, p) in enumerate(zip(rule["next"], rule["ports"], strict=True))
+        )
+        rules.add_row(rule["switch"], str(rule["cycle"]), seq)
+    out_console.print(rules)
+    paths = Table("packet seq.", *[f"stage {i + 1}" for i in range(len(plan["stages"]))])
+    paths.title = "PDC"
+    for i, path in enumerate(plan["pdc_paths"], start=1):
+        paths.add_row(str(i), *path)
+    out_console.print(paths)
 
 
 @app.command()

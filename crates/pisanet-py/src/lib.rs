@@ -262,6 +262,21 @@ fn resources(scheme: &str) -> PyResult<String> {
     pisanet::resources_report(scheme).map_err(to_py_err)
 }
 
+/// DBB's plan of one source-sink switch pair of a config's topology, as JSON.
+#[pyfunction]
+#[pyo3(signature = (text, src, sink, base_dir=None, overrides=Vec::new()))]
+fn dbb_plan(
+    text: &str,
+    src: &str,
+    sink: &str,
+    base_dir: Option<PathBuf>,
+    overrides: Vec<String>,
+) -> PyResult<String> {
+    pisanet::dbb_plan(text, base_dir.as_deref(), &overrides, src, sink)
+        .map(|v| v.to_string())
+        .map_err(to_py_err)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -273,5 +288,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(unused_keys, m)?)?;
     m.add_function(wrap_pyfunction!(bench_config, m)?)?;
     m.add_function(wrap_pyfunction!(resources, m)?)?;
+    m.add_function(wrap_pyfunction!(dbb_plan, m)?)?;
     Ok(())
 }

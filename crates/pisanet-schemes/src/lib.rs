@@ -16,6 +16,7 @@
 
 pub mod blocks;
 pub mod conga;
+pub mod dbb;
 pub mod ecmp;
 pub mod flowlet_ecmp;
 pub mod hula;
@@ -111,6 +112,13 @@ pub const REGISTRY: &[SchemeRow] = &[
         docs: "docs/schemes/p4te.md, docs/results/p4te.md",
         reads: &["p4te"],
         declare: Some(p4te::declare),
+    },
+    SchemeRow {
+        name: "dbb",
+        about: "DBB (seed 001): deterministic bandwidth-based packet splitting by a max-flow plan and circular counters",
+        docs: "docs/schemes/dbb.md",
+        reads: &["ecmp_hash_per_tier", "dbb"],
+        declare: Some(dbb::declare),
     },
     SchemeRow {
         name: "ecmp_native",
@@ -234,6 +242,8 @@ pub struct SchemeParams {
     pub conga: conga::CongaParams,
     /// p4te: monitoring, routing groups and rate adaptation (P4TE section 6.1).
     pub p4te: p4te::P4teParams,
+    /// dbb: planned pairs and counters (DBB section III).
+    pub dbb: dbb::DbbParams,
 }
 
 impl Default for SchemeParams {
@@ -248,6 +258,7 @@ impl Default for SchemeParams {
             hula: hula::HulaParams::default(),
             conga: conga::CongaParams::default(),
             p4te: p4te::P4teParams::default(),
+            dbb: dbb::DbbParams::default(),
         }
     }
 }
@@ -258,7 +269,8 @@ impl SchemeParams {
     pub fn validate(&self) -> Result<(), String> {
         self.hula.validate()?;
         self.conga.validate()?;
-        self.p4te.validate()
+        self.p4te.validate()?;
+        self.dbb.validate()
     }
 }
 

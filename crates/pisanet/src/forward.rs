@@ -225,7 +225,13 @@ pub fn build(cfg: &Config, topo: &Topology, streams: &RngStreams) -> Result<Forw
     }
     let routes = topo.compute_routes();
     let pods = pods(topo);
-    let params = &cfg.scheme;
+    let mut params = cfg.scheme.clone();
+    if cfg.scheme.kind.name() == "dbb" {
+        // DBB plans network-wide (section III): every switch's rules first.
+        let rules = pisanet_schemes::dbb::switch_rules(topo, &params.dbb).map_err(Error::input)?;
+        params.dbb.rules = Some(std::sync::Arc::new(rules));
+    }
+    let params = &params;
     let cp = control_plane(cfg);
     let mut switches = Vec::with_capacity(topo.n_switches() as usize);
     for sw in 0..topo.n_switches() {

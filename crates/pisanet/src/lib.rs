@@ -7,12 +7,14 @@
 mod api;
 pub mod capture;
 pub mod config;
+mod dbb_plan;
 pub mod forward;
 pub mod memory;
 pub mod run;
 pub mod sim;
 
 pub use api::*;
+pub use dbb_plan::dbb_plan;
 
 use std::path::Path;
 

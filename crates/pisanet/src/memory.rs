@@ -80,6 +80,15 @@ pub fn estimate(cfg: &Config) -> (f64, &'static str) {
             "scheme.conga.leaf_slots",
         ),
         "flowlet_ecmp" => (flowlets, "scheme.kind"),
+        "dbb" => (
+            sc.dbb.pair_slots as f64
+                * if sc.dbb.counter == pisanet_schemes::dbb::CounterKind::PerFlow {
+                    sc.dbb.flow_slots as f64 * 8.0
+                } else {
+                    8.0
+                },
+            "scheme.dbb.pair_slots",
+        ),
         _ => (0.0, "scheme.kind"),
     };
     parts.push((
