@@ -92,6 +92,53 @@ impl Tcp {
     }
 }
 
+/// Most SACK blocks one ACK carries. RFC 2018 section 3 allows four in
+/// the 40 option bytes, three when the timestamp option is also present;
+/// Linux and ns-3 send timestamps and so at most three, as pisanet does.
+pub const MAX_SACK_BLOCKS: usize = 3;
+
+/// One SACK block (RFC 2018 section 3): received bytes `[start, end)`
+/// beyond the cumulative ACK, as 64-bit byte offsets like `Tcp::seq`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct SackBlock {
+    pub start: u64,
+    pub end: u64,
+}
+
+/// The SACK option of a TCP ACK (RFC 2018): up to [`MAX_SACK_BLOCKS`]
+/// blocks, the most recent first (RFC 2018 section 4). It lives in
+/// [`Packet::tcp_sack`], boxed, so that packets without it (every packet
+/// unless `transport.sack` is on and a hole exists) pay one pointer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct SackOption {
+    len: u8,
+    blocks: [SackBlock; MAX_SACK_BLOCKS],
+}
+
+impl SackOption {
+    /// The option holding the first [`MAX_SACK_BLOCKS`] of `blocks`.
+    pub fn new(blocks: &[SackBlock]) -> Self {
+        let mut o = SackOption::default();
+        for b in blocks.iter().take(MAX_SACK_BLOCKS) {
+            o.blocks[o.len as usize] = *b;
+            o.len += 1;
+        }
+        o
+    }
+
+    pub fn blocks(&self) -> &[SackBlock] {
+        &self.blocks[..self.len as usize]
+    }
+
+    /// Bytes the option adds to the TCP header: kind and length (2 B) plus
+    /// 8 B per block (RFC 2018 section 3), padded with NOPs to a multiple
+    /// of 4 B as the data offset counts 32-bit words (Linux pads with two
+    /// leading NOPs: 12, 20 or 28 B for 1, 2 or 3 blocks).
+    pub fn wire_bytes(&self) -> u32 {
+        (2 + 8 * u32::from(self.len)).next_multiple_of(4)
+    }
+}
+
 /// UDP header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Udp {
@@ -133,6 +180,10 @@ pub struct Packet {
     pub ip: Ipv4,
     pub l4: L4,
     pub ext: Option<Box<ExtHeader>>,
+    /// The SACK option of a TCP ACK (RFC 2018), part of the TCP header on
+    /// the wire and counted in `size`; `None` on every other packet. Kept
+    /// out of [`Tcp`] so that `Tcp` stays `Copy` and no larger.
+    pub tcp_sack: Option<Box<SackOption>>,
     /// When the packet was injected by its source.
     pub sent_at: SimTime,
     /// Strict-priority queue index at egress (0 = highest), set by the
@@ -184,6 +235,17 @@ impl Packet {
         (ETH_BYTES + IPV4_BYTES + TCP_BYTES + payload).max(MIN_FRAME_BYTES)
     }
 
+    /// Wire size of a TCP segment with `payload` bytes and `options` bytes
+    /// of TCP options (a multiple of 4).
+    pub fn tcp_wire_size_with_options(payload: u32, options: u32) -> u32 {
+        (ETH_BYTES + IPV4_BYTES + TCP_BYTES + options + payload).max(MIN_FRAME_BYTES)
+    }
+
+    /// The SACK blocks this packet carries (empty if none).
+    pub fn sack_blocks(&self) -> &[SackBlock] {
+        self.tcp_sack.as_deref().map_or(&[], SackOption::blocks)
+    }
+
     /// Wire size of a UDP datagram with `payload` bytes.
     pub fn udp_wire_size(payload: u32) -> u32 {
         (ETH_BYTES + IPV4_BYTES + UDP_BYTES + payload).max(MIN_FRAME_BYTES)
@@ -199,6 +261,18 @@ mod tests {
         assert_eq!(Packet::tcp_wire_size(1460), 1518);
         assert_eq!(Packet::tcp_wire_size(0), 64);
         assert_eq!(Packet::udp_wire_size(1472), 1518);
+    }
+
+    #[test]
+    fn sack_option_bytes_are_padded_to_words() {
+        let b = SackBlock { start: 1, end: 2 };
+        let sizes: Vec<u32> = (0..=4)
+            .map(|n| SackOption::new(&vec![b; n]).wire_bytes())
+            .collect();
+        // 0 blocks never goes on the wire; 4 are cut to MAX_SACK_BLOCKS.
+        assert_eq!(sizes, vec![4, 12, 20, 28, 28]);
+        assert_eq!(Packet::tcp_wire_size_with_options(0, 12), 70);
+        assert_eq!(Packet::tcp_wire_size_with_options(0, 0), 64);
     }
 
     #[test]

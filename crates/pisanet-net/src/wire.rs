@@ -240,7 +240,8 @@ impl HeaderRegistry for [&HeaderDef] {
 ///
 /// Layout: Ethernet II; a header placed by EtherType; IPv4 (IHL 5, DF,
 /// id = low 16 bits of the packet's uid, DSCP and ECN, TTL, checksum); a
-/// header placed by IP protocol; TCP (20 bytes, no options; the model's
+/// header placed by IP protocol; TCP (20 bytes, plus the SACK option when
+/// the packet carries one, RFC 2018 section 3, after two NOPs; the model's
 /// 64-bit sequence numbers mod 2^32, the window in bytes capped at 65535 as
 /// there is no window scaling) or UDP, both with their checksums; payload
 /// zeros and zero padding up to the frame size. A header kind the registry
@@ -256,7 +257,10 @@ pub fn write_frame(
     let ext = pkt.ext.as_deref();
     let def = ext.and_then(|e| headers.header(e.kind));
     let (l4_bytes, payload) = match pkt.l4 {
-        L4::Tcp(t) => (20usize, t.payload as usize),
+        L4::Tcp(t) => (
+            20 + pkt.tcp_sack.as_ref().map_or(0, |o| o.wire_bytes() as usize),
+            t.payload as usize,
+        ),
         L4::Udp(u) => (8, u.payload as usize),
         L4::None => (0, 0),
     };
@@ -318,11 +322,23 @@ pub fn write_frame(
             out.extend_from_slice(&t.dport.to_be_bytes());
             out.extend_from_slice(&(t.seq as u32).to_be_bytes());
             out.extend_from_slice(&(t.ack as u32).to_be_bytes());
-            out.push(5 << 4);
+            // Data offset in 32-bit words: 5 plus the options.
+            out.push(((l4_bytes / 4) as u8) << 4);
             out.push(t.flags);
             out.extend_from_slice(&(t.window.min(0xffff) as u16).to_be_bytes());
             out.extend_from_slice(&[0, 0, 0, 0]);
-            let s = sum16(pseudo(PROTO_TCP, 20 + payload), &out[l4_start..]);
+            if let Some(o) = pkt.tcp_sack.as_deref() {
+                // RFC 2018 section 3: kind 5, length 2 + 8n, then each
+                // block's left and right edges (mod 2^32, like seq), after
+                // two NOPs (kind 1) that align it as Linux does.
+                let blocks = o.blocks();
+                out.extend_from_slice(&[1, 1, 5, (2 + 8 * blocks.len()) as u8]);
+                for b in blocks {
+                    out.extend_from_slice(&(b.start as u32).to_be_bytes());
+                    out.extend_from_slice(&(b.end as u32).to_be_bytes());
+                }
+            }
+            let s = sum16(pseudo(PROTO_TCP, l4_bytes + payload), &out[l4_start..]);
             out[l4_start + 16..l4_start + 18].copy_from_slice(&fold(s).to_be_bytes());
         }
         L4::Udp(u) => {

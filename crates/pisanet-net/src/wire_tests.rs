@@ -216,3 +216,40 @@ fn header_before_ipv4_takes_the_ethertype() {
     assert_eq!(out[18], 0x45);
     assert_eq!(out[27], 6, "IPv4 protocol stays TCP");
 }
+
+#[test]
+fn sack_option_follows_the_tcp_header_and_counts_in_its_length() {
+    use crate::packet::{SackBlock, SackOption};
+    let mut pkt = tcp_packet();
+    if let L4::Tcp(t) = &mut pkt.l4 {
+        t.payload = 0;
+    }
+    let blocks = [
+        SackBlock {
+            start: 3000,
+            end: 4000,
+        },
+        SackBlock {
+            start: (1 << 32) + 5000,
+            end: (1 << 32) + 7000,
+        },
+    ];
+    pkt.tcp_sack = Some(Box::new(SackOption::new(&blocks)));
+    pkt.size = Packet::tcp_wire_size_with_options(0, 20);
+    let mut out = Vec::new();
+    let orig = write_frame(&pkt, ENDS, &[], 65_535, &mut out);
+    assert_eq!(orig, 14 + 20 + 20 + 20);
+    let tcp = &out[34..];
+    // Data offset: 10 words (20 B header + 20 B options).
+    assert_eq!(tcp[12] >> 4, 10);
+    assert_eq!(&tcp[20..24], &[1, 1, 5, 18]);
+    assert_eq!(&tcp[24..28], &3000u32.to_be_bytes());
+    assert_eq!(&tcp[28..32], &4000u32.to_be_bytes());
+    assert_eq!(&tcp[32..36], &5000u32.to_be_bytes());
+    assert_eq!(&tcp[36..40], &7000u32.to_be_bytes());
+    // IPv4 total length covers the options; the TCP checksum verifies.
+    assert_eq!(u16::from_be_bytes([out[16], out[17]]), 60);
+    let mut pseudo = sum16(0, &out[26..34]);
+    pseudo += u32::from(PROTO_TCP) + 40;
+    assert!(verifies(&out[34..74], pseudo));
+}

@@ -114,6 +114,7 @@ impl UdpCbrSource {
                 payload,
             }),
             ext: None,
+            tcp_sack: None,
             sent_at: now,
             prio: self.ends.prio,
             switch_made: false,

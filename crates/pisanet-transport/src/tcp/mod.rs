@@ -26,6 +26,7 @@
 pub mod cc;
 mod receiver;
 pub mod rto;
+mod scoreboard;
 mod sender;
 
 #[cfg(test)]
@@ -38,11 +39,11 @@ pub use receiver::{ReceiverStats, TcpReceiver};
 pub use sender::{SenderStats, TcpSender};
 
 use pisanet_engine::SimTime;
-use pisanet_net::packet::{Ecn, FlowId, Ipv4, Packet, Tcp, L4, PROTO_TCP};
+use pisanet_net::packet::{Ecn, FlowId, Ipv4, Packet, SackOption, Tcp, L4, PROTO_TCP};
 use serde::{Deserialize, Serialize};
 
 /// The congestion control a sender runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum CcKind {
     /// RFC 5681 slow start and congestion avoidance with RFC 6582 recovery.
@@ -50,11 +51,19 @@ pub enum CcKind {
     /// RFC 8257 DCTCP. The EWMA gain is `g = 1 / 2^g_shift` (RFC 8257
     /// section 4.2 recommends 1/16, i.e. `g_shift = 4`). Range 0..=16.
     Dctcp { g_shift: u8 },
+    /// RFC 9438 CUBIC ([`cc::Cubic`]): `W_cubic(t) = c (t - K)^3 + W_max`
+    /// in segments and seconds, multiplicative decrease `beta`. RFC 9438
+    /// section 5 sets c = 0.4 and beta = 0.7. Ranges: c in (0, 1e6],
+    /// beta in [0.5, 1) (RFC 9438 section 4.6 gives 0.7; below 0.5 CUBIC
+    /// would cut harder than Reno, and 1 would never cut).
+    Cubic { c: f64, beta: f64 },
 }
 
 impl CcKind {
     /// DCTCP with the recommended gain g = 1/16.
     pub const DCTCP: CcKind = CcKind::Dctcp { g_shift: 4 };
+    /// CUBIC with RFC 9438 section 5's constants, C = 0.4, beta = 0.7.
+    pub const CUBIC: CcKind = CcKind::Cubic { c: 0.4, beta: 0.7 };
 
     /// Whether data packets of this kind are sent ECN-capable (Ect0).
     pub fn ecn_capable(self) -> bool {
@@ -119,6 +128,26 @@ pub struct TcpConfig {
     /// (`tcp_add_reno_sack`), which lowers `tcp_packets_in_flight` by one.
     /// Default false (the model before this option).
     pub limited_transmit: bool,
+    /// Classic ECN (RFC 3168) for NewReno and CUBIC: data is sent ECT(0),
+    /// the receiver echoes a CE mark with ECE on every ACK until a segment
+    /// with CWR arrives (section 6.1.3), and the sender reduces its window
+    /// as for a loss, at most once per window of data and without
+    /// retransmitting (section 6.1.2), then sets CWR on its next new data.
+    /// DCTCP ignores it (it is always ECN-capable, RFC 8257). Default false.
+    pub ecn: bool,
+    /// SACK (RFC 2018) with RFC 6675 loss recovery: the receiver reports
+    /// up to three SACK blocks on every ACK while it holds out-of-order
+    /// data; the sender keeps a scoreboard and recovers with pipe,
+    /// IsLost and NextSeg instead of RFC 6582. Default false (Linux and
+    /// ns-3 default to on; see docs/model.md "Hosts").
+    pub sack: bool,
+    /// Application rate cap (iperf3 `-b`): a token bucket in the sender
+    /// lets new payload bytes leave at most at this rate (bits/s) with a
+    /// burst of `app_burst_bytes`. `None` (default): no cap. Range > 0.
+    pub app_rate_bps: Option<u64>,
+    /// Depth of the application token bucket in payload bytes; 0 means one
+    /// MSS (the bucket then paces segment by segment). Default 0.
+    pub app_burst_bytes: u64,
 }
 
 impl Default for TcpConfig {
@@ -136,6 +165,10 @@ impl Default for TcpConfig {
             cc: CcKind::NewReno,
             handshake: false,
             limited_transmit: false,
+            ecn: false,
+            sack: false,
+            app_rate_bps: None,
+            app_burst_bytes: 0,
         }
     }
 }
@@ -167,10 +200,20 @@ impl TcpConfig {
         if self.dupack_threshold == 0 {
             return Err("tcp.dupack_threshold must be at least 1".into());
         }
-        if let CcKind::Dctcp { g_shift } = self.cc {
-            if g_shift > 16 {
+        match self.cc {
+            CcKind::Dctcp { g_shift } if g_shift > 16 => {
                 return Err(format!("tcp.cc.g_shift must be in 0..=16, got {g_shift}"));
             }
+            CcKind::Cubic { c, .. } if !(c > 0.0 && c <= 1e6) => {
+                return Err(format!("tcp.cc.c must be in (0, 1e6], got {c}"));
+            }
+            CcKind::Cubic { beta, .. } if !(0.5..1.0).contains(&beta) => {
+                return Err(format!("tcp.cc.beta must be in [0.5, 1), got {beta}"));
+            }
+            _ => {}
+        }
+        if self.app_rate_bps == Some(0) {
+            return Err("tcp.app_rate_bps must be positive (None for no cap)".into());
         }
         Ok(())
     }
@@ -229,10 +272,22 @@ pub(crate) struct SegmentSpec {
 
 /// Builds a complete TCP packet (uid 0: the host assigns uids).
 pub(crate) fn build_packet(ends: &FlowEnds, now: SimTime, s: SegmentSpec) -> Packet {
+    build_packet_with_sack(ends, now, s, None)
+}
+
+/// Builds a complete TCP packet carrying `sack` (its option bytes count in
+/// the wire size).
+pub(crate) fn build_packet_with_sack(
+    ends: &FlowEnds,
+    now: SimTime,
+    s: SegmentSpec,
+    sack: Option<Box<SackOption>>,
+) -> Packet {
+    let options = sack.as_ref().map_or(0, |o| o.wire_bytes());
     Packet {
         uid: 0,
         flow: ends.flow,
-        size: Packet::tcp_wire_size(s.payload),
+        size: Packet::tcp_wire_size_with_options(s.payload, options),
         ip: Ipv4 {
             src: ends.src_addr,
             dst: ends.dst_addr,
@@ -251,6 +306,7 @@ pub(crate) fn build_packet(ends: &FlowEnds, now: SimTime, s: SegmentSpec) -> Pac
             payload: s.payload,
         }),
         ext: None,
+        tcp_sack: sack,
         sent_at: now,
         prio: ends.prio,
         switch_made: false,

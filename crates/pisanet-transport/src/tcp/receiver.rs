@@ -2,7 +2,9 @@
 //!
 //! Owns: `rcv_nxt`, the out-of-order buffer (an interval set), the ACK
 //! policy (every segment, or every second one with delayed ACKs, RFC 5681
-//! section 4.2), the DCTCP ECN echo (RFC 8257 section 3.2), and the
+//! section 4.2), the ECN echo (DCTCP's per RFC 8257 section 3.2, or the
+//! classic one of RFC 3168 section 6.1.3 with `TcpConfig::ecn`), the SACK
+//! option (RFC 2018, with `TcpConfig::sack`), the FIN, and the
 //! application-side delivery check.
 //!
 //! Guarantees: ACKs carry `ack = rcv_nxt` and `window = cfg.rwnd_bytes`.
@@ -12,9 +14,9 @@
 //! against, so a bug in the sequence bookkeeping shows up as an error rather
 //! than as silently wrong data.
 
-use super::{build_packet, FlowEnds, SegmentSpec, TcpConfig};
+use super::{build_packet, build_packet_with_sack, CcKind, FlowEnds, SegmentSpec, TcpConfig};
 use pisanet_engine::SimTime;
-use pisanet_net::packet::{tcp_flags, Ecn, Packet};
+use pisanet_net::packet::{tcp_flags, Ecn, Packet, SackBlock, SackOption, MAX_SACK_BLOCKS};
 use std::collections::BTreeMap;
 
 /// A snapshot of a receiver's counters.
@@ -33,6 +35,8 @@ pub struct ReceiverStats {
     /// Data packets that arrived CE-marked.
     pub ce_packets: u32,
     pub acks_sent: u32,
+    /// ACKs that carried a SACK option.
+    pub sack_acks: u32,
 }
 
 /// The application end: takes chunks and checks each starts where the last
@@ -72,8 +76,20 @@ pub struct TcpReceiver {
     rwnd: u32,
     delayed_ack: bool,
     delayed_ack_timeout: SimTime,
-    /// Echo CE per RFC 8257 (DCTCP); otherwise ECE is never set.
+    /// Echo CE per RFC 8257 (DCTCP).
     dctcp_echo: bool,
+    /// Echo CE per RFC 3168 section 6.1.3 (`TcpConfig::ecn`, not DCTCP).
+    classic_echo: bool,
+    /// RFC 3168: a CE arrived and no CWR since: every ACK carries ECE.
+    ece_latched: bool,
+    /// Report SACK blocks (`TcpConfig::sack`).
+    sack: bool,
+    /// A byte of each of the most recently reported SACK blocks, the most
+    /// recent first (RFC 2018 section 4).
+    sack_recent: [u64; MAX_SACK_BLOCKS],
+    sack_recent_len: usize,
+    /// The first FIN seen: (when, sequence of its end).
+    fin: Option<(SimTime, u64)>,
 
     rcv_nxt: u64,
     /// Received bytes beyond `rcv_nxt`: start -> end, disjoint and
@@ -95,6 +111,7 @@ pub struct TcpReceiver {
     duplicate_bytes: u64,
     ce_packets: u32,
     acks_sent: u32,
+    sack_acks: u32,
 }
 
 impl TcpReceiver {
@@ -107,6 +124,12 @@ impl TcpReceiver {
             delayed_ack: cfg.delayed_ack,
             delayed_ack_timeout: cfg.delayed_ack_timeout,
             dctcp_echo: cfg.cc.ecn_capable(),
+            classic_echo: cfg.ecn && !matches!(cfg.cc, CcKind::Dctcp { .. }),
+            ece_latched: false,
+            sack: cfg.sack,
+            sack_recent: [0; MAX_SACK_BLOCKS],
+            sack_recent_len: 0,
+            fin: None,
             rcv_nxt: 0,
             ooo: BTreeMap::new(),
             ooo_bytes: 0,
@@ -124,7 +147,24 @@ impl TcpReceiver {
             duplicate_bytes: 0,
             ce_packets: 0,
             acks_sent: 0,
+            sack_acks: 0,
         }
+    }
+
+    /// Sets the flow's size once it is known (a flow created with
+    /// `u64::MAX` bytes, for a duration-limited sender that calls
+    /// [`crate::tcp::TcpSender::close`]). A FIN sets it too.
+    pub fn set_size(&mut self, now: SimTime, size: u64) {
+        self.app.size = size;
+        if self.app.delivered >= size && self.completed_at.is_none() {
+            self.completed_at = Some(now);
+        }
+    }
+
+    /// When the first segment with FIN arrived, and where the flow ends
+    /// by it (its sequence plus payload).
+    pub fn fin_received(&self) -> Option<(SimTime, u64)> {
+        self.fin
     }
 
     /// Processes one data packet and pushes the ACKs it triggers.
@@ -148,15 +188,37 @@ impl TcpReceiver {
             ));
             return;
         }
+        let start = tcp.seq;
+        let end = start.saturating_add(u64::from(tcp.payload));
+        if tcp.has(tcp_flags::FIN) && self.fin.is_none() {
+            // RFC 9293 section 3.6: the FIN marks the end of the data.
+            self.fin = Some((now, end));
+            if self.app.size == u64::MAX {
+                self.set_size(now, end);
+            } else if end != self.app.size && self.app.error.is_none() {
+                self.app.error = Some(format!(
+                    "FIN at byte {end} but the flow has {} bytes",
+                    self.app.size
+                ));
+            }
+        }
         if tcp.payload == 0 {
             return;
         }
         self.data_packets += 1;
-        let start = tcp.seq;
-        let end = start.saturating_add(u64::from(tcp.payload));
         let ce = pkt.ip.ecn == Ecn::Ce;
         if ce {
             self.ce_packets += 1;
+        }
+        if self.classic_echo {
+            // RFC 3168 section 6.1.3: stop setting ECE once a CWR arrives;
+            // a CE mark (on that packet too) sets it until the next CWR.
+            if tcp.has(tcp_flags::CWR) {
+                self.ece_latched = false;
+            }
+            if ce {
+                self.ece_latched = true;
+            }
         }
 
         if self.dctcp_echo && ce != self.ce_state {
@@ -174,6 +236,9 @@ impl TcpReceiver {
         self.duplicate_bytes += u64::from(tcp.payload) - new_bytes;
         if new_bytes > 0 && start > self.rcv_nxt {
             self.reordered += 1;
+        }
+        if self.sack && start.max(self.rcv_nxt) > self.rcv_nxt {
+            self.note_sack_block(start.max(self.rcv_nxt));
         }
         let advanced = self.advance();
         if advanced && self.app.delivered >= self.app.size && self.completed_at.is_none() {
@@ -259,6 +324,7 @@ impl TcpReceiver {
             duplicate_bytes: self.duplicate_bytes,
             ce_packets: self.ce_packets,
             acks_sent: self.acks_sent,
+            sack_acks: self.sack_acks,
         }
     }
 
@@ -308,12 +374,63 @@ impl TcpReceiver {
         true
     }
 
+    /// RFC 2018 section 4: the block holding `seq` (a byte just received
+    /// out of order) is reported first from now on.
+    fn note_sack_block(&mut self, seq: u64) {
+        let n = self.sack_recent_len.min(MAX_SACK_BLOCKS - 1);
+        self.sack_recent.copy_within(0..n, 1);
+        self.sack_recent[0] = seq;
+        self.sack_recent_len = n + 1;
+    }
+
+    /// The SACK option for an ACK now (RFC 2018 section 4): the block of
+    /// the segment that triggered the ACK first (unless it advanced
+    /// `rcv_nxt`), then the most recently reported blocks that still
+    /// exist, at most [`MAX_SACK_BLOCKS`]; `None` with no data held beyond
+    /// `rcv_nxt` (RFC 2018: SACK only on ACKs that do not acknowledge the
+    /// highest sequence received).
+    fn sack_option(&mut self) -> Option<Box<SackOption>> {
+        if !self.sack || self.ooo.is_empty() {
+            return None;
+        }
+        let mut blocks = [SackBlock::default(); MAX_SACK_BLOCKS];
+        let mut n = 0;
+        let mut kept = 0;
+        for i in 0..self.sack_recent_len {
+            let seq = self.sack_recent[i];
+            let Some((&s, &e)) = self.ooo.range(..=seq).next_back() else {
+                continue;
+            };
+            if e <= seq || blocks[..n].iter().any(|b| b.start == s) {
+                continue;
+            }
+            blocks[n] = SackBlock { start: s, end: e };
+            self.sack_recent[kept] = seq;
+            kept += 1;
+            n += 1;
+        }
+        self.sack_recent_len = kept;
+        if n == 0 {
+            // Every reported block was delivered or merged away: report
+            // the highest block held.
+            if let Some((&s, &e)) = self.ooo.last_key_value() {
+                blocks[0] = SackBlock { start: s, end: e };
+                n = 1;
+            }
+        }
+        Some(Box::new(SackOption::new(&blocks[..n])))
+    }
+
     fn send_ack(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         let mut flags = tcp_flags::ACK;
-        if self.ce_state {
+        if self.ce_state || self.ece_latched {
             flags |= tcp_flags::ECE;
         }
-        out.push(build_packet(
+        let sack = self.sack_option();
+        if sack.is_some() {
+            self.sack_acks += 1;
+        }
+        out.push(build_packet_with_sack(
             &self.ends,
             now,
             SegmentSpec {
@@ -324,6 +441,7 @@ impl TcpReceiver {
                 payload: 0,
                 ecn: Ecn::NotEct,
             },
+            sack,
         ));
         self.acks_sent += 1;
         self.unacked_segments = 0;

@@ -36,9 +36,45 @@
 
 use super::cc::{AckEvent, Cc, Controller, Window};
 use super::rto::RtoEstimator;
-use super::{build_packet, FlowEnds, SegmentSpec, TcpConfig};
+use super::scoreboard::Scoreboard;
+use super::{build_packet, CcKind, FlowEnds, SegmentSpec, TcpConfig};
 use pisanet_engine::SimTime;
 use pisanet_net::packet::{tcp_flags, Ecn, Packet};
+
+/// Scaled credit of the application token bucket: bytes * 8 * 10^12
+/// (bit-picoseconds), so that refills at a rate in bits/s over picoseconds
+/// are exact integers and the rate never drifts.
+const BYTE_CREDIT: u128 = 8 * 1_000_000_000_000;
+
+/// The application's token bucket (iperf3 `-b`): new payload bytes leave
+/// only against credit, refilled at `rate_bps` up to `depth` bytes.
+#[derive(Clone, Debug)]
+struct AppBucket {
+    rate_bps: u64,
+    depth: u128,
+    credit: u128,
+    last: SimTime,
+}
+
+impl AppBucket {
+    fn refill(&mut self, now: SimTime) {
+        if now > self.last {
+            let add = u128::from(self.rate_bps) * u128::from((now - self.last).ps());
+            self.credit = (self.credit + add).min(self.depth);
+            self.last = now;
+        }
+    }
+
+    /// When `bytes` of credit will be there (never before `now`).
+    fn ready_at(&self, now: SimTime, bytes: u64) -> SimTime {
+        let need = u128::from(bytes) * BYTE_CREDIT;
+        if self.credit >= need {
+            return now;
+        }
+        let ps = (need - self.credit).div_ceil(u128::from(self.rate_bps));
+        now + SimTime::from_ps(u64::try_from(ps).unwrap_or(u64::MAX))
+    }
+}
 
 /// A snapshot of a sender's counters and state.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -75,6 +111,13 @@ pub struct SenderStats {
     /// DCTCP's alpha; `None` under NewReno.
     pub dctcp_alpha: Option<f64>,
     pub in_recovery: bool,
+    /// Window cuts in response to classic ECN echoes (RFC 3168).
+    pub classic_ecn_cuts: u32,
+    /// Entries into SACK-based loss recovery (RFC 6675), a subset of
+    /// `fast_retransmits`.
+    pub sack_recoveries: u32,
+    /// Rescue retransmissions (RFC 6675 NextSeg rule 4).
+    pub rescue_retransmits: u32,
 }
 
 /// The sender of one flow of `size` bytes. See the module docs.
@@ -144,6 +187,29 @@ pub struct TcpSender {
     /// whether it was resent). No data leaves meanwhile.
     syn_sent: Option<(SimTime, bool)>,
 
+    /// Classic ECN (RFC 3168) reactions (`TcpConfig::ecn`, not DCTCP).
+    classic_ecn: bool,
+    /// `snd_max` at the last window reduction under classic ECN: no ECE
+    /// cut until `snd_una` passes it (RFC 3168 section 6.1.2).
+    cwr_end: Option<u64>,
+
+    /// SACK and RFC 6675 recovery (`TcpConfig::sack`).
+    sack: bool,
+    scoreboard: Scoreboard,
+    /// RFC 6675 HighRxt (exclusive end of the highest byte retransmitted
+    /// in this recovery).
+    high_rxt: u64,
+    /// RFC 6675 RescueRxt; `None` is "undefined".
+    rescue_rxt: Option<u64>,
+
+    /// The application's rate cap (`TcpConfig::app_rate_bps`).
+    app: Option<AppBucket>,
+    /// When the token bucket will let the next segment out, while it holds
+    /// the flow back.
+    app_timer: Option<SimTime>,
+    /// `close` was called: `size` is what had been sent then.
+    closed: bool,
+
     timeouts: u32,
     fast_retransmits: u32,
     retransmitted: u32,
@@ -152,6 +218,9 @@ pub struct TcpSender {
     ecn_cuts: u32,
     ece_acks: u32,
     window_probes: u32,
+    classic_ecn_cuts: u32,
+    sack_recoveries: u32,
+    rescue_retransmits: u32,
 }
 
 impl TcpSender {
@@ -167,7 +236,7 @@ impl TcpSender {
             size: size_bytes,
             mss,
             dupack_threshold: cfg.dupack_threshold.max(1),
-            data_ecn: if cfg.cc.ecn_capable() {
+            data_ecn: if cfg.cc.ecn_capable() || cfg.ecn {
                 Ecn::Ect0
             } else {
                 Ecn::NotEct
@@ -198,6 +267,23 @@ impl TcpSender {
             limited_transmit: cfg.limited_transmit,
             lt_allowance: 0,
             syn_sent: None,
+            classic_ecn: cfg.ecn && !matches!(cfg.cc, CcKind::Dctcp { .. }),
+            cwr_end: None,
+            sack: cfg.sack,
+            scoreboard: Scoreboard::default(),
+            high_rxt: 0,
+            rescue_rxt: None,
+            app: cfg.app_rate_bps.map(|rate| {
+                let depth = u128::from(cfg.app_burst_bytes.max(mss)) * BYTE_CREDIT;
+                AppBucket {
+                    rate_bps: rate.max(1),
+                    depth,
+                    credit: depth,
+                    last: SimTime::ZERO,
+                }
+            }),
+            app_timer: None,
+            closed: false,
             timeouts: 0,
             fast_retransmits: 0,
             retransmitted: 0,
@@ -206,6 +292,9 @@ impl TcpSender {
             ecn_cuts: 0,
             ece_acks: 0,
             window_probes: 0,
+            classic_ecn_cuts: 0,
+            sack_recoveries: 0,
+            rescue_retransmits: 0,
         }
     }
 
@@ -221,6 +310,10 @@ impl TcpSender {
             return;
         }
         self.first_sent_at = Some(now);
+        if let Some(app) = &mut self.app {
+            // The bucket starts full when the application starts.
+            app.last = now;
+        }
         if self.handshake {
             // RFC 9293 section 3.5: SYN first; data waits for the SYN-ACK.
             self.syn_sent = Some((now, false));
@@ -296,6 +389,10 @@ impl TcpSender {
         if ece {
             self.ece_acks += 1;
         }
+        if self.sack {
+            self.on_ack_sack(now, pkt, ece, out);
+            return;
+        }
         if ack == self.snd_una {
             // RFC 5681 section 2, DUPLICATE ACKNOWLEDGMENT: (a) data is
             // outstanding, (b) the ACK carries no data, (c) neither SYN nor
@@ -322,6 +419,16 @@ impl TcpSender {
     /// The timer fired. Early or stale calls (`now` before the deadline, or
     /// no deadline) do nothing.
     pub fn on_timer(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        if self.app_timer.is_some_and(|d| now >= d) {
+            // The token bucket has credit for the next segment again.
+            self.app_timer = None;
+            if !matches!(self.timer, Some(d) if now >= d) {
+                if !self.is_complete() {
+                    self.send_new_data(now, out);
+                }
+                return;
+            }
+        }
         match self.timer {
             Some(deadline) if now >= deadline => {}
             _ => return,
@@ -380,7 +487,61 @@ impl TcpSender {
     /// outstanding, the persist deadline while a zero window blocks the
     /// flow, `None` otherwise.
     pub fn timer_deadline(&self) -> Option<SimTime> {
-        self.timer
+        match (self.timer, self.app_timer) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The application closes the flow (iperf3 `-t` expired): no byte
+    /// beyond those already sent will be, `size_bytes()` becomes that
+    /// count, and the flow completes once all of them are acknowledged
+    /// (at once if they already are). The segment carrying the last byte
+    /// has FIN set whenever it is sent again; since it already left
+    /// without it, a FIN without payload (sequence `size`, no sequence
+    /// space of its own, as the model's SYN) goes out now so the receiver
+    /// learns where the flow ends. It is not resent if lost: a host that
+    /// needs the receiver to know the size should also tell it
+    /// ([`crate::tcp::TcpReceiver::set_size`]). Calling it again, or on a
+    /// flow that already sent every byte, does nothing.
+    pub fn close(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        if self.closed || self.snd_max >= self.size {
+            self.closed = true;
+            return;
+        }
+        self.closed = true;
+        self.size = self.snd_max;
+        self.app_timer = None;
+        if self.first_sent_at.is_some() && self.syn_sent.is_none() {
+            self.send_budget = self
+                .send_budget
+                .saturating_sub(u64::from(Packet::tcp_wire_size(0)));
+            out.push(build_packet(
+                &self.ends,
+                now,
+                SegmentSpec {
+                    seq: self.size,
+                    ack: 0,
+                    flags: tcp_flags::FIN,
+                    window: 0,
+                    payload: 0,
+                    ecn: Ecn::NotEct,
+                },
+            ));
+        } else {
+            // Closed before anything was sent (or before the SYN-ACK).
+            self.syn_sent = None;
+            self.first_sent_at.get_or_insert(now);
+        }
+        if self.is_complete() {
+            self.completed_at.get_or_insert(now);
+            self.timer = None;
+        }
+    }
+
+    /// `close` was called.
+    pub fn is_closed(&self) -> bool {
+        self.closed
     }
 
     /// Every byte is cumulatively acknowledged.
@@ -435,6 +596,9 @@ impl TcpSender {
             window_probes: self.window_probes,
             dctcp_alpha: self.cc.alpha(),
             in_recovery: self.in_recovery,
+            classic_ecn_cuts: self.classic_ecn_cuts,
+            sack_recoveries: self.sack_recoveries,
+            rescue_retransmits: self.rescue_retransmits,
         }
     }
 
@@ -474,6 +638,7 @@ impl TcpSender {
         self.in_recovery = true;
         self.first_partial_ack = true;
         self.fast_retransmits += 1;
+        self.note_loss_reduction();
         // RFC 5681 section 3.2 step 3: retransmit the lost segment, and
         // cwnd = ssthresh + 3 * SMSS (one SMSS per duplicate ACK counted).
         self.retransmit_una(now, out);
@@ -530,18 +695,7 @@ impl TcpSender {
             }
         }
 
-        let ev = AckEvent {
-            acked,
-            ece,
-            snd_una: self.snd_una,
-            snd_nxt: self.snd_nxt,
-            in_recovery: was_in_recovery,
-            cwnd_limited: self.is_cwnd_limited(),
-        };
-        if self.cc.on_ack(&mut self.win, &ev) {
-            self.ecn_cuts += 1;
-            self.cwr_pending = true;
-        }
+        self.after_new_ack(now, acked, ece, was_in_recovery);
 
         if self.is_complete() {
             if self.completed_at.is_none() {
@@ -557,8 +711,275 @@ impl TcpSender {
         }
     }
 
+    /// The congestion controller's view of an ACK that acknowledged
+    /// `acked` new bytes, with classic ECN's reaction (RFC 3168).
+    fn after_new_ack(&mut self, now: SimTime, acked: u64, ece: bool, was_in_recovery: bool) {
+        if self.classic_ecn && ece {
+            // RFC 3168 section 6.1.2: react to ECE as to a loss, but at most
+            // once per window of data (not until snd_una passes what was
+            // sent at the last reduction) and not during loss recovery,
+            // which has reduced already; retransmit nothing; and do not
+            // increase cwnd on an ECE ACK.
+            let may_cut = !matches!(self.cwr_end, Some(end) if self.snd_una <= end);
+            if may_cut && !was_in_recovery {
+                let flight = self.snd_max - self.snd_una + acked;
+                self.cc.on_ece(&mut self.win, flight);
+                self.ecn_cuts += 1;
+                self.classic_ecn_cuts += 1;
+                self.cwr_end = Some(self.snd_max);
+                self.cwr_pending = true;
+            }
+            return;
+        }
+        let ev = AckEvent {
+            acked,
+            ece,
+            snd_una: self.snd_una,
+            snd_nxt: self.snd_nxt,
+            in_recovery: was_in_recovery,
+            cwnd_limited: self.is_cwnd_limited(),
+            now,
+            srtt: self.rto.srtt(),
+        };
+        if self.cc.on_ack(&mut self.win, &ev) {
+            self.ecn_cuts += 1;
+            self.cwr_pending = true;
+        }
+    }
+
+    /// Under classic ECN, a loss response is the window's reduction for
+    /// this window of data: an ECE in it does not cut again, and the next
+    /// new segment carries CWR (RFC 3168 section 6.1.2).
+    fn note_loss_reduction(&mut self) {
+        if self.classic_ecn {
+            self.cwr_end = Some(self.snd_max);
+            self.cwr_pending = true;
+        }
+    }
+
+    /// An acceptable ACK with SACK on (RFC 6675 section 5).
+    fn on_ack_sack(&mut self, now: SimTime, pkt: &Packet, ece: bool, out: &mut Vec<Packet>) {
+        let Some(tcp) = pkt.tcp() else { return };
+        let ack = tcp.ack;
+        let pure = tcp.payload == 0 && !tcp.has(tcp_flags::SYN | tcp_flags::FIN);
+        if tcp.window != self.last_window {
+            if ack == self.snd_una {
+                self.window_updates += 1;
+            }
+            self.last_window = tcp.window;
+        }
+        let was_in_recovery = self.in_recovery;
+        let mut acked = 0;
+        if ack > self.snd_una {
+            acked = ack - self.snd_una;
+            self.snd_una = ack;
+            self.snd_nxt = self.snd_nxt.max(ack);
+            self.scoreboard.advance(ack);
+            self.high_rxt = self.high_rxt.max(ack);
+            // RFC 6675 section 5: a cumulative ACK resets DupAcks.
+            self.dupacks = 0;
+            self.lt_allowance = 0;
+            self.una_resent_by_timer = false;
+            if let Some((end, sent)) = self.rtt_probe {
+                if ack >= end {
+                    self.rto.on_sample(now.saturating_sub(sent));
+                    self.rtt_probe = None;
+                }
+            }
+        }
+        // RFC 6675 section 5: update the scoreboard from every ACK; one
+        // that SACKs new bytes is a duplicate acknowledgment (section 2).
+        let news = self
+            .scoreboard
+            .update(pkt.sack_blocks(), self.snd_una, self.snd_max);
+        let dup = news && pure && self.snd_max > self.snd_una;
+        if dup {
+            self.dup_acks += 1;
+        }
+
+        if self.in_recovery {
+            // (A): a cumulative ACK covering RecoveryPoint ends recovery;
+            // the scoreboard above it is kept. cwnd stays at ssthresh.
+            if self.recover.is_some_and(|r| self.snd_una >= r) {
+                self.in_recovery = false;
+                self.win.ca_bytes_acked = 0;
+            }
+        } else if dup {
+            self.dupacks += 1;
+            let recovery_allowed = match self.recover {
+                None => true,
+                // RFC 6675 section 5.1: no new recovery until HighACK
+                // reaches the RecoveryPoint a timeout recorded.
+                Some(r) => self.snd_una >= r,
+            };
+            // (1) DupAcks >= DupThresh, or (2) IsLost(HighACK + 1).
+            let lost = self.scoreboard.lost_below(self.mss, self.dupack_threshold) > self.snd_una;
+            if recovery_allowed && (self.dupacks >= self.dupack_threshold || lost) {
+                self.enter_sack_recovery(now, out);
+            } else if self.limited_transmit {
+                // (3) Limited transmit by pipe: HighRxt = HighACK, then new
+                // segments while cwnd - pipe >= 1 SMSS.
+                self.high_rxt = self.snd_una;
+                // Sending while flight + seg <= cwnd + allowance is then
+                // pipe + seg <= cwnd: the allowance is flight - pipe.
+                self.lt_allowance = (self.snd_nxt - self.snd_una).saturating_sub(self.pipe());
+            }
+        }
+
+        if acked > 0 {
+            self.after_new_ack(now, acked, ece, was_in_recovery);
+            if self.is_complete() {
+                self.completed_at.get_or_insert(now);
+                self.timer = None;
+            } else if self.snd_una >= self.snd_max {
+                // RFC 6298 (5.2).
+                self.timer = None;
+            } else {
+                // RFC 6298 (5.3): new data acked, restart the timer.
+                self.timer = Some(now + self.rto.rto());
+            }
+        }
+        self.send_new_data(now, out);
+    }
+
+    /// RFC 6675 section 5, step (4): fast retransmit and loss recovery.
+    fn enter_sack_recovery(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        self.lt_allowance = 0;
+        let flight = self.snd_max - self.snd_una;
+        // (4.1) RecoveryPoint = HighData.
+        self.recover = Some(self.snd_max);
+        // (4.2) ssthresh = cwnd = FlightSize / 2 (the controller's ssthresh:
+        // RFC 5681 equation (4), or beta_cubic for CUBIC).
+        self.cc.on_fast_retransmit(&mut self.win, flight);
+        self.win.cwnd = self.win.ssthresh;
+        self.in_recovery = true;
+        self.fast_retransmits += 1;
+        self.sack_recoveries += 1;
+        self.note_loss_reduction();
+        // (4.3) Retransmit the first segment presumed dropped, at HighACK;
+        // HighRxt = RescueRxt = its end.
+        let start = self.snd_una;
+        let end = self.hole_end(start);
+        self.emit_data(now, start, end - start, out);
+        self.high_rxt = end;
+        self.rescue_rxt = Some(end);
+        // (4.4)-(4.5): SetPipe, then step (C) via `send_new_data`.
+    }
+
+    /// End of a segment starting at un-SACKed `seq`: one SMSS, but not into
+    /// the next SACKed range nor beyond what was sent.
+    fn hole_end(&self, seq: u64) -> u64 {
+        let mut end = (seq + self.mss).min(self.snd_max);
+        if let Some(s) = self.scoreboard.next_sacked_start(seq) {
+            end = end.min(s);
+        }
+        end
+    }
+
+    /// RFC 6675 section 4, SetPipe(): un-SACKed bytes in flight that are
+    /// not lost, plus those retransmitted (below HighRxt).
+    fn pipe(&self) -> u64 {
+        let lost_below = self.scoreboard.lost_below(self.mss, self.dupack_threshold);
+        let sb = &self.scoreboard;
+        sb.unsacked_in(self.snd_una.max(lost_below), self.snd_max)
+            + sb.unsacked_in(self.snd_una, self.high_rxt.min(self.snd_max))
+    }
+
+    /// RFC 6675 section 5, step (C): while cwnd - pipe >= 1 SMSS, send
+    /// what NextSeg() picks.
+    fn sack_transmit(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        self.budget_blocked = false;
+        let mut app_blocked = false;
+        let mut sent = false;
+        loop {
+            let pipe = self.pipe();
+            if self.win.cwnd < pipe + self.mss {
+                break;
+            }
+            if self.send_budget == 0 {
+                self.budget_blocked = true;
+                break;
+            }
+            let Some((seq, len, rescue)) = self.next_seg(now, &mut app_blocked) else {
+                break;
+            };
+            if seq >= self.snd_max && self.rtt_probe.is_none() {
+                self.rtt_probe = Some((seq + len, now));
+            }
+            self.emit_data(now, seq, len, out);
+            if seq + len > self.snd_max {
+                // (C.3) new data: HighData grows.
+                self.snd_max = seq + len;
+                self.snd_nxt = self.snd_max;
+                sent = true;
+            } else if rescue {
+                // Rule (4): RescueRxt = RecoveryPoint; HighRxt unchanged.
+                self.rescue_rxt = self.recover;
+                self.rescue_retransmits += 1;
+            } else {
+                // (C.2) HighRxt = the end of the retransmitted segment.
+                self.high_rxt = self.high_rxt.max(seq + len);
+            }
+        }
+        self.validate_cwnd(sent);
+        if self.timer.is_none() && self.snd_max > self.snd_una {
+            self.timer = Some(now + self.rto.rto());
+        }
+    }
+
+    /// RFC 6675 section 4, NextSeg(): (seq, len, by rule 4).
+    fn next_seg(&mut self, now: SimTime, app_blocked: &mut bool) -> Option<(u64, u64, bool)> {
+        let sb = &self.scoreboard;
+        let highest = sb.highest_sacked().unwrap_or(self.snd_una);
+        let lost_below = sb.lost_below(self.mss, self.dupack_threshold);
+        // Rules (1) and (3): the first un-SACKed byte above HighRxt and
+        // below the highest SACKed byte; (1) if it is lost.
+        let s2 = sb.next_unsacked(self.high_rxt.max(self.snd_una));
+        let candidate = (s2 < highest).then_some(s2);
+        if let Some(s) = candidate.filter(|&s| s < lost_below) {
+            return Some((s, self.hole_end(s) - s, false));
+        }
+        // Rule (2): new data, if the receiver's window allows.
+        if self.snd_max < self.size {
+            let len = self.segment_len(self.snd_max);
+            let wnd = u64::from(self.last_window);
+            if self.snd_max + len - self.snd_una <= wnd {
+                if self.app_allows(now, self.snd_max, len) {
+                    return Some((self.snd_max, len, false));
+                }
+                *app_blocked = true;
+            }
+        }
+        // Rule (3): the first un-SACKed segment not yet lost.
+        if let Some(s) = candidate {
+            return Some((s, self.hole_end(s) - s, false));
+        }
+        // Rule (4): one rescue retransmission per recovery, of a segment
+        // holding the highest un-SACKed byte outstanding.
+        if self.rescue_rxt.is_none_or(|r| self.snd_una > r) {
+            if let Some((start, end)) = self
+                .scoreboard
+                .last_unsacked_run(self.snd_una, self.snd_max)
+            {
+                let s = start.max(end.saturating_sub(self.mss));
+                return Some((s, end - s, true));
+            }
+        }
+        None
+    }
+
     fn on_retransmission_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         self.timeouts += 1;
+        self.note_loss_reduction();
+        if self.sack {
+            // RFC 6675 section 5.1: leave SACK recovery, RecoveryPoint =
+            // HighData (set below), and, as RFC 2018 section 8 says of a
+            // timeout (the receiver may have reneged), forget the SACKed
+            // bytes: the go-back-N below resends them.
+            self.scoreboard.clear();
+            self.high_rxt = self.snd_una;
+            self.rescue_rxt = None;
+        }
         let flight = self.snd_nxt - self.snd_una;
         // RFC 5681 section 3.1: ssthresh per equation (4) on the first
         // timeout of this segment, cwnd = 1 SMSS.
@@ -643,7 +1064,12 @@ impl TcpSender {
         if self.first_sent_at.is_none() || self.syn_sent.is_some() {
             return;
         }
+        if self.sack && self.in_recovery {
+            self.sack_transmit(now, out);
+            return;
+        }
         self.budget_blocked = false;
+        let mut app_blocked = false;
         let mut sent = false;
         let wnd = (self.win.cwnd + self.lt_allowance).min(u64::from(self.last_window));
         while self.snd_nxt < self.size {
@@ -666,6 +1092,10 @@ impl TcpSender {
                 self.budget_blocked = true;
                 break;
             }
+            if !self.app_allows(now, self.snd_nxt, len) {
+                app_blocked = true;
+                break;
+            }
             let seq = self.snd_nxt;
             if seq >= self.snd_max && self.rtt_probe.is_none() {
                 // RFC 6298 section 3: time one segment per round trip.
@@ -680,10 +1110,11 @@ impl TcpSender {
         if self.is_complete() {
             return;
         }
-        if self.snd_max == self.snd_una && self.budget_blocked {
-            // Nothing outstanding and the budget, not a zero window, holds
-            // the flow: no RTO and no persist timer; the host calls
-            // `on_send_ready` when the flow's packets leave the NIC.
+        if self.snd_max == self.snd_una && (self.budget_blocked || app_blocked) {
+            // Nothing outstanding and the budget or the application, not a
+            // zero window, holds the flow: no RTO and no persist timer; the
+            // host calls `on_send_ready` when the flow's packets leave the
+            // NIC, and the application timer fires when credit is back.
             self.timer = None;
         } else if self.timer.is_none() {
             if self.snd_max > self.snd_una {
@@ -694,6 +1125,27 @@ impl TcpSender {
                 self.timer = Some(now + self.rto.rto());
             }
         }
+    }
+
+    /// Whether the application's token bucket lets `[seq, seq + len)` go
+    /// now; new bytes (beyond `snd_max`) are taken from it. When it does
+    /// not, the application timer is set for when it will.
+    fn app_allows(&mut self, now: SimTime, seq: u64, len: u64) -> bool {
+        let new = (seq + len).saturating_sub(seq.max(self.snd_max));
+        let Some(app) = &mut self.app else {
+            return true;
+        };
+        if new == 0 {
+            return true;
+        }
+        app.refill(now);
+        let at = app.ready_at(now, new);
+        if at > now {
+            self.app_timer = Some(at);
+            return false;
+        }
+        app.credit -= u128::from(new) * BYTE_CREDIT;
+        true
     }
 
     /// Resends the segment at `snd_una`, whatever the window says.
@@ -733,6 +1185,11 @@ impl TcpSender {
             // RFC 3168 section 6.1.2: CWR on the next new data segment.
             flags |= tcp_flags::CWR;
             self.cwr_pending = false;
+        }
+        if seq + len == self.size {
+            // RFC 9293 section 3.6: FIN on the segment that carries the
+            // last byte (it takes no sequence number here; docs/model.md).
+            flags |= tcp_flags::FIN;
         }
         // `len` is at most one MSS, which is a u32.
         let payload = u32::try_from(len).unwrap_or(u32::MAX);

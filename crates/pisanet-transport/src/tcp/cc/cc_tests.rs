@@ -10,6 +10,8 @@ fn ack(acked: u64, snd_una: u64, snd_nxt: u64, ece: bool) -> AckEvent {
         snd_nxt,
         in_recovery: false,
         cwnd_limited: true,
+        now: SimTime::ZERO,
+        srtt: None,
     }
 }
 

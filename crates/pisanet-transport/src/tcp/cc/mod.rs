@@ -9,13 +9,16 @@
 //! retransmit, fast-recovery window inflation and deflation, RFC 6582), and
 //! deciding when a hook applies.
 
+mod cubic;
 mod dctcp;
 mod newreno;
 
+pub use cubic::Cubic;
 pub use dctcp::Dctcp;
 pub use newreno::NewReno;
 
 use super::CcKind;
+use pisanet_engine::SimTime;
 
 /// The window state a controller manipulates, in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,6 +79,10 @@ pub struct AckEvent {
     /// Linux's `tcp_is_cwnd_limited`): the window may grow only then. The
     /// sender computes it ([`super::TcpSender`] docs); false keeps cwnd as is.
     pub cwnd_limited: bool,
+    /// When the ACK arrived (CUBIC's clock, RFC 9438 section 4.2).
+    pub now: SimTime,
+    /// The smoothed RTT, if sampled (CUBIC's target W_cubic(t + RTT)).
+    pub srtt: Option<SimTime>,
 }
 
 /// Hooks of a congestion controller. All default to doing nothing.
@@ -94,6 +101,17 @@ pub trait Controller {
     /// `first` is false when the segment was already resent by a timeout.
     fn on_rto(&mut self, _w: &mut Window, _flight: u64, _first: bool) {}
 
+    /// Classic ECN (RFC 3168 section 6.1.2): an ECE arrived and the sender
+    /// decided to react (once per window of data, not in loss recovery)
+    /// with `flight` bytes outstanding. The default halves as for a loss:
+    /// ssthresh per RFC 5681 equation (4), cwnd = ssthresh. The sender
+    /// then sets CWR. DCTCP never gets it (its reaction is in `on_ack`).
+    fn on_ece(&mut self, w: &mut Window, flight: u64) {
+        w.ssthresh = w.half_flight(flight);
+        w.cwnd = w.cwnd.min(w.ssthresh);
+        w.ca_bytes_acked = 0;
+    }
+
     /// The DCTCP congestion estimate, if this controller keeps one.
     fn alpha(&self) -> Option<f64> {
         None
@@ -105,6 +123,7 @@ pub trait Controller {
 pub enum Cc {
     NewReno(NewReno),
     Dctcp(Dctcp),
+    Cubic(Cubic),
 }
 
 impl Cc {
@@ -112,6 +131,7 @@ impl Cc {
         match kind {
             CcKind::NewReno => Cc::NewReno(NewReno),
             CcKind::Dctcp { g_shift } => Cc::Dctcp(Dctcp::new(g_shift)),
+            CcKind::Cubic { c, beta } => Cc::Cubic(Cubic::new(c, beta)),
         }
     }
 
@@ -119,6 +139,7 @@ impl Cc {
         match self {
             Cc::NewReno(c) => c,
             Cc::Dctcp(c) => c,
+            Cc::Cubic(c) => c,
         }
     }
 }
@@ -133,10 +154,14 @@ impl Controller for Cc {
     fn on_rto(&mut self, w: &mut Window, flight: u64, first: bool) {
         self.inner().on_rto(w, flight, first)
     }
+    fn on_ece(&mut self, w: &mut Window, flight: u64) {
+        self.inner().on_ece(w, flight)
+    }
     fn alpha(&self) -> Option<f64> {
         match self {
             Cc::NewReno(c) => c.alpha(),
             Cc::Dctcp(c) => c.alpha(),
+            Cc::Cubic(c) => c.alpha(),
         }
     }
 }
