@@ -35,6 +35,9 @@ mod test_util;
 #[cfg(test)]
 mod ns3_options_tests;
 
+#[cfg(test)]
+mod features_tests;
+
 pub use receiver::{ReceiverStats, TcpReceiver};
 pub use sender::{SenderStats, TcpSender};
 

@@ -956,11 +956,13 @@ impl TcpSender {
         }
         // Rule (4): one rescue retransmission per recovery, of a segment
         // holding the highest un-SACKed byte outstanding.
+        // NOTE: only bytes above HighRxt count as outstanding here: rule 4
+        // is for a lost tail that nothing SACKed above can declare lost,
+        // and taken literally it would resend a hole already resent by
+        // rule 1 whenever HighACK passes RescueRxt.
         if self.rescue_rxt.is_none_or(|r| self.snd_una > r) {
-            if let Some((start, end)) = self
-                .scoreboard
-                .last_unsacked_run(self.snd_una, self.snd_max)
-            {
+            let from = self.snd_una.max(self.high_rxt);
+            if let Some((start, end)) = self.scoreboard.last_unsacked_run(from, self.snd_max) {
                 let s = start.max(end.saturating_sub(self.mss));
                 return Some((s, end - s, true));
             }
