@@ -141,9 +141,20 @@ fn ends() -> FlowEnds {
 
 impl Net {
     fn new(cfg: &TcpConfig, size: u64, buffer_bytes: u64, seed: u64) -> Self {
+        Net::with_path(cfg, size, buffer_bytes, seed, LINE, SimTime::from_us(10))
+    }
+
+    /// A path of `gbps` each way with one-way propagation `delay`.
+    fn with_path(
+        cfg: &TcpConfig,
+        size: u64,
+        buffer_bytes: u64,
+        seed: u64,
+        gbps: f64,
+        delay: SimTime,
+    ) -> Self {
         let streams = RngStreams::new(seed);
-        let rate = BitRate::from_gbps(LINE);
-        let delay = SimTime::from_us(10);
+        let rate = BitRate::from_gbps(gbps);
         Net {
             q: EventQueue::new(),
             fwd: Link::new(
@@ -195,6 +206,15 @@ impl Net {
     }
 
     fn run(&mut self, limit: SimTime) -> Outcome {
+        self.run_observed(limit, &mut |_, _| {})
+    }
+
+    /// `run`, calling `observe` with the sender after each ACK it takes.
+    fn run_observed(
+        &mut self,
+        limit: SimTime,
+        observe: &mut dyn FnMut(&TcpSender, SimTime),
+    ) -> Outcome {
         let mut out = Vec::new();
         self.tx.on_start(SimTime::ZERO, &mut out);
         self.forward_sent(SimTime::ZERO, &mut out);
@@ -216,6 +236,7 @@ impl Net {
                 Ev::AtSender(p) => {
                     // The flight never exceeds min(cwnd, rwnd) after new data.
                     self.tx.on_packet(now, &p, &mut out);
+                    observe(&self.tx, now);
                     self.forward_sent(now, &mut out);
                 }
                 Ev::SenderTimer => {
@@ -409,5 +430,238 @@ fn reordering_loss_and_delayed_acks_still_deliver_every_byte_once() {
             st.retransmitted_segments
         );
         assert!(u64::from(net.rx.reordered_packets()) > o.fwd_drops);
+    }
+}
+
+/// The CUBIC state of a sender.
+fn cubic_of(tx: &TcpSender) -> &pisanet_transport::tcp::cc::Cubic {
+    match tx.cc() {
+        pisanet_transport::tcp::cc::Cc::Cubic(c) => c,
+        other => panic!("not CUBIC: {other:?}"),
+    }
+}
+
+#[derive(Debug)]
+struct Stage {
+    start: SimTime,
+    k: f64,
+    w_max: f64,
+    /// Samples in the cubic and Reno-friendly regions, and the worst
+    /// relative error of cwnd against W_cubic(t) or W_est in each.
+    cubic: (u32, f64),
+    reno: (u32, f64),
+}
+
+/// Runs `net` (a CUBIC sender with C = `c` on a path of base RTT `rtt`
+/// seconds) and compares cwnd, at each ACK from 2 RTTs into each
+/// congestion-avoidance stage, with RFC 9438's closed forms.
+fn cubic_stages(net: &mut Net, c: f64, rtt: f64, limit: SimTime) -> Vec<Stage> {
+    let mss = f64::from(TcpConfig::default().mss);
+    let mut stages: Vec<Stage> = Vec::new();
+    net.run_observed(limit, &mut |tx, now| {
+        let cubic = cubic_of(tx);
+        let Some(start) = cubic.epoch_start() else {
+            return;
+        };
+        if tx.stats().in_recovery {
+            return;
+        }
+        if stages.last().is_none_or(|s| s.start != start) {
+            // RFC 9438 equation (2), computed here from W_max and cwnd_epoch.
+            let k = if cubic.k() == 0.0 {
+                0.0 // after a timeout (section 4.8)
+            } else {
+                ((cubic.w_max() - cubic.cwnd_epoch()) / c).cbrt()
+            };
+            assert!((cubic.k() - k).abs() < 1e-9, "K {} vs {k}", cubic.k());
+            stages.push(Stage {
+                start,
+                k,
+                w_max: cubic.w_max(),
+                cubic: (0, 0.0),
+                reno: (0, 0.0),
+            });
+        }
+        let s = stages.last_mut().unwrap();
+        let t = (now - start).as_secs_f64();
+        if t < 2.0 * rtt {
+            return;
+        }
+        // RFC 9438 equation (1), from the stage's K and W_max.
+        let w_cubic = c * (t - s.k).powi(3) + s.w_max;
+        let have = tx.stats().cwnd_bytes as f64 / mss;
+        let (n, err, want) = if w_cubic >= cubic.w_est() {
+            (&mut s.cubic.0, &mut s.cubic.1, w_cubic)
+        } else {
+            (&mut s.reno.0, &mut s.reno.1, cubic.w_est())
+        };
+        *n += 1;
+        *err = err.max((have - want).abs() / want);
+    });
+    stages
+}
+
+#[test]
+fn cubic_window_follows_the_closed_form_after_each_congestion_event() {
+    // 100 Mb/s, 100 ms base RTT (BDP 856 segments), buffer half a BDP:
+    // long enough for the cubic function, not the Reno-friendly estimate,
+    // to drive the window (RFC 9438 section 4.3's region test), with the
+    // standard C = 0.4 and beta = 0.7. The initial RTO is RFC 6298's 1 s,
+    // above this path's RTT.
+    let cfg = TcpConfig {
+        cc: CcKind::CUBIC,
+        sack: true,
+        initial_rto: SimTime::from_ms(1000),
+        min_rto: SimTime::from_ms(200),
+        ..TcpConfig::default()
+    };
+    let mut net = Net::with_path(&cfg, 300_000_000, 625_000, 21, 0.1, SimTime::from_ms(50));
+    let stages = cubic_stages(&mut net, 0.4, 0.1, SimTime::from_ms(40_000));
+    for s in &stages {
+        println!("{s:?}");
+    }
+    let long: Vec<_> = stages.iter().filter(|s| s.cubic.0 > 1000).collect();
+    assert!(long.len() >= 2, "{stages:?}");
+    for s in &stages {
+        assert!(s.cubic.1 < 0.01, "cwnd strays from W_cubic: {s:?}");
+        assert!(s.reno.1 < 0.01, "cwnd strays from W_est: {s:?}");
+    }
+}
+
+#[test]
+fn cubic_is_reno_friendly_on_a_data_center_path() {
+    // 10 Gb/s, 20 us base RTT: W_cubic(t) barely moves in milliseconds,
+    // so RFC 9438 section 4.3's W_est drives the window.
+    let cfg = TcpConfig {
+        cc: CcKind::CUBIC,
+        ..TcpConfig::default()
+    };
+    let mut net = Net::new(&cfg, 60_000_000, 150_000, 22);
+    let stages = cubic_stages(&mut net, 0.4, 20e-6, SimTime::from_ms(200));
+    for s in &stages {
+        println!("{s:?}");
+    }
+    assert!(
+        stages.iter().map(|s| s.reno.0).sum::<u32>() > 10_000,
+        "{stages:?}"
+    );
+    for s in &stages {
+        assert!(s.reno.1 < 0.01, "cwnd strays from W_est: {s:?}");
+        assert!(s.cubic.1 < 0.01, "cwnd strays from W_cubic: {s:?}");
+    }
+}
+
+#[test]
+fn sack_recovers_slow_start_overshoot_without_the_timeout_newreno_takes() {
+    // The path of `one_newreno_flow_fills_the_line`: slow start overshoots
+    // the 150 kB buffer and loses many segments of one window.
+    let mut reno = Net::new(&TcpConfig::default(), 60_000_000, 150_000, 1);
+    let r = reno.run(SimTime::from_ms(200));
+    let sack_cfg = TcpConfig {
+        sack: true,
+        ..TcpConfig::default()
+    };
+    let mut sack = Net::new(&sack_cfg, 60_000_000, 150_000, 1);
+    let s = sack.run(SimTime::from_ms(200));
+    let (rs, ss) = (reno.tx.stats(), sack.tx.stats());
+    println!(
+        "newreno: {:.3} Gb/s, drops {}, timeouts {}, fast rtx {}; \
+         sack: {:.3} Gb/s, drops {}, timeouts {}, recoveries {}, rescues {}, sack acks {}",
+        r.goodput_gbps,
+        r.fwd_drops,
+        rs.timeouts,
+        rs.fast_retransmits,
+        s.goodput_gbps,
+        s.fwd_drops,
+        ss.timeouts,
+        ss.sack_recoveries,
+        ss.rescue_retransmits,
+        sack.rx.stats().sack_acks
+    );
+    assert!(s.fwd_drops > 10, "the overshoot loses many segments");
+    assert!(rs.timeouts >= 1, "{rs:?}");
+    assert_eq!(ss.timeouts, 0, "{ss:?}");
+    assert!(ss.sack_recoveries >= 1);
+    assert!(s.goodput_gbps > r.goodput_gbps);
+}
+
+#[test]
+fn sack_with_loss_and_reordering_delivers_every_byte_once() {
+    for seed in 0..4 {
+        let cfg = TcpConfig {
+            sack: true,
+            delayed_ack: seed % 2 == 1,
+            ..TcpConfig::default()
+        };
+        let mut net = Net::new(&cfg, 3_000_000, 300_000, 30 + seed);
+        net.fwd.loss = 0.01;
+        net.rev.loss = 0.01;
+        net.fwd.jitter = SimTime::from_us(3);
+        // `run` checks completion, exact delivery and the app-side check.
+        let o = net.run(SimTime::from_ms(5_000));
+        let st = net.tx.stats();
+        println!(
+            "seed {seed}: goodput {:.3} Gb/s, drops {}, rtx {}, timeouts {}, recoveries {}",
+            o.goodput_gbps, o.fwd_drops, st.retransmitted_segments, st.timeouts, st.sack_recoveries
+        );
+        assert!(o.fwd_drops > 0);
+        assert!(st.sack_recoveries > 0);
+    }
+}
+
+#[test]
+fn rate_capped_flow_holds_its_rate_within_one_percent() {
+    for gbps in [1.0, 2.5, 7.0] {
+        let cfg = TcpConfig {
+            app_rate_bps: Some((gbps * 1e9) as u64),
+            ..TcpConfig::default()
+        };
+        let size = 100_000_000;
+        let mut net = Net::new(&cfg, size, 150_000, 40);
+        let o = net.run(SimTime::from_ms(2_000));
+        println!(
+            "cap {gbps} Gb/s: goodput {:.4} Gb/s, drops {}, max queue {} B",
+            o.goodput_gbps, o.fwd_drops, o.fwd_max_queue
+        );
+        assert!(
+            (o.goodput_gbps - gbps).abs() <= 0.01 * gbps,
+            "goodput {:.4} Gb/s for a cap of {gbps}",
+            o.goodput_gbps
+        );
+        // Below the line rate the flow builds no queue and loses nothing.
+        assert_eq!(o.fwd_drops, 0);
+        assert!(o.fwd_max_queue <= 2 * 1518);
+    }
+}
+
+#[test]
+fn classic_ecn_keeps_newreno_and_cubic_off_the_buffer_without_loss() {
+    let k = 30_000;
+    for cc in [CcKind::NewReno, CcKind::CUBIC] {
+        let cfg = TcpConfig {
+            cc,
+            ecn: true,
+            ..TcpConfig::default()
+        };
+        let mut net = Net::new(&cfg, 50_000_000, 300_000, 3);
+        net.fwd.ecn_threshold_bytes = Some(k);
+        net.fwd.settle = SimTime::from_ms(5);
+        let o = net.run(SimTime::from_ms(200));
+        let st = net.tx.stats();
+        println!(
+            "{cc:?} + ECN: goodput {:.3} Gb/s, drops {}, max queue {} B, cuts {}",
+            o.goodput_gbps, o.fwd_drops, o.fwd_max_queue, st.classic_ecn_cuts
+        );
+        assert!(st.classic_ecn_cuts > 10);
+        assert_eq!(o.fwd_drops, 0);
+        assert_eq!(st.retransmitted_segments, 0);
+        // The queue stays far below the 300 kB buffer (NewReno without ECN
+        // fills it: `dctcp_keeps_the_queue_near_k_without_loss`).
+        assert!(o.fwd_max_queue < 3 * k, "max queue {} B", o.fwd_max_queue);
+        assert!(
+            o.goodput_gbps >= 0.8 * LINE,
+            "goodput {:.3}",
+            o.goodput_gbps
+        );
     }
 }

@@ -572,6 +572,11 @@ impl TcpSender {
         self.size
     }
 
+    /// The congestion controller and its state.
+    pub fn cc(&self) -> &Cc {
+        &self.cc
+    }
+
     pub fn ends(&self) -> &FlowEnds {
         &self.ends
     }

@@ -95,6 +95,11 @@ impl Cubic {
         self.epoch_start
     }
 
+    /// W_est (segments), the Reno-friendly estimate (section 4.3).
+    pub fn w_est(&self) -> f64 {
+        self.w_est
+    }
+
     /// cwnd (segments) when the current stage began.
     pub fn cwnd_epoch(&self) -> f64 {
         self.cwnd_epoch
