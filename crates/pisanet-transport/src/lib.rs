@@ -67,9 +67,9 @@ pub mod rate;
 pub mod tcp;
 pub mod udp;
 
-pub use tcp::{CcKind, FlowEnds, ReceiverStats, SenderStats, TcpConfig, TcpReceiver, TcpSender};
 pub use rate::{
     NotificationPoint, Notifier, RateReceiver, RateSender, Reaction, ReactionKind, ReactionPoint,
     REACTION_POINTS,
 };
+pub use tcp::{CcKind, FlowEnds, ReceiverStats, SenderStats, TcpConfig, TcpReceiver, TcpSender};
 pub use udp::{UdpCbrSource, UdpSink};

@@ -96,6 +96,13 @@ pub struct FlowListRules<'a> {
     pub priorities_key: &'a str,
     /// `None` accepts `deadline_us`; `Some(why)` refuses it with `why`.
     pub deadline_refused: Option<&'a str>,
+    /// The transport of a row that names neither `transport` nor `cc`.
+    pub default_transport: Transport,
+    /// `bytes` may be empty in a row without `duration_us` (a duration
+    /// comes from elsewhere, e.g. the flow group).
+    pub default_duration: bool,
+    /// `Some(why)` refuses `rate_gbps` and `duration_us` on TCP rows.
+    pub tcp_limits_refused: Option<&'a str>,
 }
 
 impl Default for FlowListRules<'_> {
@@ -106,6 +113,9 @@ impl Default for FlowListRules<'_> {
             priorities: 8,
             priorities_key: "priorities",
             deadline_refused: None,
+            default_transport: Transport::Tcp,
+            default_duration: false,
+            tcp_limits_refused: None,
         }
     }
 }
@@ -264,9 +274,23 @@ pub fn parse_flow_list(
                 Some(_) => {}
             }
         }
+        if let Some(why) = rules.tcp_limits_refused {
+            if attrs.transport.unwrap_or(rules.default_transport) == Transport::Tcp {
+                for (set, field) in [
+                    (attrs.rate_bps.is_some(), "rate_gbps"),
+                    (attrs.duration.is_some(), "duration_us"),
+                ] {
+                    if set {
+                        return Err(at(format!("{field}: {why}")));
+                    }
+                }
+            }
+        }
         let bytes = match fields[3].parse::<u64>() {
             Ok(b) if b >= 1 => b,
-            _ if fields[3].is_empty() && attrs.duration.is_some() => u64::MAX,
+            _ if fields[3].is_empty() && (attrs.duration.is_some() || rules.default_duration) => {
+                u64::MAX
+            }
             _ => {
                 return Err(at(format!(
                     "bytes must be a whole number >= 1 (or empty with a duration_us), got '{}'",
@@ -455,6 +479,7 @@ mod tests {
             priorities: 2,
             priorities_key: "topology.priorities",
             deadline_refused: None,
+            ..FlowListRules::default()
         }
     }
 

@@ -230,8 +230,7 @@ impl RateSender {
         if self.first_sent_at.is_some() || self.done {
             return;
         }
-        if self.total == 0 || self.rp.rate().bps() == 0 || self.stop_at.is_some_and(|s| now >= s)
-        {
+        if self.total == 0 || self.rp.rate().bps() == 0 || self.stop_at.is_some_and(|s| now >= s) {
             self.done = true;
             return;
         }
