@@ -815,7 +815,8 @@ pub fn jain_index(x: &[f64]) -> Option<f64> {
 }
 
 /// summary.json `fairness`: Jain's index over the completed flows' mean
-/// goodput (payload bytes delivered x 8 / FCT), over all flows and per
+/// goodput (payload bytes delivered x 8 / FCT; TCP delivers all its bytes,
+/// UDP `bytes - lost_bytes`), over all flows and per
 /// flow group (docs/metrics.md, "Fairness").
 fn fairness_summary(cfg: &Config, ft: &FlowTable) -> Value {
     let n_groups = 1 + cfg.workload.groups.len();
@@ -825,7 +826,11 @@ fn fairness_summary(cfg: &Config, ft: &FlowTable) -> Value {
         if ft.fct_us[i].is_nan() || ft.fct_us[i] <= 0.0 {
             continue;
         }
-        let delivered = (ft.bytes[i] - ft.lost_bytes[i]) as f64;
+        // TCP delivers every byte (losses are retransmitted); UDP what arrived.
+        let delivered = match ft.transport[i] {
+            0 => ft.bytes[i],
+            _ => ft.bytes[i] - ft.lost_bytes[i],
+        } as f64;
         let gbps = delivered * 8.0 / (ft.fct_us[i] * 1e3);
         all.push(gbps);
         if let Some(g) = per_group.get_mut(ft.group[i] as usize) {
