@@ -68,13 +68,13 @@ fn goodput_series_integrate_to_each_flows_bytes() {
     );
     assert_eq!(out.summary["flows"]["completed"], 4);
     let got = goodput_per_flow(&out);
-    for i in 0..4 {
+    for (i, &got) in got.iter().enumerate() {
         // TCP delivers every byte; UDP what was not lost.
         let want = match out.flows.transport[i] {
             0 => out.flows.bytes[i],
             _ => out.flows.bytes[i] - out.flows.lost_bytes[i],
         };
-        assert_eq!(got[i], want, "flow {i}");
+        assert_eq!(got, want, "flow {i}");
         assert!(want > 0);
     }
     assert_eq!(out.flows.transport, vec![0, 0, 1, 1]);
@@ -324,7 +324,7 @@ fn bad_flow_attributes_are_refused_with_row_and_field() {
         ),
     ];
     for (flows, sets, want) in cases {
-        let e = try_flows("bad", "", flows, &sets).err().expect("refused");
+        let e = try_flows("bad", "", flows, &sets).expect_err("refused");
         assert_eq!(e.kind, pisanet::ErrorKind::Input);
         assert!(
             e.message.starts_with("workload.file (flows.csv) ") && e.message.contains(want),
