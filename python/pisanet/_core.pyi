@@ -44,7 +44,9 @@ def run(
     dict[str, Any],
     dict[str, tuple[str, bytes]],
 ]:
-    """Runs a config (TOML text): `(summary_json, flows, queues, ports_json, port_rates, capture, goodput)`.
+    """Runs a config (TOML text).
+
+    Returns `(summary_json, flows, queues, ports_json, port_rates, capture, goodput)`.
 
     `goodput` holds the per-flow goodput series columns (`time_us`, `flow`,
     `bytes`, `gbps`), empty unless `metrics.goodput_interval_us` > 0.

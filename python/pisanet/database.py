@@ -202,9 +202,7 @@ def build(directory: str | os.PathLike[str]) -> Path:
                 ]
                 con.execute(_file_view(view, file, paths, front))
             # Jain's fairness index (docs/metrics.md, "Fairness").
-            con.execute(
-                "CREATE MACRO jain(x) AS power(sum(x), 2) / (count(x) * sum(x * x))"
-            )
+            con.execute("CREATE MACRO jain(x) AS power(sum(x), 2) / (count(x) * sum(x * x))")
             con.execute(
                 "CREATE TABLE meta AS SELECT ? AS directory, ? AS built_unix_s",
                 [str(directory), time.time()],
