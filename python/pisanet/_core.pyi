@@ -42,8 +42,14 @@ def run(
     str,
     dict[str, tuple[str, bytes] | tuple[str, list[str]]],
     dict[str, Any],
+    dict[str, tuple[str, bytes]],
 ]:
-    """Runs a config (TOML text): `(summary_json, flows, queues, ports_json, port_rates, capture)`.
+    """Runs a config (TOML text).
+
+    Returns `(summary_json, flows, queues, ports_json, port_rates, capture, goodput)`.
+
+    `goodput` holds the per-flow goodput series columns (`time_us`, `flow`,
+    `bytes`, `gbps`), empty unless `metrics.goodput_interval_us` > 0.
 
     `capture` is `{"pcap": [(port, pcap file bytes)], "trace": columns}`; the
     trace's `node` and `port` are dictionary-encoded (`node_names`,

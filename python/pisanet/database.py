@@ -16,6 +16,12 @@ running SQL against it. Holds:
   port rates.
 - `trace` (view): the same over `trace.parquet`, for points that traced packets
   (`[metrics.trace]`).
+- `goodput` (view): the same over `goodput.parquet`, for points with
+  `metrics.goodput_interval_us` > 0.
+- `jain(x)` (macro): Jain's fairness index of the values of `x` in a group,
+  `sum(x)^2 / (count(x) * sum(x^2))`, e.g. per point and interval:
+  `SELECT point_id, time, jain(gbps) FROM goodput GROUP BY ALL` (an interval in
+  which a flow delivered nothing has no row, so such a flow does not count there).
 - `ports` (table): every finished point's `ports.json`, with `point_id`.
 - `meta` (table): the directory the views read from, and when it was built.
 
@@ -37,7 +43,7 @@ from typing import Any
 import pandas as pd
 
 from pisanet._core import ConfigError
-from pisanet.results import PORT_RATES_FILE, QUEUES_FILE, TRACE_FILE
+from pisanet.results import GOODPUT_FILE, PORT_RATES_FILE, QUEUES_FILE, TRACE_FILE
 from pisanet.sweeps import ERROR_FILE, MANIFEST, POINTS, SEED_KEY, read_manifest
 
 if sys.version_info >= (3, 11):
@@ -187,6 +193,7 @@ def build(directory: str | os.PathLike[str]) -> Path:
                 ("queues", QUEUES_FILE),
                 ("port_rates", PORT_RATES_FILE),
                 ("trace", TRACE_FILE),
+                ("goodput", GOODPUT_FILE),
             ):
                 paths = [
                     directory / POINTS / pid / file
@@ -194,6 +201,8 @@ def build(directory: str | os.PathLike[str]) -> Path:
                     if (directory / POINTS / pid / file).is_file()
                 ]
                 con.execute(_file_view(view, file, paths, front))
+            # Jain's fairness index (docs/metrics.md, "Fairness").
+            con.execute("CREATE MACRO jain(x) AS power(sum(x), 2) / (count(x) * sum(x * x))")
             con.execute(
                 "CREATE TABLE meta AS SELECT ? AS directory, ? AS built_unix_s",
                 [str(directory), time.time()],

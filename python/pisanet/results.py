@@ -7,7 +7,18 @@ directory, then `os.replace`, so a reader never sees a half-written file):
 - `flows.parquet`: one row per flow, in flow id order. Columns: `id`, `src`, `dst`
   (host ids), `bytes`, `class` (0 = short, 1 = large), `start`, `finish`, `fct`
   (microseconds; NaN for a flow that did not finish), `slowdown` (FCT over the
-  ideal FCT on an idle network), `retransmissions`, `reordered` (packets).
+  ideal FCT on an idle network), `retransmissions`, `reordered` (packets),
+  `transport` (0 = TCP, 1 = UDP), `priority` (strict-priority queue), `group` (flow
+  group: 0 = `[workload]`, k + 1 = `workload.groups[k]`), `lost_packets`,
+  `lost_bytes` (data lost: TCP, dropped in the network; UDP, sent but not
+  received), and with `metrics.flow_stats` (else NaN / 0) `delay_mean`,
+  `delay_p50`, `delay_p99`, `delay_max` (one-way delay of delivered data
+  packets, microseconds), `rtt_mean`, `rtt_p99` (TCP RTT samples, microseconds),
+  `deadline_missed_packets` (docs/metrics.md).
+- `goodput.parquet` (only with `metrics.goodput_interval_us` > 0): `time`
+  (microseconds, the end of each interval), `flow`, `bytes` (payload bytes
+  delivered to the receiving application in the interval), `gbps`; intervals in
+  which a flow delivered nothing have no row.
 - `queues.parquet` (only when queues were sampled): `time` (microseconds), `port`
   (link name, e.g. `leaf0->spine1`), `depth_bytes`.
 - `port_rates.parquet` (only when port rates were sampled): `time` (microseconds,
@@ -56,7 +67,20 @@ FLOW_COLUMNS = {
     "slowdown": "slowdown",
     "retransmissions": "retransmissions",
     "reordered": "reordered",
+    "transport": "transport",
+    "priority": "priority",
+    "group": "group",
+    "lost_packets": "lost_packets",
+    "lost_bytes": "lost_bytes",
+    "delay_mean_us": "delay_mean",
+    "delay_p50_us": "delay_p50",
+    "delay_p99_us": "delay_p99",
+    "delay_max_us": "delay_max",
+    "rtt_mean_us": "rtt_mean",
+    "rtt_p99_us": "rtt_p99",
+    "deadline_missed_packets": "deadline_missed_packets",
 }
+GOODPUT_COLUMNS = {"time_us": "time", "flow": "flow", "bytes": "bytes", "gbps": "gbps"}
 QUEUE_COLUMNS = {"time_us": "time", "port": "port", "depth_bytes": "depth_bytes"}
 PORT_RATE_COLUMNS = {
     "time_us": "time",
@@ -77,11 +101,22 @@ UNITS = {
     "carried_gbps": "Gb/s",
     "retransmissions": "packets",
     "reordered": "packets",
+    "lost_packets": "packets",
+    "lost_bytes": "bytes",
+    "delay_mean": "us",
+    "delay_p50": "us",
+    "delay_p99": "us",
+    "delay_max": "us",
+    "rtt_mean": "us",
+    "rtt_p99": "us",
+    "deadline_missed_packets": "packets",
+    "gbps": "Gb/s",
 }
 
 FILES = ("summary.json", "flows.parquet", "ports.json", "config.resolved.toml")
 QUEUES_FILE = "queues.parquet"
 PORT_RATES_FILE = "port_rates.parquet"
+GOODPUT_FILE = "goodput.parquet"
 TRACE_FILE = "trace.parquet"
 PCAP_DIR = "pcap"
 
@@ -106,6 +141,8 @@ class Result:
     """pcap file contents by port name (`[metrics.pcap]`), empty when not captured."""
     trace: pd.DataFrame | None = None
     """Per-packet events (`[metrics.trace]`), or None when not traced."""
+    goodput: pd.DataFrame | None = None
+    """Per-flow goodput series (`metrics.goodput_interval_us`), or None when off."""
 
 
 def _array(dtype: str, buffer: bytes) -> np.ndarray:
@@ -141,9 +178,16 @@ def port_rates_frame(columns: Mapping[str, Any]) -> pd.DataFrame | None:
     return _sampled_frame(columns, PORT_RATE_COLUMNS)
 
 
+def goodput_frame(columns: Mapping[str, tuple[str, bytes]]) -> pd.DataFrame | None:
+    """Goodput series from the native module's columns, or None when there are none."""
+    if len(_array(*columns["time_us"])) == 0:
+        return None
+    return pd.DataFrame({GOODPUT_COLUMNS[k]: _array(*columns[k]) for k in GOODPUT_COLUMNS})
+
+
 def from_native(payload: tuple[Any, ...], resolved: str) -> Result:
     """The `Result` of the native module's `run` tuple and the resolved config."""
-    summary, flows, queues, ports, port_rates, capture = payload
+    summary, flows, queues, ports, port_rates, capture, goodput = payload
     return Result(
         summary=json.loads(summary),
         flows=flows_frame(flows),
@@ -153,6 +197,7 @@ def from_native(payload: tuple[Any, ...], resolved: str) -> Result:
         port_rates=port_rates_frame(port_rates),
         pcaps=dict(capture["pcap"]),
         trace=trace_frame(capture["trace"]),
+        goodput=goodput_frame(goodput),
     )
 
 
@@ -238,6 +283,7 @@ def write(out: str | os.PathLike[str], result: Result) -> list[Path]:
         (QUEUES_FILE, result.queues),
         (PORT_RATES_FILE, result.port_rates),
         (TRACE_FILE, result.trace),
+        (GOODPUT_FILE, result.goodput),
     ):
         if frame is None:
             (directory / name).unlink(missing_ok=True)
@@ -263,6 +309,9 @@ def write(out: str | os.PathLike[str], result: Result) -> list[Path]:
     if result.trace is not None:
         _write_parquet(directory / TRACE_FILE, result.trace)
         written.append(directory / TRACE_FILE)
+    if result.goodput is not None:
+        _write_parquet(directory / GOODPUT_FILE, result.goodput)
+        written.append(directory / GOODPUT_FILE)
     if result.pcaps:
         (directory / PCAP_DIR).mkdir(exist_ok=True)
     for port, content in result.pcaps.items():

@@ -47,6 +47,18 @@ FLOW_COLUMNS = [
     "slowdown",
     "retransmissions",
     "reordered",
+    "transport",
+    "priority",
+    "group",
+    "lost_packets",
+    "lost_bytes",
+    "delay_mean",
+    "delay_p50",
+    "delay_p99",
+    "delay_max",
+    "rtt_mean",
+    "rtt_p99",
+    "deadline_missed_packets",
 ]
 
 

@@ -54,6 +54,18 @@ def test_columns_cross_as_little_endian_buffers() -> None:
             slowdown=np.array([1.5, np.nan, 1.0]),
             retransmissions=np.zeros(n, dtype="<u4"),
             reordered=np.array([0, 2, 0], dtype="<u4"),
+            transport=np.array([0, 1, 0], dtype="u1"),
+            priority=np.zeros(n, dtype="u1"),
+            group=np.zeros(n, dtype="<u4"),
+            lost_packets=np.array([0, 3, 0], dtype="<u4"),
+            lost_bytes=np.array([0, 4380, 0], dtype="<u8"),
+            delay_mean_us=np.full(n, np.nan),
+            delay_p50_us=np.full(n, np.nan),
+            delay_p99_us=np.full(n, np.nan),
+            delay_max_us=np.full(n, np.nan),
+            rtt_mean_us=np.full(n, np.nan),
+            rtt_p99_us=np.full(n, np.nan),
+            deadline_missed_packets=np.zeros(n, dtype="<u8"),
         )
     )
     assert list(flows.columns) == list(results.FLOW_COLUMNS.values())

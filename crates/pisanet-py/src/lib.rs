@@ -41,12 +41,13 @@ create_exception!(
 /// How often, at most, `run` re-attaches to Python to check signals and report progress.
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(50);
 
-/// `(summary_json, flows, queues, ports_json, port_rates, capture)`; see `run`.
+/// `(summary_json, flows, queues, ports_json, port_rates, capture, goodput)`; see `run`.
 type RunTuple<'py> = (
     String,
     Bound<'py, PyDict>,
     Bound<'py, PyDict>,
     String,
+    Bound<'py, PyDict>,
     Bound<'py, PyDict>,
     Bound<'py, PyDict>,
 );
@@ -100,6 +101,30 @@ fn flow_columns<'py>(py: Python<'py>, f: &pisanet::FlowTable) -> PyResult<Bound<
     put(&d, "slowdown", &f.slowdown)?;
     put(&d, "retransmissions", &f.retransmissions)?;
     put(&d, "reordered", &f.reordered)?;
+    put(&d, "transport", &f.transport)?;
+    put(&d, "priority", &f.priority)?;
+    put(&d, "group", &f.group)?;
+    put(&d, "lost_packets", &f.lost_packets)?;
+    put(&d, "lost_bytes", &f.lost_bytes)?;
+    put(&d, "delay_mean_us", &f.delay_mean_us)?;
+    put(&d, "delay_p50_us", &f.delay_p50_us)?;
+    put(&d, "delay_p99_us", &f.delay_p99_us)?;
+    put(&d, "delay_max_us", &f.delay_max_us)?;
+    put(&d, "rtt_mean_us", &f.rtt_mean_us)?;
+    put(&d, "rtt_p99_us", &f.rtt_p99_us)?;
+    put(&d, "deadline_missed_packets", &f.deadline_missed_packets)?;
+    Ok(d)
+}
+
+fn goodput_columns<'py>(
+    py: Python<'py>,
+    g: &pisanet::GoodputSeries,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    put(&d, "time_us", &g.time_us)?;
+    put(&d, "flow", &g.flow)?;
+    put(&d, "bytes", &g.bytes)?;
+    put(&d, "gbps", &g.gbps)?;
     Ok(d)
 }
 
@@ -190,7 +215,7 @@ fn report(py: Python<'_>, callback: Option<&Py<PyAny>>, p: pisanet::Progress) ->
     Ok(answer.is_none(py) || answer.bind(py).is_truthy()?)
 }
 
-/// Runs a config (TOML text) and returns `(summary_json, flows, queues, ports_json, port_rates, capture)`.
+/// Runs a config (TOML text) and returns `(summary_json, flows, queues, ports_json, port_rates, capture, goodput)`.
 #[pyfunction]
 #[pyo3(signature = (text, base_dir=None, overrides=Vec::new(), progress=None))]
 fn run<'py>(
@@ -228,6 +253,7 @@ fn run<'py>(
         out.ports.to_string(),
         port_rate_columns(py, &out.port_rates)?,
         capture_columns(py, &out.capture)?,
+        goodput_columns(py, &out.goodput)?,
     ))
 }
 

@@ -7,6 +7,9 @@
 //!   with NewReno (RFC 5681, RFC 6582) or DCTCP (RFC 8257) congestion
 //!   control and an RFC 6298 retransmission timer.
 //! * [`udp`]: a constant-bit-rate UDP source and a counting sink.
+//! * [`rate`]: rate-based hosts (RoCEv2-like, over UDP): a paced sender whose
+//!   rate a pluggable [`rate::ReactionPoint`] sets from feedback, and a
+//!   receiver with a [`rate::NotificationPoint`] hook.
 //!
 //! The contract with the caller (the simulator's host model) is the same for
 //! every endpoint:
@@ -60,8 +63,13 @@
 //! assert_eq!(tx.completed_at(), Some(SimTime::from_us(10)));
 //! ```
 
+pub mod rate;
 pub mod tcp;
 pub mod udp;
 
+pub use rate::{
+    NotificationPoint, Notifier, RateReceiver, RateSender, Reaction, ReactionKind, ReactionPoint,
+    REACTION_POINTS,
+};
 pub use tcp::{CcKind, FlowEnds, ReceiverStats, SenderStats, TcpConfig, TcpReceiver, TcpSender};
 pub use udp::{UdpCbrSource, UdpSink};

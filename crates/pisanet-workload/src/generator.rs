@@ -27,7 +27,7 @@
 //! (uniform over hosts), the destination (uniform only) and the size (CDF).
 
 use crate::cdf::Cdf;
-use crate::flow::{classify, FlowSpec};
+use crate::flow::{classify, FlowAttrs, FlowSpec};
 use crate::layout::{HostLayout, RackIndex};
 use crate::pattern::{self, Dest, Pattern};
 use pisanet_engine::{BitRate, SimRng, SimTime};
@@ -301,6 +301,7 @@ impl Iterator for FlowGenerator {
         }
         let id = self.next_id as FlowId;
         let mut conn = None;
+        let mut attrs = FlowAttrs::default();
         let (src, dst, bytes, start) = match &mut self.mode {
             Mode::Poisson {
                 dest,
@@ -355,6 +356,7 @@ impl Iterator for FlowGenerator {
             }
             Mode::File(rest) => {
                 let f = rest.next()?;
+                attrs = f.attrs;
                 (f.src, f.dst, f.bytes, self.start.saturating_add(f.start))
             }
         };
@@ -367,6 +369,8 @@ impl Iterator for FlowGenerator {
             start,
             class: classify(bytes, self.short_threshold_bytes),
             conn,
+            group: 0,
+            attrs,
         })
     }
 

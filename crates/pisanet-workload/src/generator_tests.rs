@@ -258,6 +258,8 @@ fn file_flows_are_validated_sorted_and_offset() {
         start: SimTime::ZERO,
         class: 0,
         conn: None,
+        group: 0,
+        attrs: Default::default(),
     }];
     assert_eq!(
         new_err(spec(Pattern::File(same), 0.5, 1), &layout),
@@ -473,4 +475,38 @@ fn a_flow_list_with_a_byte_order_mark_parses() {
     let text = "\u{feff}start_us,src,dst,bytes\n0,0,1,1000\n";
     let flows = crate::parse_flow_file(text, "flows.csv").unwrap();
     assert_eq!(flows.len(), 1);
+}
+
+#[test]
+fn groups_merge_in_start_order_with_their_attributes() {
+    use crate::{FlowAttrs, FlowSource};
+    let layout = HostLayout::uniform(2, 4);
+    let mk = |seed: u64| generator(Pattern::Uniform, 50, &layout, seed);
+    let alone: Vec<FlowSpec> = mk(1).collect();
+    // One group with no attributes: exactly the generator's flows.
+    let single: Vec<FlowSpec> = FlowSource::single(mk(1)).collect();
+    assert_eq!(single, alone);
+    let bg = FlowAttrs {
+        priority: Some(1),
+        ..FlowAttrs::default()
+    };
+    let merged: Vec<FlowSpec> = FlowSource::new(vec![(mk(1), FlowAttrs::default()), (mk(2), bg)])
+        .unwrap()
+        .collect();
+    assert_eq!(merged.len(), 100);
+    for (i, w) in merged.windows(2).enumerate() {
+        assert!(w[0].start <= w[1].start, "flow {i}");
+    }
+    for (i, f) in merged.iter().enumerate() {
+        assert_eq!(f.id as usize, i);
+        assert_eq!(f.attrs.priority, (f.group == 1).then_some(1));
+    }
+    // Group 0's flows are the generator's alone, in order.
+    let g0: Vec<(u32, u32, u64)> = merged
+        .iter()
+        .filter(|f| f.group == 0)
+        .map(|f| (f.src, f.dst, f.bytes))
+        .collect();
+    let a: Vec<(u32, u32, u64)> = alone.iter().map(|f| (f.src, f.dst, f.bytes)).collect();
+    assert_eq!(g0, a);
 }

@@ -69,11 +69,16 @@
 mod cdf;
 mod flow;
 mod generator;
+mod groups;
 mod layout;
 mod pattern;
 
 pub use cdf::{Cdf, BUILTIN_CDFS};
-pub use flow::{classify, parse_flow_file, parse_flow_file_for_hosts, FlowSpec};
+pub use flow::{
+    classify, parse_flow_file, parse_flow_file_for_hosts, parse_flow_list, FlowAttrs,
+    FlowListRules, FlowSpec, Transport, FLOW_COLUMNS,
+};
 pub use generator::{FlowGenerator, WorkloadSpec};
+pub use groups::FlowSource;
 pub use layout::HostLayout;
 pub use pattern::{Pattern, ServerAssignment};

@@ -59,6 +59,37 @@ pub struct FlowTable {
     pub slowdown: Vec<f64>,
     pub retransmissions: Vec<u32>,
     pub reordered: Vec<u32>,
+    /// 0 = TCP, 1 = UDP.
+    pub transport: Vec<u8>,
+    /// Strict-priority queue of the flow's packets.
+    pub priority: Vec<u8>,
+    /// Flow group (0 = `[workload]`, k + 1 = `workload.groups[k]`).
+    pub group: Vec<u32>,
+    /// Data packets lost (TCP: dropped in the network; UDP: sent, not received).
+    pub lost_packets: Vec<u32>,
+    pub lost_bytes: Vec<u64>,
+    /// With `metrics.flow_stats` (else NaN / 0): one-way delay of delivered
+    /// data packets (us), RTT samples (us), deadline misses.
+    pub delay_mean_us: Vec<f64>,
+    pub delay_p50_us: Vec<f64>,
+    pub delay_p99_us: Vec<f64>,
+    pub delay_max_us: Vec<f64>,
+    pub rtt_mean_us: Vec<f64>,
+    pub rtt_p99_us: Vec<f64>,
+    pub deadline_missed_packets: Vec<u64>,
+}
+
+/// Per-flow goodput series, as columns (present when `metrics.goodput_interval_us` > 0):
+/// one row per flow and interval in which the flow delivered bytes.
+#[derive(Clone, Debug, Default)]
+pub struct GoodputSeries {
+    /// End of the interval.
+    pub time_us: Vec<f64>,
+    pub flow: Vec<u32>,
+    /// Payload bytes delivered to the receiving application in the interval.
+    pub bytes: Vec<u64>,
+    /// The same as a rate over the interval (Gb/s).
+    pub gbps: Vec<f64>,
 }
 
 /// Queue-depth samples, as columns (present when `metrics.queue_sample_interval_us` > 0).
@@ -99,6 +130,8 @@ pub struct RunOutput {
     pub flows: FlowTable,
     pub queues: QueueSamples,
     pub port_rates: PortRates,
+    /// Per-flow goodput series (`metrics.goodput_interval_us`).
+    pub goodput: GoodputSeries,
     /// Per-port counters, one JSON object per port (name, tx_packets, tx_bytes, drops, ecn_marks).
     pub ports: serde_json::Value,
     /// pcap files and the per-packet trace (`[metrics.pcap]`, `[metrics.trace]`).

@@ -219,6 +219,37 @@ pub struct TransportCfg {
     /// RFC 3042 limited transmit: the first two duplicate ACKs each send one new segment beyond cwnd, as Linux and ns-3 do. Default false. See docs/model.md, "Hosts".
     #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp"]}))]
     pub limited_transmit: bool,
+    /// UDP flows: how long after a sender's last datagram has left its NIC
+    /// the flow waits for stragglers before it ends, counting what did not
+    /// arrive as lost (us). 0 (default) = automatic: the worst-case time
+    /// across the flow's path with every switch buffer full (docs/metrics.md,
+    /// "UDP flows"). Read by every run (flows may be UDP per row or group).
+    #[schemars(range(min = 0, max = 1e10), extend("x-unit" = "us"))]
+    pub udp_drain_us: f64,
+    /// Reaction point of rate-based UDP flows that name none (`cc` of a flow
+    /// row or group): "fixed" (default: constant rate, plain UDP) or "halve"
+    /// (test: halves the rate on every feedback packet). See docs/model.md, "Rate-based hosts".
+    pub reaction_point: ReactionPointKind,
+}
+
+/// `transport.reaction_point`: a rate-based sender's reaction point.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ReactionPointKind {
+    /// No reaction: the configured rate throughout.
+    #[default]
+    Fixed,
+    /// Halves the rate on every feedback packet (a test reaction point).
+    Halve,
+}
+
+impl ReactionPointKind {
+    pub fn kind(self) -> pisanet_transport::ReactionKind {
+        match self {
+            ReactionPointKind::Fixed => pisanet_transport::ReactionKind::Fixed,
+            ReactionPointKind::Halve => pisanet_transport::ReactionKind::Halve,
+        }
+    }
 }
 
 impl Default for TransportCfg {
@@ -238,6 +269,8 @@ impl Default for TransportCfg {
             tsq_kb: 131.072,
             handshake: false,
             limited_transmit: false,
+            udp_drain_us: 0.0,
+            reaction_point: ReactionPointKind::Fixed,
         }
     }
 }
@@ -311,6 +344,242 @@ pub struct WorkloadCfg {
     pub client_server_assignment: ServerAssignmentKind,
     /// Source ports: "sequential" (10000 + connection number; default) or "random" (per connection, from the run seed).
     pub source_ports: SourcePortsKind,
+    /// More flow groups beside this table's flows (which are group 0): each
+    /// `[[workload.groups]]` is a workload of its own (pattern, CDF, load,
+    /// flows, file, start) with per-group transport overrides. See docs/workloads.md, "Flow groups".
+    pub groups: Vec<GroupCfg>,
+}
+
+/// `[[workload.groups]]`: one more workload in the run. Unset workload keys
+/// take the `[workload]` defaults (not the `[workload]` table's values);
+/// unset transport keys take the config's (`[transport]`), and a flow
+/// list's cells override the group's.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct GroupCfg {
+    /// Name in the results (`flows.parquet` has the group's number; summary.json its name). Default "group<k>".
+    pub name: Option<String>,
+    /// As `workload.cdf`.
+    pub cdf: Option<String>,
+    /// As `workload.load` (not with pattern "file" or "incast").
+    #[schemars(extend("exclusiveMinimum" = 0, "exclusiveMaximum" = 1))]
+    pub load: Option<f64>,
+    /// As `workload.flows` (not with pattern "file" or "incast").
+    #[schemars(range(min = 1, max = 1e10))]
+    pub flows: Option<u64>,
+    /// As `workload.pattern`. Default "uniform".
+    pub pattern: Option<PatternKind>,
+    /// As `workload.short_threshold_bytes`.
+    #[schemars(range(min = 1, max = 1e15), extend("x-unit" = "bytes"))]
+    pub short_threshold_bytes: Option<u64>,
+    /// As `workload.incast_senders` (pattern "incast").
+    #[schemars(range(min = 1, max = 1000000))]
+    pub incast_senders: Option<u32>,
+    /// As `workload.incast_bytes` (pattern "incast").
+    #[schemars(range(min = 0, max = 1e15), extend("x-unit" = "bytes"))]
+    pub incast_bytes: Option<u64>,
+    /// As `workload.file` (pattern "file"; required then).
+    pub file: Option<String>,
+    /// As `workload.start_us`.
+    #[schemars(range(min = 0, max = 10000000000.0), extend("x-unit" = "us"))]
+    pub start_us: Option<f64>,
+    /// As `workload.connections` (pattern "client_server").
+    #[schemars(range(min = 1, max = 1000))]
+    pub connections: Option<u32>,
+    /// As `workload.client_server_assignment` (pattern "client_server").
+    pub client_server_assignment: Option<ServerAssignmentKind>,
+    /// The group's flows' transport: "tcp" or "udp". Default: `transport.kind`'s.
+    pub transport: Option<FlowTransport>,
+    /// Congestion control ("newreno", "dctcp") or reaction point ("fixed",
+    /// "halve") of the group's flows; sets the transport when that is unset.
+    pub cc: Option<String>,
+    /// UDP: the sending rate of each flow (Gb/s; a rate-based flow's initial rate).
+    #[schemars(range(min = 0.000001, max = 100000), extend("x-unit" = "Gb/s"))]
+    pub rate_gbps: Option<f64>,
+    /// Each flow sends for this long (us), ending earlier if its bytes are sent.
+    #[schemars(range(min = 0.001, max = 1e10), extend("x-unit" = "us"))]
+    pub duration_us: Option<f64>,
+    /// Payload bytes per packet of the group's flows.
+    #[schemars(range(min = 64, max = 9000), extend("x-unit" = "bytes"))]
+    pub mss: Option<u32>,
+    /// Strict-priority queue of the group's packets (0 = highest; below `topology.priorities`).
+    #[schemars(range(min = 0, max = 7))]
+    pub priority: Option<u8>,
+    /// One-way delay budget of each data packet (us); needs `metrics.flow_stats = true`.
+    #[schemars(range(min = 0.001, max = 1e10), extend("x-unit" = "us"))]
+    pub deadline_us: Option<f64>,
+}
+
+/// The names `cc` takes (flow rows, flow groups), with their transports.
+// MERGE(tcp): ("cubic", Transport::Tcp) joins this list with CcKind::Cubic
+// (and its arm in run.rs `cc_choice`).
+pub const CC_NAMES: &[(&str, pisanet_workload::Transport)] = &[
+    ("newreno", pisanet_workload::Transport::Tcp),
+    ("dctcp", pisanet_workload::Transport::Tcp),
+    ("fixed", pisanet_workload::Transport::Udp),
+    ("halve", pisanet_workload::Transport::Udp),
+];
+
+/// Why a TCP flow may not have a rate cap or a duration yet.
+// MERGE(tcp): `None` once TcpConfig has the rate cap and TcpSender::close.
+pub const TCP_LIMITS_REFUSED: Option<&str> = Some(
+    "not available for TCP flows in this build (only UDP flows take rate_gbps and duration_us)",
+);
+
+/// Why a deadline is refused without per-flow statistics.
+pub const DEADLINE_NEEDS_FLOW_STATS: &str =
+    "needs metrics.flow_stats = true (deadline misses are measured by the per-flow statistics)";
+
+impl GroupCfg {
+    /// The group's pattern.
+    pub fn pattern(&self) -> PatternKind {
+        self.pattern.unwrap_or(PatternKind::Uniform)
+    }
+
+    /// The transport of the group's flows that name none: the group's, else
+    /// its `cc`'s, else the config's.
+    pub fn transport(&self, cfg: &Config) -> pisanet_workload::Transport {
+        use pisanet_workload::Transport;
+        match self.transport {
+            Some(FlowTransport::Tcp) => Transport::Tcp,
+            Some(FlowTransport::Udp) => Transport::Udp,
+            None => self
+                .cc
+                .as_deref()
+                .and_then(|c| CC_NAMES.iter().find(|(n, _)| *n == c))
+                .map(|(_, t)| *t)
+                .unwrap_or(if cfg.transport.kind == TransportKind::Udp {
+                    Transport::Udp
+                } else {
+                    Transport::Tcp
+                }),
+        }
+    }
+
+    /// Rules between the group's keys, and with the config's.
+    fn validate(&self, k: usize, cfg: &Config) -> Result<(), Error> {
+        let key = |name: &str| format!("workload.groups[{k}].{name}");
+        let pattern = self.pattern();
+        let pname = serde_json::to_value(pattern).unwrap_or_default();
+        let unread = |name: &str, given: bool, read: bool, when: &str| -> Result<(), Error> {
+            if given && !read {
+                return Err(Error::input(format!(
+                    "{}: is read only when {} (here {pname}); remove it",
+                    key(name),
+                    when
+                )));
+            }
+            Ok(())
+        };
+        let poisson = !matches!(pattern, PatternKind::File | PatternKind::Incast);
+        let pk = key("pattern");
+        unread(
+            "load",
+            self.load.is_some(),
+            poisson,
+            &format!("{pk} is not \"file\" or \"incast\""),
+        )?;
+        unread(
+            "flows",
+            self.flows.is_some(),
+            poisson,
+            &format!("{pk} is not \"file\" or \"incast\""),
+        )?;
+        let incast = pattern == PatternKind::Incast;
+        unread(
+            "incast_senders",
+            self.incast_senders.is_some(),
+            incast,
+            &format!("{pk} = \"incast\""),
+        )?;
+        unread(
+            "incast_bytes",
+            self.incast_bytes.is_some(),
+            incast,
+            &format!("{pk} = \"incast\""),
+        )?;
+        let file = pattern == PatternKind::File;
+        unread(
+            "file",
+            self.file.is_some(),
+            file,
+            &format!("{pk} = \"file\""),
+        )?;
+        let cs = pattern == PatternKind::ClientServer;
+        unread(
+            "connections",
+            self.connections.is_some(),
+            cs,
+            &format!("{pk} = \"client_server\""),
+        )?;
+        unread(
+            "client_server_assignment",
+            self.client_server_assignment.is_some(),
+            cs,
+            &format!("{pk} = \"client_server\""),
+        )?;
+        if file && self.file.is_none() {
+            return Err(Error::input(format!(
+                "{}: required when {pk} = \"file\"",
+                key("file")
+            )));
+        }
+        let transport = self.transport(cfg);
+        if let Some(cc) = &self.cc {
+            let Some((_, t)) = CC_NAMES.iter().find(|(n, _)| n == cc) else {
+                let names: Vec<String> = CC_NAMES.iter().map(|(n, _)| format!("{n:?}")).collect();
+                return Err(Error::input(format!(
+                    "{}: must be one of {}, got {cc:?}",
+                    key("cc"),
+                    names.join(", ")
+                )));
+            };
+            if *t != transport {
+                return Err(Error::input(format!(
+                    "{}: {cc:?} is for transport {:?}, but the group's transport is {:?}",
+                    key("cc"),
+                    t.name(),
+                    transport.name()
+                )));
+            }
+        }
+        if let Some(p) = self.priority {
+            if p >= cfg.topology.priorities {
+                return Err(Error::input(format!(
+                    "{}: must be below topology.priorities = {} (the ports' priority queues), got {p}",
+                    key("priority"),
+                    cfg.topology.priorities
+                )));
+            }
+        }
+        if self.deadline_us.is_some() && !cfg.metrics.flow_stats {
+            return Err(Error::input(format!(
+                "{}: {DEADLINE_NEEDS_FLOW_STATS}",
+                key("deadline_us")
+            )));
+        }
+        if transport == pisanet_workload::Transport::Tcp {
+            if let Some(why) = TCP_LIMITS_REFUSED {
+                for (given, name) in [
+                    (self.rate_gbps.is_some(), "rate_gbps"),
+                    (self.duration_us.is_some(), "duration_us"),
+                ] {
+                    if given {
+                        return Err(Error::input(format!("{}: {why}", key(name))));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A flow's transport protocol (`transport` of a flow group or flow row).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum FlowTransport {
+    Tcp,
+    Udp,
 }
 
 impl Default for WorkloadCfg {
@@ -328,6 +597,7 @@ impl Default for WorkloadCfg {
             connections: 3,
             client_server_assignment: ServerAssignmentKind::Permutation,
             source_ports: SourcePortsKind::Sequential,
+            groups: Vec::new(),
         }
     }
 }
@@ -377,6 +647,15 @@ pub struct MetricsCfg {
     pub port_rate_ports: Vec<String>,
     pub pcap: crate::capture::PcapCfg,
     pub trace: crate::capture::TraceCfg,
+    /// Per-flow statistics: one-way delay of delivered data packets (mean,
+    /// p50, p99, max), TCP RTT samples (mean, p99) and deadline misses, as
+    /// columns of flows.parquet and aggregates in summary.json. Costs per
+    /// packet; default false (docs/metrics.md, "Per-flow measurement").
+    pub flow_stats: bool,
+    /// Per-flow goodput series: payload bytes delivered to each receiving
+    /// application per interval (us), into goodput.parquet; 0 = off (default).
+    #[schemars(range(min = 0, max = 100000000), extend("x-unit" = "us"))]
+    pub goodput_interval_us: f64,
 }
 
 impl Default for MetricsCfg {
@@ -388,6 +667,8 @@ impl Default for MetricsCfg {
             port_rate_ports: Vec::new(),
             pcap: Default::default(),
             trace: Default::default(),
+            flow_stats: false,
+            goodput_interval_us: 0.0,
         }
     }
 }
@@ -859,12 +1140,19 @@ impl Config {
                 "metrics.port_rate_interval_us",
                 self.metrics.port_rate_interval_us,
             ),
+            (
+                "metrics.goodput_interval_us",
+                self.metrics.goodput_interval_us,
+            ),
         ] {
             if v > 0.0 && v < min_interval {
                 return Err(Error::input(format!(
                     "{key}: must be 0 (off) or at least {min_interval} us, got {v}"
                 )));
             }
+        }
+        for (k, g) in self.workload.groups.iter().enumerate() {
+            g.validate(k, self)?;
         }
         for (i, e) in self.events.iter().enumerate() {
             if e.link.split_once('-').is_none() {

@@ -7,17 +7,21 @@ use pisanet_engine::{BitRate, RngStreams, SimTime, StreamKind};
 use pisanet_net::queue::QueueConfig;
 use pisanet_net::topology::{self, AddrPlan, LinkSpec, NodeKind, Topology};
 use pisanet_transport::{CcKind, TcpConfig};
-use pisanet_workload::{Cdf, FlowGenerator, HostLayout, Pattern, ServerAssignment, WorkloadSpec};
+use pisanet_workload::{
+    Cdf, FlowAttrs, FlowGenerator, FlowListRules, FlowSource, HostLayout, Pattern,
+    ServerAssignment, Transport, WorkloadSpec,
+};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::api::{Error, FlowTable, PortRates, Progress, QueueSamples, RunOutput};
+use crate::api::{Error, FlowTable, GoodputSeries, PortRates, Progress, QueueSamples, RunOutput};
 use crate::config::{
-    Config, CustomTopology, EventKind, PatternKind, ServerAssignmentKind, SourcePortsKind,
-    TopologyKind, TransportKind,
+    Config, CustomTopology, EventKind, FlowTransport, GroupCfg, PatternKind, ServerAssignmentKind,
+    SourcePortsKind, TopologyKind, TransportKind, WorkloadCfg, CC_NAMES, DEADLINE_NEEDS_FLOW_STATS,
+    TCP_LIMITS_REFUSED,
 };
 
-use crate::sim::{LinkEventSpec, StopReason, World, WorldParams};
+use crate::sim::{CcChoice, HostParams, LinkEventSpec, StopReason, World, WorldParams};
 
 fn resolve_path(base: Option<&Path>, p: &str) -> PathBuf {
     let path = PathBuf::from(p);
@@ -140,18 +144,220 @@ fn build_custom(c: &CustomTopology) -> Result<Topology, String> {
     Topology::from_links("custom", nodes, &links, AddrPlan::Flat)
 }
 
-fn build_cdf(cfg: &Config, base: Option<&Path>) -> Result<Cdf, Error> {
-    let name = &cfg.workload.cdf;
+fn build_cdf(key: &str, name: &str, base: Option<&Path>) -> Result<Cdf, Error> {
     if let Some(c) = Cdf::builtin(name) {
         return Ok(c);
     }
-    let text = read_file("workload.cdf", base, name).map_err(|e| {
+    let text = read_file(key, base, name).map_err(|e| {
         Error::input(format!(
             "{} (not a built-in: websearch, datamining)",
             e.message
         ))
     })?;
-    Cdf::parse(&text, &format!("workload.cdf ({name})")).map_err(Error::input)
+    Cdf::parse(&text, &format!("{key} ({name})")).map_err(Error::input)
+}
+
+/// One flow group's workload keys, resolved (`[workload]` is group 0).
+struct GroupSpec<'a> {
+    /// Key prefix for messages: "workload" or "workload.groups[0]".
+    key: String,
+    cdf: &'a str,
+    load: f64,
+    flows: u64,
+    pattern: PatternKind,
+    short_threshold_bytes: Option<u64>,
+    incast_senders: u32,
+    incast_bytes: u64,
+    file: Option<&'a str>,
+    start_us: f64,
+    connections: u32,
+    assignment: ServerAssignmentKind,
+    /// Transport of the group's rows that name none.
+    transport: Transport,
+    /// The group gives a duration (a row may leave bytes empty).
+    duration: bool,
+}
+
+impl<'a> GroupSpec<'a> {
+    fn main(cfg: &'a Config) -> GroupSpec<'a> {
+        let w = &cfg.workload;
+        GroupSpec {
+            key: "workload".into(),
+            cdf: &w.cdf,
+            load: w.load,
+            flows: w.flows,
+            pattern: w.pattern,
+            short_threshold_bytes: w.short_threshold_bytes,
+            incast_senders: w.incast_senders,
+            incast_bytes: w.incast_bytes,
+            file: w.file.as_deref(),
+            start_us: w.start_us,
+            connections: w.connections,
+            assignment: w.client_server_assignment,
+            transport: default_transport(cfg),
+            duration: false,
+        }
+    }
+
+    fn group(cfg: &'a Config, k: usize, g: &'a GroupCfg) -> GroupSpec<'a> {
+        let d = WorkloadCfg::default();
+        GroupSpec {
+            key: format!("workload.groups[{k}]"),
+            cdf: g.cdf.as_deref().unwrap_or("websearch"),
+            load: g.load.unwrap_or(d.load),
+            flows: g.flows.unwrap_or(d.flows),
+            pattern: g.pattern(),
+            short_threshold_bytes: g.short_threshold_bytes,
+            incast_senders: g.incast_senders.unwrap_or(d.incast_senders),
+            incast_bytes: g.incast_bytes.unwrap_or(d.incast_bytes),
+            file: g.file.as_deref(),
+            start_us: g.start_us.unwrap_or(d.start_us),
+            connections: g.connections.unwrap_or(d.connections),
+            assignment: g
+                .client_server_assignment
+                .unwrap_or(d.client_server_assignment),
+            transport: g.transport(cfg),
+            duration: g.duration_us.is_some(),
+        }
+    }
+}
+
+fn default_transport(cfg: &Config) -> Transport {
+    if cfg.transport.kind == TransportKind::Udp {
+        Transport::Udp
+    } else {
+        Transport::Tcp
+    }
+}
+
+/// The flow generator of one group, drawing from random stream `stream`.
+fn build_generator(
+    cfg: &Config,
+    base: Option<&Path>,
+    topo: &Topology,
+    g: &GroupSpec,
+    rng: pisanet_engine::SimRng,
+) -> Result<FlowGenerator, Error> {
+    let cdf = build_cdf(&format!("{}.cdf", g.key), g.cdf, base)?;
+    let short_threshold = g.short_threshold_bytes.unwrap_or_else(|| cdf.quantile(0.9));
+    let pattern = match g.pattern {
+        PatternKind::Uniform => Pattern::Uniform,
+        PatternKind::Stride => Pattern::Stride,
+        PatternKind::Permutation => Pattern::Permutation,
+        PatternKind::Incast => Pattern::Incast {
+            senders: g.incast_senders,
+            bytes: g.incast_bytes,
+        },
+        PatternKind::ClientServer => Pattern::ClientServer {
+            connections: g.connections,
+            assignment: match g.assignment {
+                ServerAssignmentKind::Permutation => ServerAssignment::Permutation,
+                ServerAssignmentKind::Random => ServerAssignment::Random,
+            },
+        },
+        PatternKind::File => {
+            let key = format!("{}.file", g.key);
+            let file = g.file.unwrap_or_default();
+            let text = read_file(&key, base, file)?;
+            let rules = FlowListRules {
+                n_hosts: Some(topo.n_hosts),
+                cc_names: CC_NAMES,
+                priorities: cfg.topology.priorities,
+                priorities_key: "topology.priorities",
+                deadline_refused: (!cfg.metrics.flow_stats).then_some(DEADLINE_NEEDS_FLOW_STATS),
+                default_transport: g.transport,
+                default_duration: g.duration,
+                tcp_limits_refused: TCP_LIMITS_REFUSED,
+            };
+            let flows =
+                pisanet_workload::parse_flow_list(&text, &format!("{key} ({file})"), &rules)
+                    .map_err(Error::input)?;
+            Pattern::File(flows)
+        }
+    };
+    let layout = HostLayout {
+        racks: topo.rack_hosts.clone(),
+    };
+    let spec = WorkloadSpec {
+        cdf,
+        load: g.load,
+        flows: g.flows,
+        pattern,
+        host_rate: BitRate::from_gbps(cfg.topology.host_link_gbps),
+        short_threshold_bytes: short_threshold,
+        start: SimTime::from_us_f64(g.start_us),
+    };
+    FlowGenerator::new(spec, &layout, rng).map_err(|e| {
+        // Messages name `workload.`; a group's name its own keys.
+        Error::input(if g.key == "workload" {
+            e
+        } else {
+            e.replacen("workload", &g.key, 1)
+        })
+    })
+}
+
+/// The attributes a group gives its flows.
+fn group_attrs(g: &GroupCfg) -> FlowAttrs {
+    FlowAttrs {
+        transport: g.transport.map(|t| match t {
+            FlowTransport::Tcp => Transport::Tcp,
+            FlowTransport::Udp => Transport::Udp,
+        }),
+        cc: g
+            .cc
+            .as_deref()
+            .and_then(|c| CC_NAMES.iter().position(|(n, _)| *n == c))
+            .map(|i| i as u8),
+        rate_bps: g.rate_gbps.map(|r| BitRate::from_gbps(r).bps().max(1)),
+        duration: g.duration_us.map(SimTime::from_us_f64),
+        mss: g.mss,
+        priority: g.priority,
+        deadline: g.deadline_us.map(SimTime::from_us_f64),
+    }
+}
+
+/// What each name of [`CC_NAMES`] builds.
+fn cc_choice(cfg: &Config, name: &str) -> CcChoice {
+    match name {
+        "newreno" => CcChoice::Tcp(CcKind::NewReno),
+        "dctcp" => CcChoice::Tcp(CcKind::Dctcp {
+            g_shift: cfg.transport.dctcp_g_shift,
+        }),
+        // MERGE(tcp): "cubic" => CcChoice::Tcp(CcKind::Cubic { .. }),
+        other => {
+            CcChoice::Rate(pisanet_transport::ReactionKind::from_name(other).unwrap_or_default())
+        }
+    }
+}
+
+/// Every flow of the run: the `[workload]` table's (group 0), then each
+/// `[[workload.groups]]`, merged in start order.
+fn build_flows(
+    cfg: &Config,
+    base: Option<&Path>,
+    topo: &Topology,
+    streams: &RngStreams,
+) -> Result<FlowSource, Error> {
+    let main = build_generator(
+        cfg,
+        base,
+        topo,
+        &GroupSpec::main(cfg),
+        streams.stream(StreamKind::Workload, 0),
+    )?;
+    if cfg.workload.groups.is_empty() {
+        return Ok(FlowSource::single(main));
+    }
+    let mut groups = vec![(main, FlowAttrs::default())];
+    for (k, g) in cfg.workload.groups.iter().enumerate() {
+        // NOTE: each group has its own random stream (after the ones the
+        // main workload uses: 0 for flows, 1 for the port salt).
+        let rng = streams.stream(StreamKind::Workload, 16 + k as u64);
+        let gen = build_generator(cfg, base, topo, &GroupSpec::group(cfg, k, g), rng)?;
+        groups.push((gen, group_attrs(g)));
+    }
+    FlowSource::new(groups).map_err(Error::input)
 }
 
 fn tcp_config(cfg: &Config) -> TcpConfig {
@@ -207,53 +413,8 @@ pub fn build_world(cfg: &Config, base: Option<&Path>) -> Result<World, Error> {
     crate::memory::check(cfg)?;
     let topo = build_topology(cfg, base)?;
     let streams = RngStreams::new(cfg.run.seed);
-    let cdf = build_cdf(cfg, base)?;
-    let short_threshold = cfg
-        .workload
-        .short_threshold_bytes
-        .unwrap_or_else(|| cdf.quantile(0.9));
     let w = &cfg.workload;
-    let pattern = match w.pattern {
-        PatternKind::Uniform => Pattern::Uniform,
-        PatternKind::Stride => Pattern::Stride,
-        PatternKind::Permutation => Pattern::Permutation,
-        PatternKind::Incast => Pattern::Incast {
-            senders: w.incast_senders,
-            bytes: w.incast_bytes,
-        },
-        PatternKind::ClientServer => Pattern::ClientServer {
-            connections: w.connections,
-            assignment: match w.client_server_assignment {
-                ServerAssignmentKind::Permutation => ServerAssignment::Permutation,
-                ServerAssignmentKind::Random => ServerAssignment::Random,
-            },
-        },
-        PatternKind::File => {
-            let file = w.file.as_deref().unwrap_or_default();
-            let text = read_file("workload.file", base, file)?;
-            let flows = pisanet_workload::parse_flow_file_for_hosts(
-                &text,
-                &format!("workload.file ({file})"),
-                topo.n_hosts,
-            )
-            .map_err(Error::input)?;
-            Pattern::File(flows)
-        }
-    };
-    let layout = HostLayout {
-        racks: topo.rack_hosts.clone(),
-    };
-    let spec = WorkloadSpec {
-        cdf,
-        load: w.load,
-        flows: w.flows,
-        pattern,
-        host_rate: BitRate::from_gbps(cfg.topology.host_link_gbps),
-        short_threshold_bytes: short_threshold,
-        start: SimTime::from_us_f64(w.start_us),
-    };
-    let gen = FlowGenerator::new(spec, &layout, streams.stream(StreamKind::Workload, 0))
-        .map_err(Error::input)?;
+    let gen = build_flows(cfg, base, &topo, &streams)?;
     let total_flows = gen.total_flows();
 
     let t = &cfg.topology;
@@ -274,8 +435,17 @@ pub fn build_world(cfg: &Config, base: Option<&Path>) -> Result<World, Error> {
         shared_buffer: (t.shared_buffer_kb > 0.0)
             .then_some(((t.shared_buffer_kb * 1000.0) as u64, t.shared_buffer_alpha)),
         tcp: tcp_config(cfg),
-        udp_rate: (cfg.transport.kind == TransportKind::Udp)
-            .then(|| BitRate::from_gbps(cfg.transport.udp_rate_gbps)),
+        hosts: HostParams {
+            transport: default_transport(cfg),
+            tcp_cc: tcp_config(cfg).cc,
+            reaction: cfg.transport.reaction_point.kind(),
+            udp_rate: BitRate::from_gbps(cfg.transport.udp_rate_gbps),
+            cc: CC_NAMES.iter().map(|(n, _)| cc_choice(cfg, n)).collect(),
+            udp_drain: (cfg.transport.udp_drain_us > 0.0)
+                .then(|| SimTime::from_us_f64(cfg.transport.udp_drain_us)),
+            port_buffer_bytes: ((t.buffer_kb * 1000.0) as u64)
+                .max((t.shared_buffer_kb * 1000.0) as u64),
+        },
         total_flows,
         link_loss_rate: t.link_loss_rate,
         tsq_bytes: (cfg.transport.tsq_kb > 0.0)
@@ -323,6 +493,14 @@ pub fn build_world(cfg: &Config, base: Option<&Path>) -> Result<World, Error> {
                 filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str()))
             })
             .collect();
+    }
+    if cfg.metrics.flow_stats || cfg.metrics.goodput_interval_us > 0.0 {
+        world.meter = Some(Box::new(crate::sim::meter::Meter {
+            flow_stats: cfg.metrics.flow_stats,
+            goodput: (cfg.metrics.goodput_interval_us > 0.0)
+                .then(|| SimTime::from_us_f64(cfg.metrics.goodput_interval_us)),
+            ..Default::default()
+        }));
     }
     world.tap = crate::capture::Tap::from_config(cfg, &world)?;
     Ok(world)
@@ -434,6 +612,24 @@ fn finish(
         ft.slowdown.push(slowdown);
         ft.retransmissions.push(f.retransmissions);
         ft.reordered.push(f.reordered);
+        ft.transport.push(f.transport);
+        ft.priority.push(f.prio);
+        ft.group.push(f.group as u32);
+        ft.lost_packets.push(f.lost_packets);
+        ft.lost_bytes.push(f.lost_bytes);
+        let st = world
+            .meter
+            .as_deref()
+            .and_then(|m| m.stats.get(id))
+            .copied()
+            .unwrap_or_default();
+        ft.delay_mean_us.push(st.delay_mean_us);
+        ft.delay_p50_us.push(st.delay_p50_us);
+        ft.delay_p99_us.push(st.delay_p99_us);
+        ft.delay_max_us.push(st.delay_max_us);
+        ft.rtt_mean_us.push(st.rtt_mean_us);
+        ft.rtt_p99_us.push(st.rtt_p99_us);
+        ft.deadline_missed_packets.push(st.deadline_missed_packets);
         for x in [
             id as u64,
             f.src as u64,
@@ -471,6 +667,10 @@ fn finish(
             .collect(),
     );
     let retrans: u64 = ft.retransmissions.iter().map(|&r| r as u64).sum();
+    let lost_packets: u64 = ft.lost_packets.iter().map(|&r| r as u64).sum();
+    let lost_bytes: u64 = ft.lost_bytes.iter().sum();
+    let fairness = fairness_summary(cfg, &ft);
+    let flow_stats = flow_stats_summary(&world);
     let reordered: u64 = ft.reordered.iter().map(|&r| r as u64).sum();
 
     let mut c = world.counts;
@@ -515,6 +715,9 @@ fn finish(
         },
         "slowdown": {"mean": sub(&slow, "mean"), "p50": sub(&slow, "p50"), "p99": sub(&slow, "p99")},
         "retransmissions": retrans,
+        "loss": {"packets": lost_packets, "bytes": lost_bytes},
+        "fairness": fairness,
+        "flow_stats": flow_stats,
         "packets": {
             "injected": c.injected,
             "delivered": c.delivered,
@@ -575,13 +778,119 @@ fn finish(
         tx_gbps: r.tx_gbps,
         carried_gbps: r.carried_gbps,
     };
+    let goodput = match world.meter.as_deref_mut() {
+        Some(m) if m.goodput.is_some() => {
+            let iv = m.goodput.unwrap_or(SimTime(1)).as_secs_f64();
+            GoodputSeries {
+                time_us: m.goodput_time.iter().map(|t| t.as_us_f64()).collect(),
+                flow: std::mem::take(&mut m.goodput_flow),
+                gbps: m
+                    .goodput_bytes
+                    .iter()
+                    .map(|&b| b as f64 * 8.0 / iv / 1e9)
+                    .collect(),
+                bytes: std::mem::take(&mut m.goodput_bytes),
+            }
+        }
+        _ => GoodputSeries::default(),
+    };
     Ok(RunOutput {
         summary,
         flows: ft,
         queues,
         port_rates,
+        goodput,
         ports: Value::Array(ports),
         capture: Default::default(),
+    })
+}
+
+/// Jain's fairness index of `x`: (sum x)^2 / (n sum x^2), in [1/n, 1];
+/// `None` for no values or all zero.
+pub fn jain_index(x: &[f64]) -> Option<f64> {
+    let n = x.len() as f64;
+    let sum: f64 = x.iter().sum();
+    let sq: f64 = x.iter().map(|v| v * v).sum();
+    (n > 0.0 && sq > 0.0).then(|| sum * sum / (n * sq))
+}
+
+/// summary.json `fairness`: Jain's index over the completed flows' mean
+/// goodput (payload bytes delivered x 8 / FCT; TCP delivers all its bytes,
+/// UDP `bytes - lost_bytes`), over all flows and per
+/// flow group (docs/metrics.md, "Fairness").
+fn fairness_summary(cfg: &Config, ft: &FlowTable) -> Value {
+    let n_groups = 1 + cfg.workload.groups.len();
+    let mut per_group: Vec<Vec<f64>> = vec![Vec::new(); n_groups];
+    let mut all = Vec::new();
+    for i in 0..ft.id.len() {
+        if ft.fct_us[i].is_nan() || ft.fct_us[i] <= 0.0 {
+            continue;
+        }
+        // TCP delivers every byte (losses are retransmitted); UDP what arrived.
+        let delivered = match ft.transport[i] {
+            0 => ft.bytes[i],
+            _ => ft.bytes[i] - ft.lost_bytes[i],
+        } as f64;
+        let gbps = delivered * 8.0 / (ft.fct_us[i] * 1e3);
+        all.push(gbps);
+        if let Some(g) = per_group.get_mut(ft.group[i] as usize) {
+            g.push(gbps);
+        }
+    }
+    let mut out = json!({"jain_index": jain_index(&all), "flows": all.len()});
+    if n_groups > 1 {
+        let mut groups = serde_json::Map::new();
+        for (k, g) in per_group.iter().enumerate() {
+            groups.insert(
+                group_name(cfg, k),
+                json!({"jain_index": jain_index(g), "flows": g.len(), "goodput_gbps_sum": g.iter().sum::<f64>()}),
+            );
+        }
+        out["groups"] = Value::Object(groups);
+    }
+    out
+}
+
+/// The name of flow group `k` (0 = `[workload]`, "main").
+pub fn group_name(cfg: &Config, k: usize) -> String {
+    if k == 0 {
+        return "main".into();
+    }
+    cfg.workload.groups[k - 1]
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("group{}", k - 1))
+}
+
+/// summary.json `flow_stats` (with `metrics.flow_stats`, else null):
+/// delay and RTT over every measured packet and sample, deadline misses.
+fn flow_stats_summary(world: &World) -> Value {
+    let Some(m) = world.meter.as_deref().filter(|m| m.flow_stats) else {
+        return Value::Null;
+    };
+    let num = |v: f64| if v.is_nan() { Value::Null } else { json!(v) };
+    let d = &m.delay_all;
+    let r = &m.rtt_all;
+    let with_deadline: Vec<_> = m.stats.iter().filter(|s| s.has_deadline).collect();
+    let packets: u64 = with_deadline.iter().map(|s| s.delay_packets).sum();
+    let missed: u64 = with_deadline
+        .iter()
+        .map(|s| s.deadline_missed_packets)
+        .sum();
+    let missed_flows = with_deadline
+        .iter()
+        .filter(|s| s.deadline_missed_packets > 0)
+        .count();
+    json!({
+        "delay_us": {"packets": d.n, "mean": num(d.mean_us()), "p50": num(d.quantile_us(0.5)), "p99": num(d.quantile_us(0.99)), "max": num(d.max_us())},
+        "rtt_us": {"samples": r.n, "mean": num(r.mean_us()), "p99": num(r.quantile_us(0.99))},
+        "deadline": {
+            "flows": with_deadline.len(),
+            "missed_flows": missed_flows,
+            "packets": packets,
+            "missed_packets": missed,
+            "missed_fraction": if packets > 0 { json!(missed as f64 / packets as f64) } else { Value::Null },
+        },
     })
 }
 

@@ -163,6 +163,87 @@ fn cases() -> Vec<(
             ],
             None,
         ),
+        (
+            "flow list",
+            "an unknown column",
+            vec![
+                "run.unused_keys=ignore",
+                "workload.pattern=file",
+                "workload.file=\"tests/data/flows_unknown_column.csv\"",
+            ],
+            None,
+        ),
+        (
+            "flow list",
+            "an unknown cc",
+            vec![
+                "run.unused_keys=ignore",
+                "workload.pattern=file",
+                "workload.file=\"tests/data/flows_unknown_cc.csv\"",
+            ],
+            None,
+        ),
+        (
+            "flow list",
+            "a cc of the other transport",
+            vec![
+                "run.unused_keys=ignore",
+                "workload.pattern=file",
+                "workload.file=\"tests/data/flows_cc_transport.csv\"",
+            ],
+            None,
+        ),
+        (
+            "flow list",
+            "a deadline without metrics.flow_stats",
+            vec![
+                "run.unused_keys=ignore",
+                "workload.pattern=file",
+                "workload.file=\"tests/data/flows_deadline.csv\"",
+            ],
+            None,
+        ),
+        (
+            "flow list",
+            "a priority above the ports' queues",
+            vec![
+                "run.unused_keys=ignore",
+                "workload.pattern=file",
+                "workload.file=\"tests/data/flows_priority.csv\"",
+                "topology.priorities=4",
+            ],
+            None,
+        ),
+        (
+            "flow group",
+            "a priority above the ports' queues",
+            vec![],
+            Some("[[workload.groups]]\npriority = 2\n"),
+        ),
+        (
+            "flow group",
+            "a deadline without metrics.flow_stats",
+            vec![],
+            Some("[[workload.groups]]\ndeadline_us = 100\n"),
+        ),
+        (
+            "flow group",
+            "a cc of the other transport",
+            vec![],
+            Some("[[workload.groups]]\ntransport = \"tcp\"\ncc = \"halve\"\n"),
+        ),
+        (
+            "flow group",
+            "a key its pattern does not read",
+            vec![],
+            Some("[[workload.groups]]\npattern = \"incast\"\nload = 0.5\n"),
+        ),
+        (
+            "flow group",
+            "a rate cap on TCP flows",
+            vec![],
+            Some("[[workload.groups]]\ntransport = \"tcp\"\nrate_gbps = 1\n"),
+        ),
         ("syntax", "invalid TOML", vec![], Some("[run\n")),
         ("syntax", "an override without '='", vec!["nonsense"], None),
     ]

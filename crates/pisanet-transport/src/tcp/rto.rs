@@ -23,6 +23,9 @@ pub struct RtoEstimator {
     max_rto: SimTime,
     /// Consecutive backoffs since the last valid sample.
     backoffs: u32,
+    /// RTT samples taken, and the latest (for measurement).
+    samples: u32,
+    last_sample: SimTime,
 }
 
 impl RtoEstimator {
@@ -37,7 +40,14 @@ impl RtoEstimator {
             min_rto,
             max_rto,
             backoffs: 0,
+            samples: 0,
+            last_sample: SimTime::ZERO,
         }
+    }
+
+    /// How many RTT samples were taken, and the latest one (zero before any).
+    pub fn samples(&self) -> (u32, SimTime) {
+        (self.samples, self.last_sample)
     }
 
     /// The current timeout, backoff included.
@@ -62,6 +72,8 @@ impl RtoEstimator {
     /// Takes one RTT measurement `r` and recomputes the RTO. A valid sample
     /// also ends any backoff (RFC 6298 section 5, last paragraph).
     pub fn on_sample(&mut self, r: SimTime) {
+        self.samples = self.samples.wrapping_add(1);
+        self.last_sample = r;
         match self.srtt {
             None => {
                 // RFC 6298 (2.2): SRTT <- R, RTTVAR <- R/2.

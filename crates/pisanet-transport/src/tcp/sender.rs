@@ -559,6 +559,12 @@ impl TcpSender {
 
     /// Segments sent again (fast retransmit, partial ACKs, timeouts and the
     /// go-back-N resends after them).
+    /// RTT samples taken so far (RFC 6298 with Karn's rule) and the latest
+    /// one: a caller that reads this after each call sees every sample.
+    pub fn rtt_samples(&self) -> (u32, SimTime) {
+        self.rto.samples()
+    }
+
     pub fn retransmissions(&self) -> u32 {
         self.retransmitted
     }

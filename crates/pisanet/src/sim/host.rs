@@ -132,13 +132,42 @@ impl World {
                     }
                     tx.on_packet(now, &pkt, &mut out);
                     af.tsq_blocked = tx.is_budget_blocked();
+                    if let (Some(m), Some(fm)) = (self.meter.as_deref(), af.meter.as_deref_mut()) {
+                        let (n, last) = tx.rtt_samples();
+                        if m.flow_stats && n != fm.rtt_seen {
+                            fm.rtt_seen = n;
+                            fm.rtt.record(last.ps());
+                        }
+                    }
                 } else {
+                    let before = rx.delivered_bytes();
                     rx.on_packet(now, &pkt, &mut out);
+                    if let (Some(m), Some(fm)) =
+                        (self.meter.as_deref_mut(), af.meter.as_deref_mut())
+                    {
+                        if pkt.tcp().is_some_and(|t| t.payload > 0) {
+                            m.on_data(fm, now, pkt.sent_at);
+                        }
+                        m.on_goodput(fm, id, now, rx.delivered_bytes() - before);
+                    }
                 }
             }
-            Endpoints::Udp { rx, .. } => {
-                if !to_sender {
-                    rx.on_packet(now, &pkt);
+            Endpoints::Udp { tx, rx, .. } => {
+                if to_sender {
+                    // Feedback (a switch's, the receiver's) for the reaction point.
+                    tx.on_packet(now, &pkt);
+                } else {
+                    let before = rx.received_bytes();
+                    rx.on_packet(now, &pkt, &mut out);
+                    if let (Some(m), Some(fm)) =
+                        (self.meter.as_deref_mut(), af.meter.as_deref_mut())
+                    {
+                        let got = rx.received_bytes() - before;
+                        if got > 0 {
+                            m.on_data(fm, now, pkt.sent_at);
+                        }
+                        m.on_goodput(fm, id, now, got);
+                    }
                 }
             }
         }

@@ -28,8 +28,8 @@ use pisanet_engine::{BitRate, EventQueue, RngStreams, SimRng, SimTime, StreamKin
 use pisanet_net::packet::{FlowId, HostId, NodeId, Packet, PortNo};
 use pisanet_net::queue::{EgressQueue, QueueConfig, Queued, SharedBuffer};
 use pisanet_net::topology::Topology;
-use pisanet_transport::{TcpConfig, TcpReceiver, TcpSender, UdpCbrSource, UdpSink};
-use pisanet_workload::{FlowGenerator, FlowSpec};
+use pisanet_transport::{TcpConfig, TcpReceiver, TcpSender};
+use pisanet_workload::{FlowSource, FlowSpec};
 use rand::Rng;
 
 use crate::api::Progress;
@@ -38,12 +38,13 @@ use pisanet_pisa::{DeqInfo, Emit, InstanceType, QueueMeta};
 
 mod flow;
 mod host;
+pub mod meter;
 mod port;
 mod sampling;
 mod switch;
 
 use flow::ActiveFlow;
-pub use flow::{source_port, FlowRecord};
+pub use flow::{source_port, CcChoice, FlowRecord, HostParams};
 pub use port::Port;
 pub use sampling::RateSampler;
 
@@ -97,11 +98,14 @@ pub struct World {
     pub(crate) active: Vec<Option<Box<ActiveFlow>>>,
     pub active_count: u64,
     pub completed: u64,
-    pub(crate) gen: FlowGenerator,
+    pub(crate) gen: FlowSource,
     pub(crate) pending_flow: Option<FlowSpec>,
     pub total_flows: u64,
     pub(crate) tcp: TcpConfig,
-    pub(crate) udp_rate: Option<BitRate>,
+    /// Per-flow defaults: what a flow's unset attributes take.
+    pub(crate) hosts: HostParams,
+    /// Per-flow measurement (`sim::meter`); `None` when off.
+    pub meter: Option<Box<meter::Meter>>,
     pub counts: Counts,
     pub(crate) next_uid: u64,
     pub(crate) out: Vec<Packet>,
@@ -156,7 +160,8 @@ pub struct WorldParams {
     pub switch_queue: QueueConfig,
     pub shared_buffer: Option<(u64, f64)>,
     pub tcp: TcpConfig,
-    pub udp_rate: Option<BitRate>,
+    /// Per-flow defaults (transport, congestion control, UDP rate and drain).
+    pub hosts: HostParams,
     pub total_flows: u64,
     pub link_loss_rate: f64,
     /// TSQ limit per TCP flow in wire bytes; `None` disables it.
@@ -170,7 +175,7 @@ impl World {
     pub fn new(
         topo: Topology,
         fwd: Forwarding,
-        gen: FlowGenerator,
+        gen: FlowSource,
         params: WorldParams,
         streams: &RngStreams,
     ) -> World {
@@ -249,7 +254,8 @@ impl World {
             pending_flow: None,
             total_flows: params.total_flows,
             tcp: params.tcp,
-            udp_rate: params.udp_rate,
+            hosts: params.hosts,
+            meter: None,
             counts: Counts::default(),
             next_uid: 1,
             out: Vec::with_capacity(64),
@@ -287,6 +293,11 @@ impl World {
         progress: &mut dyn FnMut(Progress) -> bool,
     ) -> StopReason {
         self.pending_flow = self.gen.next();
+        if let Some(m) = self.meter.as_deref_mut() {
+            if m.flow_stats {
+                m.stats.reserve(self.total_flows.min(1 << 20) as usize);
+            }
+        }
         if let Some(f) = &self.pending_flow {
             self.q.schedule(f.start, Ev::NextFlow);
         }

@@ -72,7 +72,7 @@ impl World {
                     self.q.schedule(port.busy_until, Ev::TxDone(p));
                 }
             }
-            Err(_) => self.counts.dropped += 1,
+            Err((q, _)) => self.lose(&q.pkt),
         }
     }
 
@@ -186,7 +186,7 @@ impl World {
             port.wire.push_back((arrive, pkt));
         } else {
             // A failed link drops what it carries.
-            self.counts.dropped += 1;
+            self.lose(&pkt);
         }
     }
 
@@ -209,13 +209,13 @@ impl World {
         if port.wire_lost > 0 {
             // A failed link drops what it carries.
             port.wire_lost -= 1;
-            self.counts.dropped += 1;
+            self.lose(&pkt);
             return;
         }
         self.counts.packet_hops += 1;
         if let Some((p_loss, rng)) = &mut self.loss {
             if rng.gen::<f64>() < *p_loss {
-                self.counts.dropped += 1;
+                self.lose(&pkt);
                 return;
             }
         }

@@ -25,7 +25,7 @@ impl World {
             .copied()
             .unwrap_or(self.ports.len() as PortIdx);
         if base + port as PortIdx >= end {
-            self.counts.dropped += 1;
+            self.lose(&pkt);
             return;
         }
         let q = Queued {
@@ -51,13 +51,13 @@ impl World {
                 Emit::Enqueue { port, pkt, meta } => {
                     self.enqueue_from_switch(now, node, port, pkt, meta)
                 }
-                Emit::Drop { .. } => self.counts.dropped += 1,
+                Emit::Drop { pkt, .. } => self.lose(&pkt),
                 Emit::Consumed(_) => self.counts.consumed += 1,
                 Emit::Transmit(pkt) => {
                     // Only egress may transmit, and start_tx took that one; a
                     // second transmit from one pass is a program error.
                     self.violations.push(format!("switch {sw}: more than one packet transmitted from one egress pass (uid {})", pkt.uid));
-                    self.counts.dropped += 1;
+                    self.lose(&pkt);
                 }
             }
         }
@@ -109,7 +109,7 @@ impl World {
                     let p = self.port_base[node as usize] + port as PortIdx;
                     self.enqueue(now, p, pkt);
                 }
-                None => self.counts.dropped += 1,
+                None => self.lose(&pkt),
             },
             Forwarding::Pisa(switches) => {
                 // `emits` is empty between uses (apply_emits drains it).

@@ -1,0 +1,469 @@
+//! Rate-based hosts (RoCEv2-like, over UDP): a paced sender whose rate a
+//! pluggable reaction point sets from feedback, and a receiver with an
+//! optional notification point that sends feedback.
+//!
+//! Owns: pacing ([`RateSender`]), the reaction point contract
+//! ([`ReactionPoint`]) with its registry ([`Reaction`], [`ReactionKind`]),
+//! and the receiver's feedback hook ([`NotificationPoint`], [`Notifier`]).
+//!
+//! ```text
+//!   RateSender ──data (UDP)──▶ network ──▶ RateReceiver ── Notifier (e.g. CNP on CE)
+//!       ▲  ▲                                     │
+//!       │  └── feedback from switches (QCN) ─────┤
+//!       └────── any packet of the flow reaching the sender: on_feedback
+//! ```
+//!
+//! Guarantees:
+//! - Pacing: after each datagram the next is due `size / rate` later, the
+//!   rate being the reaction point's at that moment; when the rate changes
+//!   (feedback, timer) the pending datagram is rescheduled to
+//!   `last_due + last_size / new_rate` (never before now), so a rate cut
+//!   takes effect at once and a rate rise does not wait out a long gap.
+//!   Deadlines advance from the previous deadline, not from the wake-up, so
+//!   a constant rate is held exactly however late the caller's wake-ups are.
+//! - Every packet of the flow that reaches the sender goes to the reaction
+//!   point's `on_feedback`, whatever sent it (a switch, the receiver).
+//! - No retransmission: a lost datagram stays lost (the simulator counts
+//!   it). Go-back-N is not implemented.
+//!
+//! Leaves to others: what feedback means (the reaction point), who sends it
+//! (switch programs, the receiver's notification point), and when a flow is
+//! over once everything is sent (the simulator's drain time).
+//!
+//! Adding a reaction point (QCN's RP, DCQCN's RP): one file implementing
+//! [`ReactionPoint`], one variant in [`Reaction`] and [`ReactionKind`], one
+//! name in [`REACTION_POINTS`]. A notification point (DCQCN's NP): one file
+//! implementing [`NotificationPoint`] and one variant in [`Notifier`].
+
+use crate::tcp::FlowEnds;
+use pisanet_engine::{BitRate, SimTime};
+use pisanet_net::packet::{Ecn, Ipv4, Packet, Udp, L4, PROTO_UDP};
+
+/// A rate-based sender's reaction point: sets the sending rate from feedback.
+pub trait ReactionPoint {
+    /// The rate the sender may send at now.
+    fn rate(&self) -> BitRate;
+    /// A packet for this flow reached its sender (feedback: QCN's, a CNP, ...).
+    fn on_feedback(&mut self, now: SimTime, pkt: &Packet);
+    /// The sender put `bytes` on the wire.
+    fn on_bytes_sent(&mut self, now: SimTime, bytes: u32);
+    /// When the reaction point next wants `on_timer`, if ever.
+    fn timer_deadline(&self) -> Option<SimTime>;
+    fn on_timer(&mut self, now: SimTime);
+}
+
+/// The names `cc` takes for a rate-based flow, in [`ReactionKind`] order.
+pub const REACTION_POINTS: &[&str] = &["fixed", "halve"];
+
+/// Which reaction point a rate-based flow runs (chosen by name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ReactionKind {
+    /// No reaction: the flow sends at its configured rate throughout.
+    #[default]
+    Fixed,
+    /// A test reaction point: halves the rate on every feedback packet.
+    Halve,
+}
+
+impl ReactionKind {
+    /// The kind named `name` (one of [`REACTION_POINTS`]).
+    pub fn from_name(name: &str) -> Option<ReactionKind> {
+        match name {
+            "fixed" => Some(ReactionKind::Fixed),
+            "halve" => Some(ReactionKind::Halve),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ReactionKind::Fixed => "fixed",
+            ReactionKind::Halve => "halve",
+        }
+    }
+
+    /// A reaction point of this kind starting at `rate`.
+    pub fn build(self, rate: BitRate) -> Reaction {
+        match self {
+            ReactionKind::Fixed => Reaction::Fixed(Fixed { rate }),
+            ReactionKind::Halve => Reaction::Halve(Halve { rate }),
+        }
+    }
+}
+
+/// Every reaction point, dispatched by `match` (STYLE.md: small trait, enum dispatch).
+#[derive(Clone, Debug)]
+pub enum Reaction {
+    Fixed(Fixed),
+    Halve(Halve),
+}
+
+impl Reaction {
+    /// Whether the sender marks its datagrams ECN-capable (ECT(0)), so that
+    /// switches mark rather than drop them (DCQCN needs it; fixed and halve
+    /// do not).
+    pub fn ecn_capable(&self) -> bool {
+        match self {
+            Reaction::Fixed(_) | Reaction::Halve(_) => false,
+        }
+    }
+}
+
+macro_rules! dispatch {
+    ($self:ident, $rp:ident => $e:expr) => {
+        match $self {
+            Reaction::Fixed($rp) => $e,
+            Reaction::Halve($rp) => $e,
+        }
+    };
+}
+
+impl ReactionPoint for Reaction {
+    fn rate(&self) -> BitRate {
+        dispatch!(self, rp => rp.rate())
+    }
+    fn on_feedback(&mut self, now: SimTime, pkt: &Packet) {
+        dispatch!(self, rp => rp.on_feedback(now, pkt))
+    }
+    fn on_bytes_sent(&mut self, now: SimTime, bytes: u32) {
+        dispatch!(self, rp => rp.on_bytes_sent(now, bytes))
+    }
+    fn timer_deadline(&self) -> Option<SimTime> {
+        dispatch!(self, rp => rp.timer_deadline())
+    }
+    fn on_timer(&mut self, now: SimTime) {
+        dispatch!(self, rp => rp.on_timer(now))
+    }
+}
+
+/// No reaction: a constant rate (what a plain UDP flow does).
+#[derive(Clone, Debug)]
+pub struct Fixed {
+    rate: BitRate,
+}
+
+impl ReactionPoint for Fixed {
+    fn rate(&self) -> BitRate {
+        self.rate
+    }
+    fn on_feedback(&mut self, _now: SimTime, _pkt: &Packet) {}
+    fn on_bytes_sent(&mut self, _now: SimTime, _bytes: u32) {}
+    fn timer_deadline(&self) -> Option<SimTime> {
+        None
+    }
+    fn on_timer(&mut self, _now: SimTime) {}
+}
+
+/// A test reaction point: every feedback packet halves the rate (down to
+/// 1 b/s, so the sender never stops for good). Nothing raises it again.
+#[derive(Clone, Debug)]
+pub struct Halve {
+    rate: BitRate,
+}
+
+impl ReactionPoint for Halve {
+    fn rate(&self) -> BitRate {
+        self.rate
+    }
+    fn on_feedback(&mut self, _now: SimTime, _pkt: &Packet) {
+        self.rate = BitRate((self.rate.bps() / 2).max(1));
+    }
+    fn on_bytes_sent(&mut self, _now: SimTime, _bytes: u32) {}
+    fn timer_deadline(&self) -> Option<SimTime> {
+        None
+    }
+    fn on_timer(&mut self, _now: SimTime) {}
+}
+
+/// A paced UDP sender of one flow whose rate its reaction point sets.
+#[derive(Clone, Debug)]
+pub struct RateSender {
+    ends: FlowEnds,
+    rp: Reaction,
+    payload: u32,
+    /// Payload bytes to send; `u64::MAX` when only `stop_at` ends the flow.
+    total: u64,
+    /// No datagram is sent at or after this time (a duration-limited flow).
+    stop_at: Option<SimTime>,
+    sent_bytes: u64,
+    sent_packets: u64,
+    /// When the next datagram is due; `None` once the sender is done.
+    next_at: Option<SimTime>,
+    /// Deadline and wire size of the latest datagram (for rescheduling).
+    last: Option<(SimTime, u32)>,
+    first_sent_at: Option<SimTime>,
+    last_sent_at: Option<SimTime>,
+    done: bool,
+}
+
+impl RateSender {
+    /// A sender of `total_bytes` payload (`u64::MAX`: until `stop_at`) in
+    /// datagrams of `payload_bytes` (the last may be shorter, a zero size is
+    /// raised to 1), paced at the reaction point's rate (wire bytes, headers
+    /// included).
+    pub fn new(
+        ends: FlowEnds,
+        rp: Reaction,
+        payload_bytes: u32,
+        total_bytes: u64,
+        stop_at: Option<SimTime>,
+    ) -> Self {
+        RateSender {
+            ends,
+            rp,
+            payload: payload_bytes.max(1),
+            total: total_bytes,
+            stop_at,
+            sent_bytes: 0,
+            sent_packets: 0,
+            next_at: None,
+            last: None,
+            first_sent_at: None,
+            last_sent_at: None,
+            done: false,
+        }
+    }
+
+    /// Sends the first datagram now (nothing if the rate is zero, the flow
+    /// is empty or already over). Calling it twice does nothing new.
+    pub fn on_start(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        if self.first_sent_at.is_some() || self.done {
+            return;
+        }
+        if self.total == 0 || self.rp.rate().bps() == 0 || self.stop_at.is_some_and(|s| now >= s) {
+            self.done = true;
+            return;
+        }
+        self.first_sent_at = Some(now);
+        self.send(now, now, out);
+    }
+
+    /// A packet of this flow reached the sender: it is feedback for the
+    /// reaction point. The sender sends nothing in response.
+    pub fn on_packet(&mut self, now: SimTime, pkt: &Packet) {
+        let before = self.rp.rate();
+        self.rp.on_feedback(now, pkt);
+        self.reschedule(now, before);
+    }
+
+    /// Runs the reaction point's timer and sends the datagram that is due.
+    /// Early or stale calls do nothing.
+    pub fn on_timer(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        if self.rp.timer_deadline().is_some_and(|d| now >= d) {
+            let before = self.rp.rate();
+            self.rp.on_timer(now);
+            self.reschedule(now, before);
+        }
+        if let Some(due) = self.next_at {
+            if now >= due {
+                if self.stop_at.is_some_and(|s| due >= s) {
+                    self.finish();
+                } else {
+                    self.send(now, due, out);
+                }
+            }
+        }
+    }
+
+    /// The earliest of the next datagram and the reaction point's timer;
+    /// `None` once everything is sent.
+    pub fn timer_deadline(&self) -> Option<SimTime> {
+        if self.done {
+            return None;
+        }
+        match (self.next_at, self.rp.timer_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Everything was sent (all bytes, or the duration is over).
+    pub fn is_complete(&self) -> bool {
+        self.done
+    }
+
+    pub fn rate(&self) -> BitRate {
+        self.rp.rate()
+    }
+
+    pub fn reaction(&self) -> &Reaction {
+        &self.rp
+    }
+
+    pub fn sent_bytes(&self) -> u64 {
+        self.sent_bytes
+    }
+
+    pub fn sent_packets(&self) -> u64 {
+        self.sent_packets
+    }
+
+    pub fn first_sent_at(&self) -> Option<SimTime> {
+        self.first_sent_at
+    }
+
+    pub fn last_sent_at(&self) -> Option<SimTime> {
+        self.last_sent_at
+    }
+
+    fn finish(&mut self) {
+        self.done = true;
+        self.next_at = None;
+    }
+
+    /// After a rate change, the pending datagram is due `last_size / rate`
+    /// after the latest one's deadline, at the new rate (not before `now`).
+    fn reschedule(&mut self, now: SimTime, before: BitRate) {
+        let rate = self.rp.rate();
+        if rate == before || self.done {
+            return;
+        }
+        let Some((due, size)) = self.last else {
+            return; // nothing sent yet: on_start paces from the new rate
+        };
+        // A zero rate pauses the flow until a rate change resumes it.
+        self.next_at = (rate.bps() > 0).then(|| (due + rate.tx_time(u64::from(size))).max(now));
+    }
+
+    /// Sends one datagram at `now` that was due at `due`.
+    fn send(&mut self, now: SimTime, due: SimTime, out: &mut Vec<Packet>) {
+        let remaining = self.total - self.sent_bytes;
+        let payload = u64::from(self.payload).min(remaining) as u32;
+        let size = Packet::udp_wire_size(payload);
+        let ecn = if self.rp.ecn_capable() {
+            Ecn::Ect0
+        } else {
+            Ecn::NotEct
+        };
+        out.push(Packet {
+            uid: 0,
+            flow: self.ends.flow,
+            size,
+            ip: Ipv4 {
+                src: self.ends.src_addr,
+                dst: self.ends.dst_addr,
+                proto: PROTO_UDP,
+                dscp: self.ends.dscp,
+                ecn,
+                ttl: 64,
+            },
+            l4: L4::Udp(Udp {
+                sport: self.ends.sport,
+                dport: self.ends.dport,
+                payload,
+            }),
+            ext: None,
+            sent_at: now,
+            prio: self.ends.prio,
+            switch_made: false,
+        });
+        self.sent_bytes += u64::from(payload);
+        self.sent_packets += 1;
+        self.last_sent_at = Some(now);
+        self.last = Some((due, size));
+        self.rp.on_bytes_sent(now, size);
+        if self.sent_bytes >= self.total {
+            self.finish();
+            return;
+        }
+        let rate = self.rp.rate();
+        self.next_at = (rate.bps() > 0).then(|| due + rate.tx_time(u64::from(size)));
+        if let (Some(next), Some(stop)) = (self.next_at, self.stop_at) {
+            if next >= stop {
+                self.finish();
+            }
+        }
+    }
+}
+
+/// The receiver side's feedback hook: sees every data packet of its flow and
+/// may answer with packets toward the sender (DCQCN's notification point
+/// sends a CNP when it sees CE, at most one per interval).
+pub trait NotificationPoint {
+    /// A data packet of this flow reached the receiver; feedback goes into `out`.
+    fn on_data(&mut self, now: SimTime, pkt: &Packet, out: &mut Vec<Packet>);
+    /// When the notification point next wants `on_timer`, if ever.
+    fn timer_deadline(&self) -> Option<SimTime>;
+    fn on_timer(&mut self, now: SimTime, out: &mut Vec<Packet>);
+}
+
+/// Every notification point, dispatched by `match`.
+///
+/// NOTE: only `None` exists yet; DCQCN's NP is one more variant (a file
+/// implementing [`NotificationPoint`]), chosen by the reaction point's kind
+/// in the simulator (`sim/flow.rs`, where rate-based endpoints are built).
+#[derive(Clone, Debug, Default)]
+pub enum Notifier {
+    /// No feedback from the receiver (two-point CP-RP schemes, plain UDP).
+    #[default]
+    None,
+}
+
+impl NotificationPoint for Notifier {
+    fn on_data(&mut self, _now: SimTime, _pkt: &Packet, _out: &mut Vec<Packet>) {
+        match self {
+            Notifier::None => {}
+        }
+    }
+    fn timer_deadline(&self) -> Option<SimTime> {
+        match self {
+            Notifier::None => None,
+        }
+    }
+    fn on_timer(&mut self, _now: SimTime, _out: &mut Vec<Packet>) {
+        match self {
+            Notifier::None => {}
+        }
+    }
+}
+
+/// The receiving end of a rate-based (or plain UDP) flow: counts what
+/// arrives and runs its notification point.
+#[derive(Clone, Debug, Default)]
+pub struct RateReceiver {
+    bytes: u64,
+    packets: u64,
+    np: Notifier,
+}
+
+impl RateReceiver {
+    pub fn new(np: Notifier) -> Self {
+        RateReceiver {
+            bytes: 0,
+            packets: 0,
+            np,
+        }
+    }
+
+    /// Counts one datagram (non-UDP packets are ignored) and lets the
+    /// notification point answer.
+    pub fn on_packet(&mut self, now: SimTime, pkt: &Packet, out: &mut Vec<Packet>) {
+        let L4::Udp(udp) = pkt.l4 else { return };
+        self.bytes += u64::from(udp.payload);
+        self.packets += 1;
+        self.np.on_data(now, pkt, out);
+    }
+
+    pub fn on_timer(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        if self.np.timer_deadline().is_some_and(|d| now >= d) {
+            self.np.on_timer(now, out);
+        }
+    }
+
+    pub fn timer_deadline(&self) -> Option<SimTime> {
+        self.np.timer_deadline()
+    }
+
+    /// Payload bytes received.
+    pub fn received_bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    pub fn received_packets(&self) -> u64 {
+        self.packets
+    }
+}
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;
