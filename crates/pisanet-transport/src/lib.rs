@@ -7,6 +7,8 @@
 //!   with NewReno (RFC 5681, RFC 6582) or DCTCP (RFC 8257) congestion
 //!   control and an RFC 6298 retransmission timer.
 //! * [`udp`]: a constant-bit-rate UDP source and a counting sink.
+//! * [`rate`]: reaction points of rate-based senders (P4QCN's QCN RP,
+//!   DCQCN's RP) and DCQCN's notification point.
 //!
 //! The contract with the caller (the simulator's host model) is the same for
 //! every endpoint:
@@ -60,6 +62,7 @@
 //! assert_eq!(tx.completed_at(), Some(SimTime::from_us(10)));
 //! ```
 
+pub mod rate;
 pub mod tcp;
 pub mod udp;
 
