@@ -29,12 +29,12 @@ use super::{mean, ReactionPoint};
 use pisanet_engine::{units, BitRate, SimTime};
 use pisanet_net::packet::{Ecn, ExtHeader, Packet, Udp, L4, PROTO_UDP};
 use pisanet_net::wire::{FieldDef, HeaderDef, Placement};
-use pisanet_net::MIN_FRAME_BYTES;
+use pisanet_net::{ETH_BYTES, IPV4_BYTES, MIN_FRAME_BYTES, UDP_BYTES};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// `ExtHeader::kind` of a congestion notification packet.
-pub const CNP_KIND: u16 = 0x434e;
+pub const CNP_KIND: u16 = 0x4e50;
 /// Bytes of the CNP header.
 pub const CNP_BYTES: u16 = 4;
 /// The InfiniBand opcode of a CNP (RoCEv2, IBTA Annex A17: BTH opcode
@@ -80,7 +80,7 @@ pub fn cnp_for(now: SimTime, data: &Packet) -> Packet {
     CNP_OPCODE_FIELD.set(&mut fields, CNP_OPCODE);
     let mut p = Packet {
         flow: data.flow,
-        size: Packet::udp_wire_size(0).max(MIN_FRAME_BYTES),
+        size: (ETH_BYTES + IPV4_BYTES + UDP_BYTES + CNP_BYTES as u32).max(MIN_FRAME_BYTES),
         ip: data.ip,
         l4: L4::Udp(Udp {
             sport: dport,
@@ -258,7 +258,27 @@ impl Default for DcqcnParams {
     }
 }
 
+/// The line rate DCQCN's published rates and byte counter are for.
+pub const DCQCN_DESIGN_RATE_BPS: u64 = 40_000_000_000;
+
 impl DcqcnParams {
+    /// These parameters moved from DCQCN's 40 Gb/s to line rate `line`
+    /// (docs/schemes/p4qcn.md, "Scaling"): the rate steps, the minimum rate
+    /// and the byte counter in proportion to the line rate (the same
+    /// fraction of the link, the same number of full-size frames per
+    /// cycle at line rate); g, F and the timers unchanged (the timers
+    /// follow the round-trip time and the NIC's clock, not the rate).
+    pub fn scaled_to(&self, line: BitRate) -> DcqcnParams {
+        let k = line.bps() as f64 / DCQCN_DESIGN_RATE_BPS as f64;
+        DcqcnParams {
+            rai_mbps: self.rai_mbps * k,
+            rhai_mbps: self.rhai_mbps * k,
+            min_rate_mbps: self.min_rate_mbps * k,
+            byte_counter: ((self.byte_counter as f64 * k).round() as u64).max(1),
+            ..self.clone()
+        }
+    }
+
     /// The checks between keys (ranges are in the schema).
     pub fn validate(&self) -> Result<(), String> {
         if !(self.g > 0.0 && self.g <= 1.0) {
