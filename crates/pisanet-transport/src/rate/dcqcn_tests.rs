@@ -253,3 +253,26 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn scaling_keeps_fractions_of_the_link_and_the_timers() {
+    // docs/schemes/p4qcn.md, "Scaling": the table's values.
+    let d = DcqcnParams::default();
+    let s = d.scaled_to(BitRate::from_bps(7_000_000));
+    assert_eq!(mbps(s.rai_mbps), 875);
+    assert_eq!(mbps(s.rhai_mbps), 8_750);
+    assert_eq!(mbps(s.min_rate_mbps), 17_500);
+    assert_eq!(s.byte_counter, 1_750);
+    assert_eq!((s.g, s.fast_recovery_steps), (d.g, d.fast_recovery_steps));
+    assert_eq!((s.alpha_timer, s.increase_timer), (us(55), us(55)));
+    let s = d.scaled_to(gb(100));
+    assert_eq!(
+        (mbps(s.rai_mbps), mbps(s.rhai_mbps)),
+        (12_500_000, 125_000_000)
+    );
+    assert_eq!(
+        (mbps(s.min_rate_mbps), s.byte_counter),
+        (250_000_000, 25_000_000)
+    );
+    assert_eq!(d.scaled_to(gb(40)), d);
+}
