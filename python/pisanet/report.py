@@ -58,6 +58,7 @@ SCHEME_COLOURS = {
     "p4te": "#d62728",
     "dbb": "#ff7f0e",
     "p4qcn": "#8c564b",
+    "dcqcn_cp": "#c49c94",
     "p4qos": "#e377c2",
     "letflow": "#bcbd22",
 }

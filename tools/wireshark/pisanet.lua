@@ -110,3 +110,48 @@ function p_p4te.dissector(tvb, pinfo, tree)
     return tvb:len()
 end
 DissectorTable.get("ip.proto"):add(254, p_p4te)
+
+-- P4QCN feedback: between Ethernet and IPv4; Ethernet type 0x22e9, IPv4 follows.
+local p_p4qcn_fb = Proto("pisanet_p4qcn_fb", "pisanet P4QCN feedback")
+local f_p4qcn_fb = {
+    qdepth = ProtoField.uint16("pisanet_p4qcn_fb.qdepth", "qdepth", base.DEC, nil, nil, "q of eq. 1: packets ahead in the egress queue of the packet that triggered the feedback (enq_qdepth, saturating)"),
+    cpid = ProtoField.uint16("pisanet_p4qcn_fb.cpid", "cpid", base.DEC, nil, nil, "the congestion point: low 16 bits of the switch's id (QCN's CPID)"),
+}
+p_p4qcn_fb.fields = { f_p4qcn_fb.qdepth, f_p4qcn_fb.cpid }
+local l_p4qcn_fb = {
+    { f_p4qcn_fb.qdepth, 0, 16, "qdepth" },
+    { f_p4qcn_fb.cpid, 16, 16, "cpid" },
+}
+function p_p4qcn_fb.dissector(tvb, pinfo, tree)
+    if tvb:len() < 4 then
+        return 0
+    end
+    pinfo.cols.protocol:set("P4QCN_FB")
+    local t = tree:add(p_p4qcn_fb, tvb(0, 4))
+    local _ = add_fields(t, tvb, l_p4qcn_fb)
+    Dissector.get("ip"):call(tvb(4):tvb(), pinfo, tree)
+    return tvb:len()
+end
+DissectorTable.get("ethertype"):add(0x22e9, p_p4qcn_fb)
+
+-- DCQCN congestion notification packet (CNP): between Ethernet and IPv4; Ethernet type 0x88b6, IPv4 follows.
+local p_cnp = Proto("pisanet_cnp", "pisanet DCQCN congestion notification packet (CNP)")
+local f_cnp = {
+    opcode = ProtoField.uint8("pisanet_cnp.opcode", "opcode", base.DEC, nil, nil, "0x81: the InfiniBand BTH opcode of a congestion notification packet (RoCEv2 Annex A17)"),
+}
+p_cnp.fields = { f_cnp.opcode }
+local l_cnp = {
+    { f_cnp.opcode, 0, 8, "opcode" },
+    { nil, 8, 24, "reserved" },
+}
+function p_cnp.dissector(tvb, pinfo, tree)
+    if tvb:len() < 4 then
+        return 0
+    end
+    pinfo.cols.protocol:set("CNP")
+    local t = tree:add(p_cnp, tvb(0, 4))
+    local _ = add_fields(t, tvb, l_cnp)
+    Dissector.get("ip"):call(tvb(4):tvb(), pinfo, tree)
+    return tvb:len()
+end
+DissectorTable.get("ethertype"):add(0x88b6, p_cnp)

@@ -133,3 +133,81 @@ pub fn util_scale(rate_bps: u64, tau: SimTime, levels: u64) -> u64 {
 pub fn quantize(u: u64, scale: u64, max: u64) -> u64 {
     (((u as u128 * scale as u128) >> 32) as u64).min(max)
 }
+
+/// A probability that grows with the egress queue depth, as congestion
+/// points use it (P4QCN eq. 1, DCQCN's RED-like marking): a range-match
+/// table on `enq_qdepth` gives a threshold, `random(0, 2^16 - 1)` below it
+/// is a yes. No division or floating point in the data plane: the control
+/// plane computes one threshold per depth of the ramp ([`Self::entries`]).
+#[derive(Clone, Copy, Debug)]
+pub struct DepthProbability {
+    pub table: TableId,
+}
+
+/// Actions of a [`DepthProbability`] table.
+pub const SET_PROB: ActionId = ActionId(0);
+/// A threshold of this value is "always" (the random number is at most 2^16 - 1).
+pub const PROB_ONE: u64 = 1 << 16;
+/// Entries a [`DepthProbability`] table holds: at most this many depths on the ramp.
+pub const DEPTH_PROB_SIZE: u32 = 4096;
+
+impl DepthProbability {
+    /// Declares the table `name` (default action: probability 0).
+    pub fn declare(pipe: &mut Pipeline, name: &'static str) -> Self {
+        DepthProbability {
+            table: pipe.table(TableSpec {
+                name,
+                keys: vec![KeyField {
+                    name: "standard_metadata.enq_qdepth",
+                    kind: MatchKind::Range,
+                    width: 32,
+                }],
+                actions: vec!["set_prob"],
+                size: DEPTH_PROB_SIZE,
+                default_action: ActionCall::new(SET_PROB, [0, 0, 0]),
+                direct_counter: false,
+                direct_meter: None,
+            }),
+        }
+    }
+
+    /// Whether a packet that found `q` packets in its queue is picked.
+    #[inline]
+    pub fn decide(&self, ctx: &mut Ctx<'_>, q: u32) -> bool {
+        let hit = ctx.apply(self.table, [q as u64, 0, 0, 0]);
+        let threshold = hit.action.params[0];
+        if threshold == 0 {
+            return false;
+        }
+        if threshold >= PROB_ONE {
+            return true;
+        }
+        (ctx.random(0, (PROB_ONE - 1) as u32) as u64) < threshold
+    }
+
+    /// The entries (control plane): probability `pmax_pct`% x (q - lo) /
+    /// (hi - lo) for each depth q with lo < q < `always_from`, and 1 from
+    /// `always_from` on; below and at `lo` the default, 0. `hi > lo`
+    /// unless the ramp is empty (`always_from = lo + 1`).
+    #[allow(clippy::integer_division)]
+    pub fn entries(&self, lo: u32, hi: u32, always_from: u32, pmax_pct: u32) -> Vec<Write> {
+        let entry = |q_lo: u32, q_hi: u32, p: u64| Write::TableEntry {
+            table: self.table,
+            update: UpdateType::Insert,
+            entry: TableEntry::new(
+                vec![matches::range(q_lo as u64, q_hi as u64)],
+                ActionCall::new(SET_PROB, [p.min(PROB_ONE), 0, 0]),
+            ),
+        };
+        let mut out = Vec::new();
+        let span = hi.saturating_sub(lo).max(1) as u64;
+        for q in lo.saturating_add(1)..always_from {
+            // Rounded to the nearest 1/65536.
+            let num = PROB_ONE * pmax_pct as u64 * (q - lo) as u64;
+            let den = 100 * span;
+            out.push(entry(q, q, (num + den / 2) / den));
+        }
+        out.push(entry(always_from, u32::MAX, PROB_ONE));
+        out
+    }
+}

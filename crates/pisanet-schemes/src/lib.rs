@@ -17,10 +17,12 @@
 pub mod blocks;
 pub mod conga;
 pub mod dbb;
+pub mod dcqcn_cp;
 pub mod ecmp;
 pub mod flowlet_ecmp;
 pub mod hula;
 pub mod l3;
+pub mod p4qcn;
 pub mod p4te;
 pub mod rps;
 pub mod wire;
@@ -119,6 +121,20 @@ pub const REGISTRY: &[SchemeRow] = &[
         docs: "docs/schemes/dbb.md",
         reads: &["ecmp_hash_per_tier", "dbb"],
         declare: Some(dbb::declare),
+    },
+    SchemeRow {
+        name: "p4qcn",
+        about: "P4QCN (seed 002): QCN congestion point on egress, feedback (ECN 11) cloned back to the flow's source; ECMP forwarding",
+        docs: "docs/schemes/p4qcn.md",
+        reads: &["ecmp_hash_per_tier", "p4qcn"],
+        declare: Some(p4qcn::declare),
+    },
+    SchemeRow {
+        name: "dcqcn_cp",
+        about: "DCQCN's congestion point (P4QCN's 3-point baseline): RED-like ECN marking on egress; ECMP forwarding",
+        docs: "docs/schemes/p4qcn.md",
+        reads: &["ecmp_hash_per_tier", "dcqcn_cp"],
+        declare: Some(dcqcn_cp::declare),
     },
     SchemeRow {
         name: "ecmp_native",
@@ -244,6 +260,10 @@ pub struct SchemeParams {
     pub p4te: p4te::P4teParams,
     /// dbb: planned pairs and counters (DBB section III).
     pub dbb: dbb::DbbParams,
+    /// p4qcn: the congestion point's thresholds and feedback rate limit (P4QCN section 3.1.1).
+    pub p4qcn: p4qcn::P4qcnParams,
+    /// dcqcn_cp: RED-like marking thresholds (DCQCN section 3.1).
+    pub dcqcn_cp: dcqcn_cp::DcqcnCpParams,
 }
 
 impl Default for SchemeParams {
@@ -259,6 +279,8 @@ impl Default for SchemeParams {
             conga: conga::CongaParams::default(),
             p4te: p4te::P4teParams::default(),
             dbb: dbb::DbbParams::default(),
+            p4qcn: p4qcn::P4qcnParams::default(),
+            dcqcn_cp: dcqcn_cp::DcqcnCpParams::default(),
         }
     }
 }
@@ -270,7 +292,9 @@ impl SchemeParams {
         self.hula.validate()?;
         self.conga.validate()?;
         self.p4te.validate()?;
-        self.dbb.validate()
+        self.dbb.validate()?;
+        self.p4qcn.validate()?;
+        self.dcqcn_cp.validate()
     }
 }
 
@@ -340,5 +364,7 @@ pub(crate) fn build_kind(
 
 #[cfg(test)]
 mod hula_tests;
+#[cfg(test)]
+mod p4qcn_tests;
 #[cfg(test)]
 mod tests;

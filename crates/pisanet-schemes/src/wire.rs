@@ -3,7 +3,9 @@
 //! Wireshark dissector tools/wireshark/pisanet.lua ([`wireshark_lua`]).
 //!
 //! Each table lives next to the program that reads and writes the header
-//! (`hula::HULA_WIRE`, `conga::CONGA_WIRE`, `p4te::SHIM_WIRE`); the
+//! (`hula::HULA_WIRE`, `conga::CONGA_WIRE`, `p4te::SHIM_WIRE`,
+//! `p4qcn::P4QCN_WIRE`; DCQCN's CNP, which the receiving host builds, in
+//! pisanet-transport's `rate::dcqcn::CNP_WIRE`); the
 //! program's accessors are those tables' fields, so the serializer
 //! (`pisanet_net::wire`), the docs and the dissector follow the program.
 //! A test here fails when either generated file is stale; `make headers`
@@ -14,10 +16,12 @@ use std::fmt::Write as _;
 use pisanet_net::wire::{HeaderDef, Placement, Src};
 
 /// Every header a scheme's deparser emits.
-pub static HEADERS: [&HeaderDef; 3] = [
+pub static HEADERS: [&HeaderDef; 5] = [
     &crate::hula::HULA_WIRE,
     &crate::conga::CONGA_WIRE,
     &crate::p4te::SHIM_WIRE,
+    &crate::p4qcn::P4QCN_WIRE,
+    &pisanet_transport::rate::dcqcn::CNP_WIRE,
 ];
 
 fn placement_text(p: Placement) -> String {
@@ -212,6 +216,7 @@ pub fn wireshark_lua() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pisanet_engine::SimTime;
     use std::path::PathBuf;
 
     fn repo_file(rel: &str) -> PathBuf {
@@ -334,12 +339,43 @@ mod tests {
     }
 
     #[test]
+    fn p4qcn_feedback_and_cnp_bytes() {
+        use crate::p4qcn::{FB_CPID, FB_QDEPTH, P4QCN_FB_BYTES, P4QCN_FB_KIND};
+        let mut fields = [0; 4];
+        FB_QDEPTH.set(&mut fields, 0x0102);
+        FB_CPID.set(&mut fields, 0xa0b0);
+        let p = pisanet_net::Packet {
+            ext: Some(Box::new(pisanet_net::ExtHeader {
+                kind: P4QCN_FB_KIND,
+                bytes: P4QCN_FB_BYTES,
+                fields,
+            })),
+            ..Default::default()
+        };
+        // qdepth then cpid, big-endian.
+        assert_eq!(emitted(&p), [0x01, 0x02, 0xa0, 0xb0]);
+        let mut data = pisanet_net::Packet::default();
+        data.ip.proto = pisanet_net::PROTO_UDP;
+        let cnp = pisanet_transport::rate::dcqcn::cnp_for(SimTime::ZERO, &data);
+        // The CNP opcode, then 24 reserved bits.
+        assert_eq!(emitted(&cnp), [0x81, 0, 0, 0]);
+    }
+
+    #[test]
     fn every_header_is_whole_bytes_and_fits_the_model() {
         let mut kinds = Vec::new();
+        let mut placements = Vec::new();
         for h in HEADERS {
             assert_eq!(h.bits(), h.bytes as u32 * 8, "{}", h.name);
             assert!(!kinds.contains(&h.kind), "{}: kind used twice", h.name);
             kinds.push(h.kind);
+            // The dissector registers one protocol per EtherType or IP protocol.
+            assert!(
+                !placements.contains(&h.placement),
+                "{}: placement used twice",
+                h.name
+            );
+            placements.push(h.placement);
             let mut names: Vec<&str> = Vec::new();
             for f in h.fields {
                 assert!((1..=32).contains(&f.bits), "{}.{}", h.name, f.name);

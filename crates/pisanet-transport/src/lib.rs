@@ -9,7 +9,9 @@
 //! * [`udp`]: a constant-bit-rate UDP source and a counting sink.
 //! * [`rate`]: rate-based hosts (RoCEv2-like, over UDP): a paced sender whose
 //!   rate a pluggable [`rate::ReactionPoint`] sets from feedback, and a
-//!   receiver with a [`rate::NotificationPoint`] hook.
+//!   receiver with a [`rate::NotificationPoint`] hook; P4QCN's QCN reaction
+//!   point ([`rate::qcn`]) and DCQCN's reaction and notification points
+//!   ([`rate::dcqcn`]).
 //!
 //! The contract with the caller (the simulator's host model) is the same for
 //! every endpoint:

@@ -89,6 +89,7 @@ pub fn estimate(cfg: &Config) -> (f64, &'static str) {
                 },
             "scheme.dbb.pair_slots",
         ),
+        "p4qcn" => (sc.p4qcn.flow_slots as f64 * 8.0, "scheme.p4qcn.flow_slots"),
         _ => (0.0, "scheme.kind"),
     };
     parts.push((

@@ -52,6 +52,19 @@ pub trait ReactionPoint {
     fn on_timer(&mut self, now: SimTime);
 }
 
+/// P4QCN's reaction point (P4QCN section 3.1.2): QCN's three-state machine.
+pub mod qcn;
+
+/// DCQCN's reaction point and notification point (Zhu et al., SIGCOMM 2015).
+pub mod dcqcn;
+
+/// (a + b) / 2 of two rates in bits per second, rounded up (so that Rc
+/// reaches Rt instead of stopping one bit per second short), without
+/// overflow.
+pub(crate) fn mean(a: u64, b: u64) -> u64 {
+    (a >> 1) + (b >> 1) + ((a | b) & 1)
+}
+
 /// The names `cc` takes for a rate-based flow, in [`ReactionKind`] order.
 pub const REACTION_POINTS: &[&str] = &["fixed", "halve"];
 
@@ -353,6 +366,7 @@ impl RateSender {
                 payload,
             }),
             ext: None,
+            tcp_sack: None,
             sent_at: now,
             prio: self.ends.prio,
             switch_made: false,
