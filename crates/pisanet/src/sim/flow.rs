@@ -359,7 +359,10 @@ impl World {
 
     /// A packet was dropped (queue, link, switch program): counted, and
     /// charged to its TCP flow's loss if it carried the sender's data.
-    #[inline]
+    // NOTE: cold and out of line, so the drop paths do not grow the hot
+    // enqueue and arrival code they sit in.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn lose(&mut self, pkt: &Packet) {
         self.counts.dropped += 1;
         let Some(Some(af)) = self.active.get_mut(pkt.flow as usize) else {
