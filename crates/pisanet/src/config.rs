@@ -166,7 +166,8 @@ pub enum TransportKind {
     Newreno,
     /// DCTCP (RFC 8257).
     Dctcp,
-    /// Constant-bit-rate UDP at `udp_rate_gbps`.
+    /// UDP at `udp_rate_gbps`, paced by `transport.reaction_point` (default
+    /// "fixed": constant bit rate).
     Udp,
 }
 

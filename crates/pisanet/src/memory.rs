@@ -103,6 +103,12 @@ pub fn estimate(cfg: &Config) -> (f64, &'static str) {
     if cfg.workload.pattern != PatternKind::File {
         parts.push((cfg.workload.flows as f64 * PER_FLOW, "workload.flows"));
     }
+    for g in &cfg.workload.groups {
+        if !matches!(g.pattern(), PatternKind::File | PatternKind::Incast) {
+            let flows = g.flows.unwrap_or(crate::config::WorkloadCfg::default().flows);
+            parts.push((flows as f64 * PER_FLOW, "workload.groups[].flows"));
+        }
+    }
     let sim_us = cfg.run.max_sim_time_ms * 1000.0;
     let switch_ports = 2.0 * links - hosts;
     for (interval, key) in [

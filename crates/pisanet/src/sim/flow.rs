@@ -359,7 +359,10 @@ impl World {
 
     /// A packet was dropped (queue, link, switch program): counted, and
     /// charged to its TCP flow's loss if it carried the sender's data.
-    #[inline]
+    // NOTE: cold and out of line, so the drop paths do not grow the hot
+    // enqueue and arrival code they sit in.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn lose(&mut self, pkt: &Packet) {
         self.counts.dropped += 1;
         let Some(Some(af)) = self.active.get_mut(pkt.flow as usize) else {
@@ -417,40 +420,48 @@ impl World {
 
     /// Completes the flow if it is done, else makes sure its timers are armed.
     pub(crate) fn after_flow_event(&mut self, now: SimTime, id: FlowId) {
-        let Some(Some(af)) = self.active.get_mut(id as usize) else {
+        let Some(Some(af)) = self.active.get(id as usize) else {
             return;
         };
-        let done = match &mut af.ends {
+        let done = match &af.ends {
             Endpoints::Tcp { tx, .. } => tx.is_complete(),
-            Endpoints::Udp {
-                tx,
-                rx,
-                drain,
-                drain_at,
-            } => {
-                if !tx.is_complete() {
-                    false
-                } else if rx.received_bytes() >= tx.sent_bytes() {
-                    true
-                } else {
-                    if drain_at.is_none() {
-                        // The drain starts when the sender's last datagram has
-                        // left its NIC (the NIC queue is unbounded).
-                        let p = &self.ports
-                            [self.port_base[self.flows[id as usize].src as usize] as usize];
-                        let nic =
-                            p.busy_until.saturating_sub(now) + p.rate.tx_time(p.queue.bytes());
-                        *drain_at = Some(now + nic + *drain);
-                    }
-                    drain_at.is_some_and(|d| now >= d)
-                }
-            }
+            Endpoints::Udp { .. } => self.udp_done(now, id),
         };
         if done {
             self.complete_flow(now, id);
         } else {
             self.arm_timers(id);
         }
+    }
+
+    /// A UDP flow is done when its receiver has every byte sent, or when its
+    /// sender is done and the drain time has passed (the drain starts when
+    /// the sender's last datagram has left its NIC: the NIC queue is
+    /// unbounded, so its backlog is added).
+    #[inline(never)]
+    fn udp_done(&mut self, now: SimTime, id: FlowId) -> bool {
+        let p = &self.ports[self.port_base[self.flows[id as usize].src as usize] as usize];
+        let nic = p.busy_until.saturating_sub(now) + p.rate.tx_time(p.queue.bytes());
+        let Some(Some(af)) = self.active.get_mut(id as usize) else {
+            return false;
+        };
+        let Endpoints::Udp {
+            tx,
+            rx,
+            drain,
+            drain_at,
+        } = &mut af.ends
+        else {
+            return false;
+        };
+        if !tx.is_complete() {
+            return false;
+        }
+        if rx.received_bytes() >= tx.sent_bytes() {
+            return true;
+        }
+        let at = *drain_at.get_or_insert(now + nic + *drain);
+        now >= at
     }
 
     pub(crate) fn arm_timers(&mut self, id: FlowId) {

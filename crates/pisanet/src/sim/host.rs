@@ -124,15 +124,51 @@ impl World {
         let budget = self
             .tsq_bytes
             .map(|limit| limit.saturating_sub(af.nic_bytes));
-        match &mut af.ends {
-            Endpoints::Tcp { tx, rx } => {
+        // NOTE: TCP without measurement, the common case, stays this lean;
+        // measured and UDP flows take the out-of-line path.
+        match (&mut af.ends, &af.meter) {
+            (Endpoints::Tcp { tx, rx }, None) => {
                 if to_sender {
                     if let Some(b) = budget {
                         tx.set_send_budget(b);
                     }
                     tx.on_packet(now, &pkt, &mut out);
                     af.tsq_blocked = tx.is_budget_blocked();
-                    if let (Some(m), Some(fm)) = (self.meter.as_deref(), af.meter.as_deref_mut()) {
+                } else {
+                    rx.on_packet(now, &pkt, &mut out);
+                }
+            }
+            _ => self.receive_measured_or_udp(now, &pkt, to_sender, budget, &mut out),
+        }
+        self.send_from_host(now, host, &mut out);
+        self.out = out;
+        self.after_flow_event(now, id);
+    }
+
+    /// `host_receive` for a UDP flow or a flow under measurement.
+    #[inline(never)]
+    fn receive_measured_or_udp(
+        &mut self,
+        now: SimTime,
+        pkt: &Packet,
+        to_sender: bool,
+        budget: Option<u64>,
+        out: &mut Vec<Packet>,
+    ) {
+        let id = pkt.flow;
+        let Some(Some(af)) = self.active.get_mut(id as usize) else {
+            return;
+        };
+        let meter = self.meter.as_deref_mut();
+        match &mut af.ends {
+            Endpoints::Tcp { tx, rx } => {
+                if to_sender {
+                    if let Some(b) = budget {
+                        tx.set_send_budget(b);
+                    }
+                    tx.on_packet(now, pkt, out);
+                    af.tsq_blocked = tx.is_budget_blocked();
+                    if let (Some(m), Some(fm)) = (meter, af.meter.as_deref_mut()) {
                         let (n, last) = tx.rtt_samples();
                         if m.flow_stats && n != fm.rtt_seen {
                             fm.rtt_seen = n;
@@ -141,10 +177,8 @@ impl World {
                     }
                 } else {
                     let before = rx.delivered_bytes();
-                    rx.on_packet(now, &pkt, &mut out);
-                    if let (Some(m), Some(fm)) =
-                        (self.meter.as_deref_mut(), af.meter.as_deref_mut())
-                    {
+                    rx.on_packet(now, pkt, out);
+                    if let (Some(m), Some(fm)) = (meter, af.meter.as_deref_mut()) {
                         if pkt.tcp().is_some_and(|t| t.payload > 0) {
                             m.on_data(fm, now, pkt.sent_at);
                         }
@@ -155,13 +189,11 @@ impl World {
             Endpoints::Udp { tx, rx, .. } => {
                 if to_sender {
                     // Feedback (a switch's, the receiver's) for the reaction point.
-                    tx.on_packet(now, &pkt);
+                    tx.on_packet(now, pkt);
                 } else {
                     let before = rx.received_bytes();
-                    rx.on_packet(now, &pkt, &mut out);
-                    if let (Some(m), Some(fm)) =
-                        (self.meter.as_deref_mut(), af.meter.as_deref_mut())
-                    {
+                    rx.on_packet(now, pkt, out);
+                    if let (Some(m), Some(fm)) = (meter, af.meter.as_deref_mut()) {
                         let got = rx.received_bytes() - before;
                         if got > 0 {
                             m.on_data(fm, now, pkt.sent_at);
@@ -171,8 +203,5 @@ impl World {
                 }
             }
         }
-        self.send_from_host(now, host, &mut out);
-        self.out = out;
-        self.after_flow_event(now, id);
     }
 }
