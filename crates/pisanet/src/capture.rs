@@ -539,7 +539,13 @@ pub fn attach(
     if let Some(s) = out.summary.as_object_mut() {
         s.insert("capture".into(), entry);
         if !warnings.is_empty() {
-            s.insert("warnings".into(), json!(warnings));
+            // After any warnings the run itself gave (PFC headroom).
+            let mut all: Vec<Value> = s
+                .get("warnings")
+                .and_then(|w| w.as_array().cloned())
+                .unwrap_or_default();
+            all.extend(warnings.into_iter().map(Value::from));
+            s.insert("warnings".into(), Value::Array(all));
         }
     }
     out.capture = capture;
