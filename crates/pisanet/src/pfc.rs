@@ -237,8 +237,9 @@ mod tests {
     #[test]
     fn seed_002_thresholds() {
         // Q = 12 MB, n = 32 ports, 8 priorities, 10 KB in flight:
-        // Q_PFC = (12e6 - 256 * 1e4) / 256 = 36 875; P4QCN (alpha 8):
-        // 8 * 9.44e6 / (256 * 9) = 32 777 (below Q_PFC - flight = 26 875? no: 26 875 is smaller).
+        // Q_PFC = (12e6 - 256 * 1e4) / 256 = 36 875. P4QCN (alpha 8): the
+        // shared-buffer bound 8 * 9.44e6 / (256 * 9) = 32 777 is above
+        // Q_PFC - Q_flight = 26 875, which binds.
         assert_eq!(q_pfc(12_000_000, 32, 8, 10_000), Some(36_875));
         assert_eq!(q_p4qcn(12_000_000, 32, 8, 10_000, 8), Some(26_875));
         // With more buffer the shared-buffer bound binds.

@@ -623,7 +623,7 @@ fn finish(
     for (i, &p) in world.sample_ports.iter().enumerate() {
         index[p as usize] = i;
     }
-    let (ts, ps, ds) = std::mem::take(&mut world.samples);
+    let (ts, ps, ds, prio) = std::mem::take(&mut world.samples);
     let queues = QueueSamples {
         time_us: ts.iter().map(|t| t.as_us_f64()).collect(),
         port: ps
@@ -631,6 +631,7 @@ fn finish(
             .map(|&p| names[index[p as usize]].clone())
             .collect(),
         depth_bytes: ds,
+        priority: prio,
     };
     let r = std::mem::take(&mut world.rates);
     let port_rates = PortRates {

@@ -138,7 +138,7 @@ impl World {
             sport,
             dport: 80,
             dscp: f.class,
-            prio: 0,
+            prio: self.flow_prio.get(id as usize).copied().unwrap_or(0),
         };
         let mut out = std::mem::take(&mut self.out);
         out.clear();

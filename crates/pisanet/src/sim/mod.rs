@@ -10,6 +10,7 @@
 //! | `host` | host NIC queue, TCP small queues, delivery to endpoints | |
 //! | `flow` | flow lifecycle: arrival, endpoints, timers, completion | `NextFlow`, `SenderTimer`, `ReceiverTimer` |
 //! | `sampling` | queue-depth and port-rate samples | `Sample`, `RateSample` |
+//! | `pfc` | priority flow control: ingress accounting, PAUSE frames, deadlock detector | `PfcExpire`, `PfcRefresh`, `PfcCheck` |
 //!
 //! ```text
 //!   host NIC queue ──tx──▶ wire FIFO ──arrive──▶ switch ingress ──▶ egress queue ──tx──▶ ...
@@ -117,7 +118,8 @@ pub struct World {
     pub link_events: Vec<LinkEventSpec>,
     pub sample_interval: Option<SimTime>,
     pub sample_ports: Vec<PortIdx>,
-    pub samples: (Vec<SimTime>, Vec<PortIdx>, Vec<u64>),
+    /// Queue samples: time, port, depth (bytes), priority queue (sampling.rs).
+    pub samples: (Vec<SimTime>, Vec<PortIdx>, Vec<u64>, Vec<u8>),
     pub rates: RateSampler,
     pub(crate) routes: Vec<Vec<Vec<PortNo>>>,
     /// The wake-up pending for each switch, if any.
@@ -142,6 +144,10 @@ pub struct World {
     pub tap: Option<Box<crate::capture::Tap>>,
     /// Priority flow control (sim/pfc.rs); `None` when off.
     pub pfc: Option<Box<Pfc>>,
+    /// Priority (queue index) of each flow's packets by flow id; flows
+    /// beyond it send priority 0. Empty unless a caller sets it (the PFC
+    /// tests; a flow list's `priority` column is issue 13's).
+    pub flow_prio: Vec<u8>,
 }
 
 /// How a run ended.
@@ -269,7 +275,7 @@ impl World {
             link_events: Vec::new(),
             sample_interval: None,
             sample_ports: Vec::new(),
-            samples: (Vec::new(), Vec::new(), Vec::new()),
+            samples: (Vec::new(), Vec::new(), Vec::new(), Vec::new()),
             rates: RateSampler::default(),
             routes,
             switch_timer: Vec::new(),
@@ -281,6 +287,7 @@ impl World {
             tsq_out: Vec::with_capacity(64),
             tap: None,
             pfc: None,
+            flow_prio: Vec::new(),
         }
     }
 

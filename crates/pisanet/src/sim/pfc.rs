@@ -592,4 +592,53 @@ mod tests {
         assert_eq!(q[5], 0xabcd);
         assert_eq!(q.iter().filter(|&&x| x != 0).count(), 1);
     }
+
+    /// Seed 002 Fig. 1 with the victim flow on another priority: the
+    /// spine pauses priority 0 of the leaf's uplink, the victim's priority 1
+    /// keeps flowing (the test in tests/pfc.rs shows it slowed on priority 0).
+    #[test]
+    fn a_victim_on_another_priority_is_not_blocked() {
+        let dir = std::env::temp_dir().join(format!("pisanet-pfc-prio-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("t.toml"),
+            r#"
+nodes = [
+  { name = "a", kind = "host" }, { name = "v", kind = "host" }, { name = "b", kind = "host" },
+  { name = "r", kind = "host" }, { name = "u", kind = "host" },
+  { name = "l", kind = "switch" }, { name = "s", kind = "switch", tier = 1 },
+]
+links = [
+  { a = "a", b = "l", gbps = 10 }, { a = "v", b = "l", gbps = 10 }, { a = "l", b = "s", gbps = 40 },
+  { a = "b", b = "s", gbps = 10 }, { a = "r", b = "s", gbps = 10 }, { a = "u", b = "s", gbps = 10 },
+]
+"#,
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("f.csv"),
+            "0,0,3,4000000\n0,2,3,4000000\n0,1,4,2000000\n",
+        )
+        .unwrap();
+        let victim_gbps = |prio: u8| {
+            let cfg = crate::config::Config::parse(
+                "[run]\nmax_sim_time_ms = 20\n[topology]\nkind = \"custom\"\nfile = \"t.toml\"\npriorities = 2\n\
+                 [topology.pfc]\nenabled = true\n[transport]\nkind = \"udp\"\nudp_rate_gbps = 10.0\n\
+                 [workload]\npattern = \"file\"\nfile = \"f.csv\"\n",
+                &[],
+            )
+            .unwrap();
+            let mut w = crate::run::build_world(&cfg, Some(&dir)).unwrap();
+            w.flow_prio = vec![0, 0, prio];
+            w.run(SimTime::from_ms(20), &mut |_| true);
+            assert_eq!(w.counts.dropped, 0);
+            let f = &w.flows[2];
+            let fct = f.finish.expect("victim finishes").saturating_sub(f.first_sent.unwrap());
+            f.bytes as f64 * 8.0 / fct.as_secs_f64() / 1e9
+        };
+        let same = victim_gbps(0);
+        let other = victim_gbps(1);
+        assert!(same < 8.0, "victim on the paused priority: {same} Gb/s");
+        assert!(other > 9.0, "victim on its own priority: {other} Gb/s");
+    }
 }
