@@ -402,7 +402,14 @@ impl Tap {
             for c in (0..8u8).filter(|c| vector & (1 << c) != 0) {
                 let mut named = pkt.clone();
                 named.prio = c;
-                self.row(now, port.node, p, TraceEvent::Pause, port.queue.bytes(), &named);
+                self.row(
+                    now,
+                    port.node,
+                    p,
+                    TraceEvent::Pause,
+                    port.queue.bytes(),
+                    &named,
+                );
             }
         } else if self.traced(p, pkt.flow) {
             self.row(

@@ -77,13 +77,43 @@ impl Default for PfcCfg {
 }
 
 /// `topology.pfc.headroom_kb`: a number of KB, or "auto".
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[derive(Clone, Copy, Debug, Serialize, JsonSchema, PartialEq)]
 #[serde(untagged)]
 pub enum Headroom {
     /// Computed per link by [`headroom_bytes`].
     Auto(AutoKw),
     /// KB (1000 bytes) per (port, priority).
     Kb(f64),
+}
+
+impl<'de> Deserialize<'de> for Headroom {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{Unexpected, Visitor};
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Headroom;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("\"auto\" or a number of KB")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Headroom, E> {
+                if s == "auto" {
+                    Ok(Headroom::Auto(AutoKw::Auto))
+                } else {
+                    Err(E::invalid_value(Unexpected::Str(s), &self))
+                }
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Headroom, E> {
+                Ok(Headroom::Kb(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Headroom, E> {
+                Ok(Headroom::Kb(v as f64))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Headroom, E> {
+                Ok(Headroom::Kb(v as f64))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// The word "auto".

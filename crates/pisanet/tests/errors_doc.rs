@@ -135,7 +135,10 @@ fn cases() -> Vec<(
         (
             "between keys",
             "a PFC priority the ports do not have",
-            vec!["topology.pfc.enabled=true", "topology.pfc.priorities=[0, 3]"],
+            vec![
+                "topology.pfc.enabled=true",
+                "topology.pfc.priorities=[0, 3]",
+            ],
             None,
         ),
         (

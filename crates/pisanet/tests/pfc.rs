@@ -165,7 +165,6 @@ fn head_of_line_blocking_slows_the_victim_under_pfc() {
     assert!(port(&on, "l->s")["paused_us"].as_f64().unwrap() > 0.0);
     assert!(port(&on, "v->l")["pause_received"].as_u64().unwrap() > 0);
     let (v_off, v_on) = (victim_gbps(&off), victim_gbps(&on));
-    eprintln!("victim {v_off} -> {v_on} Gb/s; {}", on.summary["pfc"]);
     assert!(v_off > 9.0, "victim alone on its path: {v_off} Gb/s");
     assert!(
         v_on < 0.8 * v_off,
@@ -191,7 +190,6 @@ fn headroom_below_the_links_need_is_warned_and_its_losses_reported() {
         "{w}"
     );
     let lost = s["pfc"]["lossless_drops"].as_u64().unwrap();
-    eprintln!("headroom: lost {lost}; {}", s["pfc"]);
     assert!(lost > 0, "{s}");
     assert_eq!(s["packets"]["dropped"].as_u64().unwrap(), lost);
     assert_eq!(s["conservation_ok"], true);
@@ -283,6 +281,18 @@ fn bad_pfc_settings_are_one_line_errors() {
     assert_eq!(
         e.message,
         "topology.pfc.priorities: 3 is not a priority of this fabric (topology.priorities = 1, so 0..=0)"
+    );
+    let e = try_run(
+        "bad4",
+        INCAST,
+        INCAST_FLOWS,
+        "topology.pfc.enabled=true\ntopology.pfc.headroom_kb=\"lots\"",
+    )
+    .err()
+    .unwrap();
+    assert_eq!(
+        e.message,
+        "topology.pfc.headroom_kb: invalid value: string \"lots\", expected \"auto\" or a number of KB"
     );
     // A PFC key with PFC off is refused, saying when it applies.
     let e = try_run("bad3", INCAST, INCAST_FLOWS, "topology.pfc.xoff_kb=10")

@@ -633,7 +633,10 @@ links = [
             w.run(SimTime::from_ms(20), &mut |_| true);
             assert_eq!(w.counts.dropped, 0);
             let f = &w.flows[2];
-            let fct = f.finish.expect("victim finishes").saturating_sub(f.first_sent.unwrap());
+            let fct = f
+                .finish
+                .expect("victim finishes")
+                .saturating_sub(f.first_sent.unwrap());
             f.bytes as f64 * 8.0 / fct.as_secs_f64() / 1e9
         };
         let same = victim_gbps(0);
