@@ -20,7 +20,9 @@ directory, then `os.replace`, so a reader never sees a half-written file):
   delivered to the receiving application in the interval), `gbps`; intervals in
   which a flow delivered nothing have no row.
 - `queues.parquet` (only when queues were sampled): `time` (microseconds), `port`
-  (link name, e.g. `leaf0->spine1`), `depth_bytes`.
+  (link name, e.g. `leaf0->spine1`), `depth_bytes`, `priority` (the priority
+  queue: with `topology.priorities` > 1 one row per port and priority queue,
+  whose depths sum to the port's; else one row per port, priority 0).
 - `port_rates.parquet` (only when port rates were sampled): `time` (microseconds,
   the end of each sampling interval), `port` (link name), `tx_gbps` (the rate
   the port sent at over the interval), `carried_gbps` (the part of it that went
@@ -35,7 +37,10 @@ directory, then `os.replace`, so a reader never sees a half-written file):
   ecn_mark, clone, recirculate, replicate, to_cpu, program_drop), `depth_bytes`
   (the port's queue then), `packet` (packet id), `flow` (-1 for none), `seq`,
   `size` (bytes).
-- `ports.json`: per-port counters (name, tx_packets, tx_bytes, drops, ecn_marks).
+- `ports.json`: per-port counters (name, tx_packets, tx_bytes, drops, ecn_marks;
+  with `topology.pfc.enabled` also pause_sent, xon_sent, pause_received,
+  xon_received, paused_us, lossless_drops, in total and per lossless priority
+  with a `_p<i>` suffix).
 - `config.resolved.toml`: the config as run, every default filled in.
 """
 
@@ -81,7 +86,12 @@ FLOW_COLUMNS = {
     "deadline_missed_packets": "deadline_missed_packets",
 }
 GOODPUT_COLUMNS = {"time_us": "time", "flow": "flow", "bytes": "bytes", "gbps": "gbps"}
-QUEUE_COLUMNS = {"time_us": "time", "port": "port", "depth_bytes": "depth_bytes"}
+QUEUE_COLUMNS = {
+    "time_us": "time",
+    "port": "port",
+    "depth_bytes": "depth_bytes",
+    "priority": "priority",
+}
 PORT_RATE_COLUMNS = {
     "time_us": "time",
     "port": "port",

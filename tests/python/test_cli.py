@@ -119,7 +119,7 @@ def test_run_writes_every_file_atomically(cli: Cli, tiny_config: Path, tmp_path:
     assert list(flows.columns) == FLOW_COLUMNS
     assert len(flows) == 50
     queues = pd.read_parquet(res / "queues.parquet")
-    assert list(queues.columns) == ["time", "port", "depth_bytes"]
+    assert list(queues.columns) == ["time", "port", "depth_bytes", "priority"]
     assert len(queues) > 0
     assert all(str(p).startswith("leaf0->spine") for p in queues["port"].unique())
     ports = json.loads((res / "ports.json").read_text())

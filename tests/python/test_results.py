@@ -78,6 +78,7 @@ def test_columns_cross_as_little_endian_buffers() -> None:
                 time_us=np.array([0.0, 100.0, 100.0]),
                 port=np.array([1, 0, 1], dtype="<u4"),
                 depth_bytes=np.array([0, 1500, 3000], dtype="<u8"),
+                priority=np.array([0, 0, 1], dtype="<u1"),
             ),
             "port_names": ("str", ["leaf0->spine0", "leaf0->spine1"]),
         }
@@ -88,6 +89,8 @@ def test_columns_cross_as_little_endian_buffers() -> None:
         "leaf0->spine0",
         "leaf0->spine1",
     ]
+    assert list(queues.columns) == list(results.QUEUE_COLUMNS.values())
+    assert queues["priority"].tolist() == [0, 0, 1]
 
     rates = results.port_rates_frame(
         {

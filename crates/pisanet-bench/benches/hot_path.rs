@@ -57,6 +57,7 @@ fn egress_queue(c: &mut Criterion) {
                             instance_type: 0,
                             ingress_port: 0,
                             egress_rid: 0,
+                            pfc_in: pisanet_net::queue::NO_PFC,
                         },
                         None,
                     );

@@ -30,7 +30,14 @@ pub struct Queued {
     pub ingress_port: u16,
     /// v1model `egress_rid` (replication id of a multicast copy).
     pub egress_rid: u16,
+    /// Priority flow control: the global ingress port whose (port,
+    /// priority) account holds this packet's bytes, or [`NO_PFC`] (PFC off,
+    /// a lossy priority, or a packet made inside the switch).
+    pub pfc_in: u32,
 }
+
+/// `Queued::pfc_in` of a packet no PFC account holds.
+pub const NO_PFC: u32 = u32::MAX;
 
 /// Static parameters of one egress port's queues.
 #[derive(Clone, Copy, Debug)]
@@ -101,6 +108,8 @@ pub struct EgressQueue {
     queues: Vec<VecDeque<Queued>>,
     bytes: u64,
     packets: u32,
+    /// Priorities paused by PFC (bit i: queue i); dequeue skips them.
+    paused: u8,
     pub counters: PortCounters,
 }
 
@@ -112,6 +121,7 @@ impl EgressQueue {
             queues: (0..n).map(|_| VecDeque::new()).collect(),
             bytes: 0,
             packets: 0,
+            paused: 0,
             counters: PortCounters::default(),
         }
     }
@@ -163,7 +173,7 @@ impl EgressQueue {
             }
         }
         q.enq_qdepth = self.packets;
-        let prio = (q.pkt.prio as usize).min(self.queues.len() - 1);
+        let prio = self.queue_of(q.pkt.prio);
         self.queues[prio].push_back(q);
         self.bytes += size;
         self.packets += 1;
@@ -171,7 +181,80 @@ impl EgressQueue {
         Ok(())
     }
 
-    fn count_drop(&mut self, size: u64) {
+    /// Admits a packet of a lossless priority under PFC: the port's own
+    /// limits and the shared buffer's dynamic threshold do not apply (the
+    /// switch admits it by its ingress account, sim/pfc.rs); only the
+    /// shared buffer's capacity does. ECN marking is as in [`Self::enqueue`].
+    #[allow(clippy::result_large_err)] // as enqueue
+    pub fn enqueue_lossless(
+        &mut self,
+        mut q: Queued,
+        shared: Option<&mut SharedBuffer>,
+    ) -> Result<(), (Queued, DropCause)> {
+        let size = q.pkt.size as u64;
+        if let Some(sb) = shared {
+            if sb.used_bytes + size > sb.total_bytes {
+                self.count_drop(size);
+                return Err((q, DropCause::SharedBufferFull));
+            }
+            sb.used_bytes += size;
+        }
+        if let Some(k) = self.cfg.ecn_threshold_bytes {
+            if self.bytes > k && q.pkt.ip.ecn.is_ect() {
+                q.pkt.ip.ecn = Ecn::Ce;
+                self.counters.ecn_marks += 1;
+            }
+        }
+        q.enq_qdepth = self.packets;
+        let prio = self.queue_of(q.pkt.prio);
+        self.queues[prio].push_back(q);
+        self.bytes += size;
+        self.packets += 1;
+        self.counters.max_depth_bytes = self.counters.max_depth_bytes.max(self.bytes);
+        Ok(())
+    }
+
+    /// The queue index a packet of priority `prio` goes to.
+    #[inline]
+    pub fn queue_of(&self, prio: u8) -> usize {
+        (prio as usize).min(self.queues.len() - 1)
+    }
+
+    /// Number of priority queues.
+    pub fn priorities(&self) -> usize {
+        self.queues.len()
+    }
+
+    /// The PFC pause mask (bit i: queue i does not send).
+    pub fn paused(&self) -> u8 {
+        self.paused
+    }
+
+    /// Sets the PFC pause mask.
+    pub fn set_paused(&mut self, mask: u8) {
+        self.paused = mask;
+    }
+
+    /// Packets of queue `i`, head first.
+    pub fn iter_queue(&self, i: usize) -> impl Iterator<Item = &Queued> {
+        self.queues.get(i).into_iter().flatten()
+    }
+
+    /// Bytes in queue `i` (O(packets of it): for samples, not the hot path).
+    pub fn queue_bytes(&self, i: usize) -> u64 {
+        self.iter_queue(i).map(|q| q.pkt.size as u64).sum()
+    }
+
+    /// Whether a dequeue would find a packet (some unpaused queue holds one).
+    pub fn has_sendable(&self) -> bool {
+        self.queues
+            .iter()
+            .enumerate()
+            .any(|(i, q)| self.paused & (1 << i) == 0 && !q.is_empty())
+    }
+
+    /// Counts a refused packet of `size` bytes.
+    pub fn count_drop(&mut self, size: u64) {
         self.counters.drops += 1;
         self.counters.drop_bytes += size;
     }
@@ -179,7 +262,16 @@ impl EgressQueue {
     /// Removes the head of the highest-priority non-empty queue (strict
     /// priority). O(priorities).
     pub fn dequeue(&mut self, shared: Option<&mut SharedBuffer>) -> Option<Queued> {
-        let q = self.queues.iter_mut().find_map(|q| q.pop_front())?;
+        let q = if self.paused == 0 {
+            self.queues.iter_mut().find_map(|q| q.pop_front())?
+        } else {
+            // PFC: a paused priority does not send; the others do.
+            let paused = self.paused;
+            self.queues
+                .iter_mut()
+                .enumerate()
+                .find_map(|(i, q)| (paused & (1 << i) == 0).then(|| q.pop_front()).flatten())?
+        };
         let size = q.pkt.size as u64;
         self.bytes -= size;
         self.packets -= 1;
@@ -192,6 +284,7 @@ impl EgressQueue {
     /// Empties the queues (link failure), returning what they held.
     pub fn drain(&mut self, mut shared: Option<&mut SharedBuffer>) -> Vec<Queued> {
         let mut out = Vec::with_capacity(self.packets as usize);
+        self.paused = 0;
         while let Some(q) = self.dequeue(shared.as_deref_mut()) {
             out.push(q);
         }
@@ -224,6 +317,7 @@ mod tests {
             instance_type: 0,
             ingress_port: 0,
             egress_rid: 0,
+            pfc_in: NO_PFC,
         }
     }
 
@@ -340,5 +434,42 @@ mod tests {
         assert_eq!(sb.used_bytes, a.bytes() + b.bytes());
         a.drain(Some(&mut sb));
         assert_eq!(sb.used_bytes, b.bytes());
+    }
+
+    #[test]
+    fn paused_priority_is_skipped_and_others_send() {
+        let mut q = EgressQueue::new(cfg(100_000, None, 3));
+        q.enqueue(pkt(100, 0, Ecn::NotEct), None).unwrap();
+        q.enqueue(pkt(200, 1, Ecn::NotEct), None).unwrap();
+        q.enqueue(pkt(300, 0, Ecn::NotEct), None).unwrap();
+        q.set_paused(0b001);
+        assert!(q.has_sendable());
+        assert_eq!(q.dequeue(None).unwrap().pkt.size, 200);
+        assert!(!q.has_sendable() && !q.is_empty());
+        assert!(q.dequeue(None).is_none());
+        assert_eq!(q.queue_bytes(0), 400);
+        q.set_paused(0);
+        let sizes: Vec<u32> = std::iter::from_fn(|| q.dequeue(None))
+            .map(|q| q.pkt.size)
+            .collect();
+        assert_eq!(sizes, vec![100, 300]);
+    }
+
+    #[test]
+    fn lossless_admission_ignores_port_limits_not_the_shared_capacity() {
+        let mut sb = SharedBuffer::new(3_000, 1.0);
+        let mut q = EgressQueue::new(cfg(1_000, None, 1));
+        q.enqueue_lossless(pkt(1500, 0, Ecn::NotEct), Some(&mut sb))
+            .unwrap();
+        q.enqueue_lossless(pkt(1500, 0, Ecn::NotEct), Some(&mut sb))
+            .unwrap();
+        let e = q
+            .enqueue_lossless(pkt(64, 0, Ecn::NotEct), Some(&mut sb))
+            .unwrap_err();
+        assert_eq!(e.1, DropCause::SharedBufferFull);
+        assert_eq!(
+            (q.bytes(), sb.used_bytes, q.counters.drops),
+            (3000, 3000, 1)
+        );
     }
 }

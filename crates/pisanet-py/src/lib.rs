@@ -157,6 +157,7 @@ fn queue_columns<'py>(py: Python<'py>, q: &pisanet::QueueSamples) -> PyResult<Bo
     put(&d, "time_us", &q.time_us)?;
     put_ports(&d, &q.port)?;
     put(&d, "depth_bytes", &q.depth_bytes)?;
+    put(&d, "priority", &q.priority)?;
     Ok(d)
 }
 

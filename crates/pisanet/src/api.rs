@@ -98,7 +98,11 @@ pub struct QueueSamples {
     pub time_us: Vec<f64>,
     /// Link name, e.g. "leaf0->spine1".
     pub port: Vec<String>,
+    /// Bytes queued: the port's total with one priority queue
+    /// (`topology.priorities = 1`), else that priority queue's.
     pub depth_bytes: Vec<u64>,
+    /// The priority queue a row is about (0 with one queue per port).
+    pub priority: Vec<u8>,
 }
 
 /// Per-port transmit rates, as columns (present when `metrics.port_rate_interval_us` > 0).

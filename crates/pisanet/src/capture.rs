@@ -100,10 +100,13 @@ pub enum TraceEvent {
     ToCpu = 7,
     /// Dropped by the switch program (mark_to_drop, no route, ...).
     ProgramDrop = 8,
+    /// A PFC PAUSE frame (XOFF, or XON with zero quanta) starts on the wire
+    /// at this port (`queue`: its priority; sim/pfc.rs).
+    Pause = 9,
 }
 
 /// Names of [`TraceEvent`] by code.
-pub const TRACE_EVENTS: [&str; 9] = [
+pub const TRACE_EVENTS: [&str; 10] = [
     "enqueue",
     "dequeue",
     "drop",
@@ -113,6 +116,7 @@ pub const TRACE_EVENTS: [&str; 9] = [
     "replicate",
     "to_cpu",
     "program_drop",
+    "pause",
 ];
 
 /// The trace, as columns (one entry per event, in event order).
@@ -391,7 +395,23 @@ impl Tap {
     #[cold]
     #[inline(never)]
     pub fn on_transmit(&mut self, now: SimTime, port: &Port, p: PortIdx, pkt: &Packet) {
-        if self.traced(p, pkt.flow) {
+        let pause = crate::sim::is_pause(pkt);
+        if pause && self.traced(p, pkt.flow) {
+            // One row per priority the frame names, `queue` = the priority.
+            let (vector, _) = crate::sim::pause_fields(pkt);
+            for c in (0..8u8).filter(|c| vector & (1 << c) != 0) {
+                let mut named = pkt.clone();
+                named.prio = c;
+                self.row(
+                    now,
+                    port.node,
+                    p,
+                    TraceEvent::Pause,
+                    port.queue.bytes(),
+                    &named,
+                );
+            }
+        } else if self.traced(p, pkt.flow) {
             self.row(
                 now,
                 port.node,
@@ -412,7 +432,11 @@ impl Tap {
             return;
         }
         f.packets += 1;
-        let orig = write_frame(pkt, f.ends, self.headers, self.snaplen, &mut self.frame);
+        let orig = if pause {
+            write_pause_frame(pkt, f.ends, self.snaplen, &mut self.frame)
+        } else {
+            write_frame(pkt, f.ends, self.headers, self.snaplen, &mut self.frame)
+        };
         let ns = now.ps() / 1000;
         f.bytes
             .extend_from_slice(&((ns / 1_000_000_000) as u32).to_le_bytes());
@@ -527,6 +551,33 @@ pub(crate) fn transmit_tapped(w: &mut World, now: SimTime, p: PortIdx, pkt: Pack
     w.transmit_untapped(now, p, pkt)
 }
 
+/// Writes a PFC PAUSE as the IEEE 802.1Qbb MAC control frame it is
+/// (without FCS, as pcap link type 1): destination 01:80:C2:00:00:01,
+/// ethertype 0x8808, opcode 0x0101, the class-enable vector, eight 16-bit
+/// pause quanta, zero padding to the 64-byte minimum. Returns the frame's
+/// full length (60).
+pub fn write_pause_frame(
+    pkt: &Packet,
+    ends: pisanet_net::wire::LinkEnds,
+    snaplen: usize,
+    out: &mut Vec<u8>,
+) -> usize {
+    out.clear();
+    out.extend_from_slice(&[0x01, 0x80, 0xc2, 0x00, 0x00, 0x01]);
+    out.extend_from_slice(&ends.src_mac);
+    out.extend_from_slice(&0x8808u16.to_be_bytes());
+    out.extend_from_slice(&0x0101u16.to_be_bytes());
+    let (vector, quanta) = crate::sim::pause_fields(pkt);
+    out.extend_from_slice(&(vector as u16).to_be_bytes());
+    for q in quanta {
+        out.extend_from_slice(&q.to_be_bytes());
+    }
+    let full = pkt.size as usize - pisanet_net::wire::FCS_BYTES;
+    out.resize(full, 0);
+    out.truncate(snaplen.max(1));
+    full
+}
+
 /// Puts what the tap produced into a run's output: the files and the trace,
 /// `summary.capture`, and `summary.warnings` when a bound was hit.
 pub fn attach(
@@ -539,7 +590,13 @@ pub fn attach(
     if let Some(s) = out.summary.as_object_mut() {
         s.insert("capture".into(), entry);
         if !warnings.is_empty() {
-            s.insert("warnings".into(), json!(warnings));
+            // After any warnings the run itself gave (PFC headroom).
+            let mut all: Vec<Value> = s
+                .get("warnings")
+                .and_then(|w| w.as_array().cloned())
+                .unwrap_or_default();
+            all.extend(warnings.into_iter().map(Value::from));
+            s.insert("warnings".into(), Value::Array(all));
         }
     }
     out.capture = capture;

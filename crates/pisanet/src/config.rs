@@ -133,6 +133,9 @@ pub struct TopologyCfg {
     /// Probability that a link corrupts (drops) a packet, on every link; for loss experiments and tests.
     #[schemars(range(min = 0, max = 0.99))]
     pub link_loss_rate: f64,
+    /// Priority flow control (IEEE 802.1Qbb) in the switches' traffic
+    /// managers and the host NICs (crates/pisanet/src/pfc.rs).
+    pub pfc: crate::pfc::PfcCfg,
 }
 
 impl Default for TopologyCfg {
@@ -155,6 +158,7 @@ impl Default for TopologyCfg {
             shared_buffer_kb: 0.0,
             shared_buffer_alpha: 1.0,
             link_loss_rate: 0.0,
+            pfc: Default::default(),
         }
     }
 }
@@ -1102,6 +1106,7 @@ impl Config {
                 t.shared_buffer_kb
             )));
         }
+        t.pfc.validate(t.priorities)?;
         if tr.kind != TransportKind::Udp {
             if tr.max_rto_us < tr.min_rto_us {
                 return Err(Error::input(format!(

@@ -10,6 +10,7 @@ pub mod config;
 mod dbb_plan;
 pub mod forward;
 pub mod memory;
+pub mod pfc;
 pub mod run;
 pub mod sim;
 

@@ -393,6 +393,9 @@ pub fn run_config(
     let mut world = build_world(cfg, base)?;
     let max_time = SimTime::from_us_f64(cfg.run.max_sim_time_ms * 1000.0);
     let stop = world.run(max_time, progress);
+    if let Some(msg) = world.pfc.as_ref().and_then(|p| p.fatal.clone()) {
+        return Err(Error::invariant(msg));
+    }
     if stop == StopReason::Interrupted {
         return Err(Error {
             kind: crate::api::ErrorKind::Interrupted,
@@ -455,6 +458,17 @@ pub fn build_world(cfg: &Config, base: Option<&Path>) -> Result<World, Error> {
     };
     let fwd = crate::forward::build(cfg, &topo, &streams)?;
     let mut world = World::new(topo, fwd, gen, params, &streams);
+    if t.pfc.enabled {
+        // Thresholds and headroom of every switch port (crates/pisanet/src/pfc.rs).
+        let pfc = crate::sim::Pfc::build(
+            &t.pfc,
+            &world,
+            switch_queue.buffer_bytes,
+            (t.shared_buffer_kb > 0.0).then_some((t.shared_buffer_kb * 1000.0) as u64),
+            crate::config::full_packet_bytes(cfg.transport.mss),
+        );
+        world.pfc = Some(Box::new(pfc));
+    }
 
     for (i, e) in cfg.events.iter().enumerate() {
         let ports = split_link(&world, &e.link)
@@ -673,6 +687,7 @@ fn finish(
     let flow_stats = flow_stats_summary(&world);
     let reordered: u64 = ft.reordered.iter().map(|&r| r as u64).sum();
 
+    world.pfc_finish(world.q.now());
     let mut c = world.counts;
     c.injected += world.switch_injected();
     let program_violations = world.program_violations();
@@ -685,6 +700,24 @@ fn finish(
             c.injected, c.delivered, c.consumed, c.dropped, in_flight
         ));
     }
+    if let Some(pfc) = world.pfc.as_deref() {
+        // Lossless means lossless: a drop of a lossless priority is a
+        // violation unless the config reserved less headroom than a link
+        // needs (then it was warned about and is reported, not an error).
+        if pfc.lossless_drops > 0 && !pfc.small_headroom {
+            let k = pfc
+                .stats
+                .iter()
+                .position(|s| s.lossless_drops > 0)
+                .unwrap_or(0);
+            world.violations.push(format!(
+                "PFC: {} packet(s) of lossless priorities dropped though every port reserves the headroom its link needs (first on ingress {} priority {})",
+                pfc.lossless_drops,
+                world.port_name((k / 8) as u32),
+                k % 8
+            ));
+        }
+    }
     if let Some(first) = world.violations.first() {
         let more = world.violations.len() - 1;
         let msg = if more > 0 {
@@ -694,6 +727,26 @@ fn finish(
         };
         return Err(Error::invariant(msg));
     }
+    let pfc_summary = world.pfc.as_deref().map(|pfc| {
+        let t = pfc.totals();
+        json!({
+            "lossless_priorities": (0..8).filter(|c| pfc.lossless & (1 << c) != 0).collect::<Vec<u32>>(),
+            "pause_frames_sent": t.pause_sent,
+            "xon_frames_sent": t.xon_sent,
+            "pause_frames_received": t.pause_received,
+            "xon_frames_received": t.xon_received,
+            "paused_time_us": t.paused.as_us_f64(),
+            "lossless_drops": pfc.lossless_drops,
+            "headroom_too_small": pfc.small_headroom,
+            "max_ingress_bytes": t.max_ingress_bytes,
+            "switches": pfc.switches,
+        })
+    });
+    let pfc_warnings = world
+        .pfc
+        .as_deref()
+        .map(|p| p.warnings.clone())
+        .unwrap_or_default();
     let sim_time = world.q.now();
     let events = world.q.events_processed();
     let wall = wall_s.max(1e-9);
@@ -739,18 +792,29 @@ fn finish(
         "peak_rss_mb": peak_rss_mb(),
         "digest": digest,
     });
+    let mut summary = summary;
+    if let (Some(p), Some(s)) = (pfc_summary, summary.as_object_mut()) {
+        s.insert("pfc".into(), p);
+        if !pfc_warnings.is_empty() {
+            s.insert("warnings".into(), json!(pfc_warnings));
+        }
+    }
     let ports: Vec<Value> = (0..world.ports.len() as u32)
         .map(|p| {
             let port = &world.ports[p as usize];
             let k = port.queue.counters;
-            json!({
+            let mut row = json!({
                 "name": world.port_name(p),
                 "switch_port": !port.is_host_port,
                 "uplink": !port.is_host_port && is_uplink(&world.topo, port.node, port.port_no),
                 "tx_packets": k.tx_packets, "tx_bytes": k.tx_bytes, "drops": k.drops,
                 "ecn_marks": k.ecn_marks, "max_depth_bytes": k.max_depth_bytes,
                 "made_tx_bytes": port.made_tx_bytes,
-            })
+            });
+            if let (Some(pfc), Some(r)) = (world.pfc.as_deref(), row.as_object_mut()) {
+                pfc_port_columns(pfc, p, r);
+            }
+            row
         })
         .collect();
     let names: Vec<String> = world
@@ -762,7 +826,7 @@ fn finish(
     for (i, &p) in world.sample_ports.iter().enumerate() {
         index[p as usize] = i;
     }
-    let (ts, ps, ds) = std::mem::take(&mut world.samples);
+    let (ts, ps, ds, prio) = std::mem::take(&mut world.samples);
     let queues = QueueSamples {
         time_us: ts.iter().map(|t| t.as_us_f64()).collect(),
         port: ps
@@ -770,6 +834,7 @@ fn finish(
             .map(|&p| names[index[p as usize]].clone())
             .collect(),
         depth_bytes: ds,
+        priority: prio,
     };
     let r = std::mem::take(&mut world.rates);
     let port_rates = PortRates {
@@ -892,6 +957,38 @@ fn flow_stats_summary(world: &World) -> Value {
             "missed_fraction": if packets > 0 { json!(missed as f64 / packets as f64) } else { Value::Null },
         },
     })
+}
+
+/// PFC counters of port `p` in ports.json: totals over the lossless
+/// priorities (`pause_sent`, ...) and each lossless priority's own
+/// (`pause_sent_p0`, ...); flat, so the sweep database's `ports` table has
+/// one column each. "sent" counts frames this port sent upstream (its
+/// ingress crossed XOFF), "received" frames that paused its egress.
+fn pfc_port_columns(pfc: &crate::sim::Pfc, p: u32, row: &mut serde_json::Map<String, Value>) {
+    let mut total = crate::sim::PfcStats::default();
+    let mut per = Vec::new();
+    for c in (0..8).filter(|c| pfc.lossless & (1 << c) != 0) {
+        let s = pfc.stats[p as usize * 8 + c];
+        total.pause_sent += s.pause_sent;
+        total.xon_sent += s.xon_sent;
+        total.pause_received += s.pause_received;
+        total.xon_received += s.xon_received;
+        total.paused += s.paused;
+        total.lossless_drops += s.lossless_drops;
+        per.push((c, s));
+    }
+    let mut put = |suffix: &str, s: &crate::sim::PfcStats| {
+        row.insert(format!("pause_sent{suffix}"), s.pause_sent.into());
+        row.insert(format!("xon_sent{suffix}"), s.xon_sent.into());
+        row.insert(format!("pause_received{suffix}"), s.pause_received.into());
+        row.insert(format!("xon_received{suffix}"), s.xon_received.into());
+        row.insert(format!("paused_us{suffix}"), s.paused.as_us_f64().into());
+        row.insert(format!("lossless_drops{suffix}"), s.lossless_drops.into());
+    };
+    put("", &total);
+    for (c, s) in per {
+        put(&format!("_p{c}"), &s);
+    }
 }
 
 fn is_uplink(topo: &Topology, node: u32, port: u16) -> bool {

@@ -124,6 +124,31 @@ fn cases() -> Vec<(
         ),
         (
             "between keys",
+            "PFC XON above XOFF",
+            vec![
+                "topology.pfc.enabled=true",
+                "topology.pfc.xoff_kb=10",
+                "topology.pfc.xon_kb=20",
+            ],
+            None,
+        ),
+        (
+            "between keys",
+            "a PFC priority the ports do not have",
+            vec![
+                "topology.pfc.enabled=true",
+                "topology.pfc.priorities=[0, 3]",
+            ],
+            None,
+        ),
+        (
+            "unused key",
+            "a PFC threshold with PFC off",
+            vec!["topology.pfc.xoff_kb=10"],
+            None,
+        ),
+        (
+            "between keys",
             "tau below twice the probe interval",
             vec!["scheme.kind=hula", "scheme.hula.tau_us=100"],
             None,

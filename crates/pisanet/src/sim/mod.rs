@@ -10,6 +10,7 @@
 //! | `host` | host NIC queue, TCP small queues, delivery to endpoints | |
 //! | `flow` | flow lifecycle: arrival, endpoints, timers, completion | `NextFlow`, `SenderTimer`, `ReceiverTimer` |
 //! | `sampling` | queue-depth and port-rate samples | `Sample`, `RateSample` |
+//! | `pfc` | priority flow control: ingress accounting, PAUSE frames, deadlock detector | `PfcExpire`, `PfcRefresh`, `PfcCheck` |
 //!
 //! ```text
 //!   host NIC queue ──tx──▶ wire FIFO ──arrive──▶ switch ingress ──▶ egress queue ──tx──▶ ...
@@ -39,12 +40,14 @@ use pisanet_pisa::{DeqInfo, Emit, InstanceType, QueueMeta};
 mod flow;
 mod host;
 pub mod meter;
+mod pfc;
 mod port;
 mod sampling;
 mod switch;
 
 use flow::ActiveFlow;
 pub use flow::{source_port, CcChoice, FlowRecord, HostParams};
+pub use pfc::{is_pause, pause_fields, Pfc, PfcStats, PAUSE_KIND};
 pub use port::Port;
 pub use sampling::RateSampler;
 
@@ -66,6 +69,12 @@ pub enum Ev {
     RateSample,
     /// A switch's own pending work is due (control plane, generator, recirculation).
     SwitchTimer(u32),
+    /// PFC: pause timers of the port may have run out (sim/pfc.rs).
+    PfcExpire(PortIdx),
+    /// PFC: the port's XOFF frames may be due for a refresh.
+    PfcRefresh(PortIdx),
+    /// PFC: the deadlock detector looks for a cycle of paused queues.
+    PfcCheck,
 }
 
 /// Packet accounting for the conservation check.
@@ -113,7 +122,8 @@ pub struct World {
     pub link_events: Vec<LinkEventSpec>,
     pub sample_interval: Option<SimTime>,
     pub sample_ports: Vec<PortIdx>,
-    pub samples: (Vec<SimTime>, Vec<PortIdx>, Vec<u64>),
+    /// Queue samples: time, port, depth (bytes), priority queue (sampling.rs).
+    pub samples: (Vec<SimTime>, Vec<PortIdx>, Vec<u64>, Vec<u8>),
     pub rates: RateSampler,
     pub(crate) routes: Vec<Vec<Vec<PortNo>>>,
     /// The wake-up pending for each switch, if any.
@@ -136,6 +146,8 @@ pub struct World {
     pub(crate) tsq_out: Vec<Packet>,
     /// pcap capture and per-packet trace (capture.rs); `None` when off.
     pub tap: Option<Box<crate::capture::Tap>>,
+    /// Priority flow control (sim/pfc.rs); `None` when off.
+    pub pfc: Option<Box<Pfc>>,
 }
 
 /// How a run ended.
@@ -200,7 +212,9 @@ impl World {
                         buffer_bytes: u64::MAX,
                         buffer_packets: u32::MAX,
                         ecn_threshold_bytes: None,
-                        priorities: 1,
+                        // Strict priority as the switches (issue 13): a
+                        // paused or low priority does not block another.
+                        priorities: params.switch_queue.priorities,
                     }
                 } else {
                     params.switch_queue
@@ -263,7 +277,7 @@ impl World {
             link_events: Vec::new(),
             sample_interval: None,
             sample_ports: Vec::new(),
-            samples: (Vec::new(), Vec::new(), Vec::new()),
+            samples: (Vec::new(), Vec::new(), Vec::new(), Vec::new()),
             rates: RateSampler::default(),
             routes,
             switch_timer: Vec::new(),
@@ -274,6 +288,7 @@ impl World {
             host_queueing: false,
             tsq_out: Vec::with_capacity(64),
             tap: None,
+            pfc: None,
         }
     }
 
@@ -333,6 +348,10 @@ impl World {
             since_progress += 1;
             if since_progress >= 1 << 16 {
                 since_progress = 0;
+                if self.pfc.as_ref().is_some_and(|p| p.fatal.is_some()) {
+                    // The deadlock detector fired: run_config reports it.
+                    return StopReason::TimeLimit;
+                }
                 let p = Progress {
                     sim_time_s: now.as_secs_f64(),
                     flows_completed: self.completed,
@@ -356,6 +375,9 @@ impl World {
             Ev::Sample => self.on_sample(now),
             Ev::RateSample => self.on_rate_sample(now),
             Ev::SwitchTimer(sw) => self.on_switch_timer(now, sw),
+            Ev::PfcExpire(p) => self.on_pfc_expire(now, p),
+            Ev::PfcRefresh(p) => self.on_pfc_refresh(now, p),
+            Ev::PfcCheck => self.on_pfc_check(now),
         }
     }
 
@@ -367,6 +389,9 @@ impl World {
         }
         if let Forwarding::Pisa(switches) = &self.fwd {
             n += switches.iter().map(|s| s.held_packets()).sum::<u64>();
+        }
+        if let Some(pfc) = &self.pfc {
+            n += pfc.queued_frames();
         }
         n
     }

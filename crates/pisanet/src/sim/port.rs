@@ -43,6 +43,7 @@ impl World {
             instance_type: 0,
             ingress_port: 0,
             egress_rid: 0,
+            pfc_in: pisanet_net::queue::NO_PFC,
         };
         self.enqueue_queued(now, p, q);
     }
@@ -57,6 +58,15 @@ impl World {
 
     #[inline]
     pub(crate) fn enqueue_untapped(&mut self, now: SimTime, p: PortIdx, q: Queued) {
+        if self.pfc.is_some() && !self.ports[p as usize].is_host_port {
+            return self.pfc_enqueue(now, p, q);
+        }
+        self.enqueue_plain(now, p, q)
+    }
+
+    /// Queues at port `p` by its own limits (drop-tail, shared buffer).
+    #[inline]
+    pub(crate) fn enqueue_plain(&mut self, now: SimTime, p: PortIdx, q: Queued) {
         let port = &mut self.ports[p as usize];
         let shared = port.shared.map(|i| &mut self.shared[i as usize]);
         let marks_before = port.queue.counters.ecn_marks;
@@ -90,10 +100,20 @@ impl World {
                 }
                 return;
             }
+            if self.pfc.is_some() && self.pfc_tx_ctrl(now, p) {
+                // A PAUSE frame goes before any data (sim/pfc.rs).
+                return;
+            }
+            let port = &mut self.ports[p as usize];
             let shared = port.shared.map(|i| &mut self.shared[i as usize]);
             let Some(q) = port.queue.dequeue(shared) else {
                 return;
             };
+            if q.pfc_in != pisanet_net::queue::NO_PFC {
+                let c = port.queue.queue_of(q.pkt.prio);
+                self.pfc_dequeued(now, q.pfc_in, c, q.pkt.size);
+            }
+            let port = &mut self.ports[p as usize];
             let pkt = if !port.egress_pass {
                 q.pkt
             } else {
@@ -129,14 +149,14 @@ impl World {
                 match sent {
                     Some(pkt) => {
                         self.transmit(now, p, pkt);
-                        self.apply_emits(now, sw, &mut emits);
+                        self.apply_egress_emits(now, sw, &mut emits);
                         self.emits = emits;
                         self.arm_switch(sw);
                         return;
                     }
                     None => {
                         // Egress dropped or consumed it: emit the rest, try the next packet.
-                        self.apply_emits(now, sw, &mut emits);
+                        self.apply_egress_emits(now, sw, &mut emits);
                         self.emits = emits;
                         self.arm_switch(sw);
                         continue;
@@ -219,6 +239,10 @@ impl World {
                 return;
             }
         }
+        if self.pfc.is_some() && is_pause(&pkt) {
+            // A MAC control frame: consumed by the port it reaches.
+            return self.pfc_receive(now, peer, pkt);
+        }
         let peer_port = &self.ports[peer as usize];
         let node = peer_port.node;
         if peer_port.is_host_port {
@@ -226,6 +250,15 @@ impl World {
             self.host_receive(now, node, pkt);
         } else {
             let in_port = peer_port.port_no;
+            if let Some(pfc) = self.pfc.as_deref_mut() {
+                // What this arrival queues is charged to (peer, priority).
+                pfc.cur_in = peer;
+                self.switch_receive(now, node, in_port, pkt);
+                if let Some(pfc) = self.pfc.as_deref_mut() {
+                    pfc.cur_in = pisanet_net::queue::NO_PFC;
+                }
+                return;
+            }
             self.switch_receive(now, node, in_port, pkt);
         }
     }

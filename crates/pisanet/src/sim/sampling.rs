@@ -20,9 +20,22 @@ pub struct RateSampler {
 impl World {
     pub(crate) fn on_sample(&mut self, now: SimTime) {
         for &p in &self.sample_ports {
-            self.samples.0.push(now);
-            self.samples.1.push(p);
-            self.samples.2.push(self.ports[p as usize].queue.bytes());
+            let queue = &self.ports[p as usize].queue;
+            if queue.priorities() == 1 {
+                self.samples.0.push(now);
+                self.samples.1.push(p);
+                self.samples.2.push(queue.bytes());
+                self.samples.3.push(0);
+            } else {
+                // One row per (port, priority queue): the port's depth is
+                // their sum (issue 13: per-queue samples).
+                for i in 0..queue.priorities() {
+                    self.samples.0.push(now);
+                    self.samples.1.push(p);
+                    self.samples.2.push(queue.queue_bytes(i));
+                    self.samples.3.push(i as u8);
+                }
+            }
         }
         if let Some(iv) = self.sample_interval {
             self.q.schedule(now + iv, Ev::Sample);

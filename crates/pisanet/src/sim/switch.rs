@@ -36,6 +36,7 @@ impl World {
             instance_type: meta.instance_type as u8,
             ingress_port: meta.ingress_port,
             egress_rid: meta.egress_rid,
+            pfc_in: pisanet_net::queue::NO_PFC,
         };
         self.enqueue_queued(now, base + port as PortIdx, q);
     }
@@ -60,6 +61,20 @@ impl World {
                     self.lose(&pkt);
                 }
             }
+        }
+    }
+
+    /// `apply_emits` for what an egress pass emitted: no PFC ingress
+    /// account holds those copies (a packet being received may have
+    /// started this transmission).
+    pub(crate) fn apply_egress_emits(&mut self, now: SimTime, sw: u32, emits: &mut Vec<Emit>) {
+        let saved = self
+            .pfc
+            .as_deref_mut()
+            .map(|f| std::mem::replace(&mut f.cur_in, pisanet_net::queue::NO_PFC));
+        self.apply_emits(now, sw, emits);
+        if let (Some(f), Some(s)) = (self.pfc.as_deref_mut(), saved) {
+            f.cur_in = s;
         }
     }
 
