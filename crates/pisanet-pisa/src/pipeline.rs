@@ -397,6 +397,8 @@ impl Pipeline {
 /// egress.
 pub struct Ctx<'a> {
     now: SimTime,
+    /// The switch clock's reading at `now` (what the program sees).
+    local: SimTime,
     pass: u64,
     gress: Gress,
     pipe: &'a mut Pipeline,
@@ -406,6 +408,7 @@ pub struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     pub(crate) fn new(
         now: SimTime,
+        local: SimTime,
         pass: u64,
         gress: Gress,
         pipe: &'a mut Pipeline,
@@ -413,6 +416,7 @@ impl<'a> Ctx<'a> {
     ) -> Self {
         Ctx {
             now,
+            local,
             pass,
             gress,
             pipe,
@@ -420,9 +424,10 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// The time of this pass (the global timestamp).
+    /// The time of this pass as the switch's clock reads it (the global
+    /// timestamp; see [`Clock`](crate::Clock)).
     pub fn now(&self) -> SimTime {
-        self.now
+        self.local
     }
 
     /// Applies a table to a key (one value per declared field, in order).
