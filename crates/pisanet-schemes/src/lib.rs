@@ -15,13 +15,18 @@
 //! [`Packet`]: pisanet_net::Packet
 
 pub mod blocks;
+pub mod codel;
 pub mod conga;
 pub mod dbb;
 pub mod ecmp;
 pub mod flowlet_ecmp;
 pub mod hula;
 pub mod l3;
+pub mod noaqm;
+pub mod p4qos;
 pub mod p4te;
+pub mod prio;
+pub mod qos;
 pub mod rps;
 pub mod wire;
 
@@ -119,6 +124,48 @@ pub const REGISTRY: &[SchemeRow] = &[
         docs: "docs/schemes/dbb.md",
         reads: &["ecmp_hash_per_tier", "dbb"],
         declare: Some(dbb::declare),
+    },
+    SchemeRow {
+        name: "p4qos",
+        about: "P4QoS (seed 003): per-packet deadlines, LLEP, cooperative AQM marking every packet above the target",
+        docs: "docs/schemes/p4qos.md",
+        reads: &["ecmp_hash_per_tier", "qos", "p4qos"],
+        declare: Some(p4qos::declare),
+    },
+    SchemeRow {
+        name: "p4qos_codel",
+        about: "P4QoS+CoDel: P4-CoDel with P4QoS's marking target",
+        docs: "docs/schemes/p4qos.md",
+        reads: &["ecmp_hash_per_tier", "qos", "p4qos", "codel"],
+        declare: Some(p4qos::declare_codel),
+    },
+    SchemeRow {
+        name: "p4qos_interval",
+        about: "Interval P4QoS: one mark above P4QoS's target per interval, auto-tuned as CoDel's",
+        docs: "docs/schemes/p4qos.md",
+        reads: &["ecmp_hash_per_tier", "qos", "p4qos", "codel"],
+        declare: Some(p4qos::declare_interval),
+    },
+    SchemeRow {
+        name: "noaqm",
+        about: "P4QoS's baseline without AQM (deadline accounting and LLEP only)",
+        docs: "docs/schemes/p4qos.md",
+        reads: &["ecmp_hash_per_tier", "qos"],
+        declare: Some(noaqm::declare),
+    },
+    SchemeRow {
+        name: "codel",
+        about: "P4-CoDel (RFC 8289 in egress, control law by table), P4QoS's AQM baseline",
+        docs: "docs/schemes/p4qos.md",
+        reads: &["ecmp_hash_per_tier", "qos", "codel"],
+        declare: Some(codel::declare),
+    },
+    SchemeRow {
+        name: "prio",
+        about: "strict priority by deadline (lower deadline, higher priority queue), P4QoS's baseline",
+        docs: "docs/schemes/p4qos.md",
+        reads: &["ecmp_hash_per_tier", "qos"],
+        declare: Some(prio::declare),
     },
     SchemeRow {
         name: "ecmp_native",
@@ -244,6 +291,12 @@ pub struct SchemeParams {
     pub p4te: p4te::P4teParams,
     /// dbb: planned pairs and counters (DBB section III).
     pub dbb: dbb::DbbParams,
+    /// p4qos, its variants, noaqm, codel, prio: deadlines, LLEP (P4QoS section II).
+    pub qos: qos::QosParams,
+    /// p4qos, p4qos_codel, p4qos_interval: cooperative AQM (P4QoS section II.B).
+    pub p4qos: p4qos::P4qosParams,
+    /// codel (target and interval), p4qos_codel and p4qos_interval (interval): RFC 8289.
+    pub codel: blocks::CodelParams,
 }
 
 impl Default for SchemeParams {
@@ -259,6 +312,9 @@ impl Default for SchemeParams {
             conga: conga::CongaParams::default(),
             p4te: p4te::P4teParams::default(),
             dbb: dbb::DbbParams::default(),
+            qos: qos::QosParams::default(),
+            p4qos: p4qos::P4qosParams::default(),
+            codel: blocks::CodelParams::default(),
         }
     }
 }
@@ -270,6 +326,7 @@ impl SchemeParams {
         self.hula.validate()?;
         self.conga.validate()?;
         self.p4te.validate()?;
+        self.qos.validate()?;
         self.dbb.validate()
     }
 }

@@ -14,10 +14,12 @@ use std::fmt::Write as _;
 use pisanet_net::wire::{HeaderDef, Placement, Src};
 
 /// Every header a scheme's deparser emits.
-pub static HEADERS: [&HeaderDef; 3] = [
+pub static HEADERS: [&HeaderDef; 5] = [
     &crate::hula::HULA_WIRE,
     &crate::conga::CONGA_WIRE,
     &crate::p4te::SHIM_WIRE,
+    &crate::qos::QOS_WIRE,
+    &crate::qos::CTL_WIRE,
 ];
 
 fn placement_text(p: Placement) -> String {
