@@ -176,7 +176,7 @@ pub struct ControlLaw {
 
 impl ControlLaw {
     /// Control plane: interval / sqrt(n) for n = 1..LAW_ENTRIES (integer
-    /// square root: the largest r with r*r <= n * 2^32, so interval * 2^16 / r).
+    /// square root: the largest r with r*r <= n * 2^62, so interval * 2^31 / r).
     #[allow(clippy::integer_division, clippy::float_arithmetic)]
     pub fn new(interval: SimTime) -> ControlLaw {
         let iv = ns_u64(interval);
@@ -185,7 +185,7 @@ impl ControlLaw {
                 if n <= 1 {
                     return iv;
                 }
-                let x = (n as u128) << 32;
+                let x = (n as u128) << 62;
                 let mut r = (x as f64).sqrt() as u128;
                 while r * r > x {
                     r -= 1;
@@ -193,7 +193,7 @@ impl ControlLaw {
                 while (r + 1) * (r + 1) <= x {
                     r += 1;
                 }
-                ((iv as u128) << 16).checked_div(r).unwrap_or(0) as u64
+                ((iv as u128) << 31).checked_div(r).unwrap_or(0) as u64
             })
             .collect();
         ControlLaw { delta_ns }

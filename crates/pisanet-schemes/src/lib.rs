@@ -398,4 +398,6 @@ pub(crate) fn build_kind(
 #[cfg(test)]
 mod hula_tests;
 #[cfg(test)]
+mod p4qos_tests;
+#[cfg(test)]
 mod tests;
