@@ -137,7 +137,9 @@ pub fn quantize(u: u64, scale: u64, max: u64) -> u64 {
 /// CoDel's parameters (`[scheme.codel]`; RFC 8289 section 4.2, as P4-CoDel
 /// uses them): `codel` reads both; `p4qos_codel` and `p4qos_interval` read
 /// the interval (their target is P4QoS's).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(deny_unknown_fields, default)]
 pub struct CodelParams {
     /// Acceptable standing queueing delay (us; RFC 8289: 5 ms).

@@ -61,11 +61,11 @@ impl DataPlane for CodelProgram {
         // The AQM signals data packets (pure ACKs pass).
         if pkt.payload() > 0
             && self.codel.dequeue(
-            ctx,
-            port,
-            now_ns,
-            sojourn,
-            self.target_ns,
+                ctx,
+                port,
+                now_ns,
+                sojourn,
+                self.target_ns,
                 sm.deq_qdepth == 0,
             )
         {

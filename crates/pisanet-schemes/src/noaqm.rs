@@ -9,7 +9,9 @@
 use crate::qos::{QosAgent, QosCore};
 use crate::SchemeParams;
 use pisanet_net::Packet;
-use pisanet_pisa::{ControlPlaneConfig, Ctx, DataPlane, Pipeline, StandardMetadata, SwitchInfo, UserMeta};
+use pisanet_pisa::{
+    ControlPlaneConfig, Ctx, DataPlane, Pipeline, StandardMetadata, SwitchInfo, UserMeta,
+};
 
 /// The program.
 pub struct NoAqm {

@@ -155,7 +155,8 @@ impl P4qos {
             name: "target",
             width: 64,
             size: slots,
-            holds: "marking target trgt (ns, 0 = none) and the flow id_t that set it (P4QoS Alg. 1)",
+            holds:
+                "marking target trgt (ns, 0 = none) and the flow id_t that set it (P4QoS Alg. 1)",
         });
         let gate = (p.backoff != Backoff::None).then(|| {
             pipe.register(RegisterSpec {
@@ -165,8 +166,8 @@ impl P4qos {
                 holds: "back-off: time of the port's last target update (ns) and its n_btl",
             })
         });
-        let codel = (variant == Variant::Codel)
-            .then(|| Codel::declare(pipe, slots, params.codel.interval));
+        let codel =
+            (variant == Variant::Codel).then(|| Codel::declare(pipe, slots, params.codel.interval));
         let interval_state = (variant == Variant::Interval).then(|| {
             pipe.register(RegisterSpec {
                 name: "interval_state",
@@ -262,9 +263,7 @@ impl P4qos {
                 || match backoff {
                     Backoff::None => true,
                     Backoff::Fixed => elapsed >= every,
-                    Backoff::Adaptive => {
-                        last_n != n_btl || elapsed >= every >> n_btl.min(3)
-                    }
+                    Backoff::Adaptive => last_n != n_btl || elapsed >= every >> n_btl.min(3),
                 };
             if open {
                 (((now_ns & TIME48).max(1)) | (n_btl << 48), true)
@@ -372,32 +371,33 @@ impl DataPlane for P4qos {
         let trgt = self.apply_target(ctx, port, update, fin.then_some(id));
         let q = ns_u64(sm.deq_timedelta);
         // The AQM signals data packets (pure ACKs pass).
-        let signal = pkt.payload() > 0 && match self.variant {
-            Variant::Plain => q > trgt,
-            Variant::Codel => match &self.codel {
-                Some(c) => c.dequeue(ctx, port, now_ns, q, trgt, sm.deq_qdepth == 0),
-                None => false,
-            },
-            Variant::Interval => match self.interval_state {
-                Some(r) => {
-                    let law = &self.law;
-                    ctx.register(r, port, |s| {
-                        let count = s >> 48;
-                        let next = s & TIME48;
-                        if q <= trgt {
-                            // The interval is back at its default.
-                            (next, false)
-                        } else if now_ns >= next {
-                            let c = (count + 1).min(0xffff);
-                            ((c << 48) | ((now_ns + law.delta(c)) & TIME48), true)
-                        } else {
-                            (s, false)
-                        }
-                    })
-                }
-                None => false,
-            },
-        };
+        let signal = pkt.payload() > 0
+            && match self.variant {
+                Variant::Plain => q > trgt,
+                Variant::Codel => match &self.codel {
+                    Some(c) => c.dequeue(ctx, port, now_ns, q, trgt, sm.deq_qdepth == 0),
+                    None => false,
+                },
+                Variant::Interval => match self.interval_state {
+                    Some(r) => {
+                        let law = &self.law;
+                        ctx.register(r, port, |s| {
+                            let count = s >> 48;
+                            let next = s & TIME48;
+                            if q <= trgt {
+                                // The interval is back at its default.
+                                (next, false)
+                            } else if now_ns >= next {
+                                let c = (count + 1).min(0xffff);
+                                ((c << 48) | ((now_ns + law.delta(c)) & TIME48), true)
+                            } else {
+                                (s, false)
+                            }
+                        })
+                    }
+                    None => false,
+                },
+            };
         if signal {
             if mark_or_drop(pkt, sm) {
                 ctx.count(self.marks, 0, pkt.size);

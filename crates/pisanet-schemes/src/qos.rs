@@ -531,7 +531,10 @@ impl QosCore {
     /// Whether `port` faces a host (`port_kind`).
     #[inline]
     pub fn host_port(&self, ctx: &mut Ctx<'_>, port: PortNo) -> bool {
-        ctx.apply(self.port_kind, [port as u64, 0, 0, 0]).action.params[0] == 1
+        ctx.apply(self.port_kind, [port as u64, 0, 0, 0])
+            .action
+            .params[0]
+            == 1
     }
 
     /// Routes `pkt` (LPM, ECMP by the 5-tuple).
@@ -746,8 +749,9 @@ impl QosAgent {
                 let key = vec![
                     addr(&e.src),
                     addr(&e.dst),
-                    e.dport
-                        .map_or(matches::ternary(0, 0), |p| matches::ternary(p as u64, 0xffff)),
+                    e.dport.map_or(matches::ternary(0, 0), |p| {
+                        matches::ternary(p as u64, 0xffff)
+                    }),
                     e.dscp
                         .map_or(matches::ternary(0, 0), |d| matches::ternary(d as u64, 0x3f)),
                 ];
