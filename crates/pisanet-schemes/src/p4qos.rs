@@ -77,7 +77,7 @@ pub struct P4qosParams {
         with = "f64",
         range(min = 0.001, max = 1e8),
         extend("x-unit" = "us"),
-        extend("x-applies-when" = {"key": "scheme.p4qos.backoff", "values": ["fixed", "adaptive"]})
+        extend("x-applies-when" = {"key": "scheme.p4qos.backoff", "in": ["fixed", "adaptive"]})
     )]
     pub update_interval: SimTime,
 }
