@@ -232,6 +232,8 @@ pub struct Switch {
     target: TargetConfig,
     /// The switch's own clock (ideal unless `[clock]` says otherwise).
     clock: Clock,
+    /// `clock.is_ideal()`, asked once.
+    clock_ideal: bool,
     pending: BinaryHeap<Pending>,
     seq: u64,
     /// Passes so far (ingress and egress each count one; the first is 1).
@@ -270,6 +272,7 @@ impl Switch {
             cp,
             target,
             clock: Clock::IDEAL,
+            clock_ideal: true,
             pending: BinaryHeap::new(),
             seq: 0,
             pass: 0,
@@ -316,6 +319,7 @@ impl Switch {
     /// from then on is this clock's reading ([`Clock`]).
     pub fn set_clock(&mut self, clock: Clock) {
         self.clock = clock;
+        self.clock_ideal = clock.is_ideal();
     }
 
     /// The switch's clock.
@@ -422,7 +426,7 @@ impl Switch {
         sm.deq_qdepth = deq.deq_qdepth;
         sm.deq_timedelta = deq.deq_timedelta;
         let mut local = now;
-        if !self.clock.is_ideal() {
+        if !self.clock_ideal {
             // Timestamps are the switch clock's readings; the queueing time
             // is the difference of two of them (a duration).
             local = self.clock.read(now);
@@ -745,7 +749,7 @@ impl Switch {
         }
         let mut sm = StandardMetadata::for_ingress(in_port, pkt.size, now, instance);
         let mut local = now;
-        if !self.clock.is_ideal() {
+        if !self.clock_ideal {
             local = self.clock.read(now);
             sm.ingress_global_timestamp = local;
         }
