@@ -134,7 +134,7 @@ function p_p4qcn_fb.dissector(tvb, pinfo, tree)
 end
 DissectorTable.get("ethertype"):add(0x22e9, p_p4qcn_fb)
 
--- DCQCN congestion notification packet (CNP): between Ethernet and IPv4; Ethernet type 0x88b6, IPv4 follows.
+-- DCQCN congestion notification packet (CNP): between Ethernet and IPv4; Ethernet type 0x8915, IPv4 follows.
 local p_cnp = Proto("pisanet_cnp", "pisanet DCQCN congestion notification packet (CNP)")
 local f_cnp = {
     opcode = ProtoField.uint8("pisanet_cnp.opcode", "opcode", base.DEC, nil, nil, "0x81: the InfiniBand BTH opcode of a congestion notification packet (RoCEv2 Annex A17)"),
@@ -154,4 +154,57 @@ function p_cnp.dissector(tvb, pinfo, tree)
     Dissector.get("ip"):call(tvb(4):tvb(), pinfo, tree)
     return tvb:len()
 end
-DissectorTable.get("ethertype"):add(0x88b6, p_cnp)
+DissectorTable.get("ethertype"):add(0x8915, p_cnp)
+
+-- P4QoS QoS header: between Ethernet and IPv4; Ethernet type 0x88b6, IPv4 follows.
+local p_p4qos = Proto("pisanet_p4qos", "pisanet P4QoS QoS header")
+local f_p4qos = {
+    deadline = ProtoField.uint16("pisanet_p4qos.deadline", "deadline", base.DEC, nil, nil, "remaining deadline d, in units of 2^time_shift ns (P4QoS section II)"),
+    target = ProtoField.uint16("pisanet_p4qos.target", "target", base.DEC, nil, nil, "t_t: the latency left for queueing and processing, same unit (Alg. 1 line 2)"),
+    n_btl = ProtoField.uint8("pisanet_p4qos.n_btl", "n_btl", base.DEC, nil, nil, "bottlenecks the packet met so far, saturating at 15 (Alg. 1 line 4)"),
+    flags = ProtoField.uint8("pisanet_p4qos.flags", "flags", base.DEC, nil, nil, "1: t_send is an LLEP stamp (section II.A); 2: the packet is past its deadline"),
+    t_send = ProtoField.uint32("pisanet_p4qos.t_send", "t_send", base.DEC, nil, nil, "LLEP: the upstream switch's egress timestamp, ns mod 2^32 (section II.A, step 1)"),
+}
+p_p4qos.fields = { f_p4qos.deadline, f_p4qos.target, f_p4qos.n_btl, f_p4qos.flags, f_p4qos.t_send }
+local l_p4qos = {
+    { f_p4qos.deadline, 0, 16, "deadline" },
+    { f_p4qos.target, 16, 16, "target" },
+    { f_p4qos.n_btl, 32, 4, "n_btl" },
+    { f_p4qos.flags, 36, 4, "flags" },
+    { f_p4qos.t_send, 40, 32, "t_send" },
+}
+function p_p4qos.dissector(tvb, pinfo, tree)
+    if tvb:len() < 9 then
+        return 0
+    end
+    pinfo.cols.protocol:set("P4QOS")
+    local t = tree:add(p_p4qos, tvb(0, 9))
+    local _ = add_fields(t, tvb, l_p4qos)
+    Dissector.get("ip"):call(tvb(9):tvb(), pinfo, tree)
+    return tvb:len()
+end
+DissectorTable.get("ethertype"):add(0x88b6, p_p4qos)
+
+-- P4QoS control packet: after IPv4, whose protocol field is 252.
+local p_p4qos_ctl = Proto("pisanet_p4qos_ctl", "pisanet P4QoS control packet")
+local f_p4qos_ctl = {
+    type = ProtoField.uint8("pisanet_p4qos_ctl.type", "type", base.DEC, nil, nil, "1: LLEP reply (section II.A, step 3); 2: target update (Alg. 1 line 16)"),
+    a = ProtoField.uint32("pisanet_p4qos_ctl.a", "a", base.DEC, nil, nil, "reply: t_send as stamped (ns mod 2^32); update: trgt_new (ns)"),
+    b = ProtoField.uint32("pisanet_p4qos_ctl.b", "b", base.DEC, nil, nil, "reply: t_q + t_p at the downstream switch (ns); update: id, the flow's CRC-32"),
+}
+p_p4qos_ctl.fields = { f_p4qos_ctl.type, f_p4qos_ctl.a, f_p4qos_ctl.b }
+local l_p4qos_ctl = {
+    { f_p4qos_ctl.type, 0, 8, "type" },
+    { f_p4qos_ctl.a, 8, 32, "a" },
+    { f_p4qos_ctl.b, 40, 32, "b" },
+}
+function p_p4qos_ctl.dissector(tvb, pinfo, tree)
+    if tvb:len() < 9 then
+        return 0
+    end
+    pinfo.cols.protocol:set("P4QOS_CTL")
+    local t = tree:add(p_p4qos_ctl, tvb(0, 9))
+    local _ = add_fields(t, tvb, l_p4qos_ctl)
+    return 9
+end
+DissectorTable.get("ip.proto"):add(252, p_p4qos_ctl)

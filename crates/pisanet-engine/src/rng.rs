@@ -21,6 +21,8 @@ pub enum StreamKind {
     Link = 4,
     Topology = 5,
     Scheme = 6,
+    /// Per-switch clock offsets and drifts (`[clock]`).
+    Clock = 7,
 }
 
 /// Factory of per-component streams from one master seed.

@@ -48,6 +48,7 @@
 //! assert!(matches!(out[0], Emit::Enqueue { port: 1, .. }));
 //! ```
 
+pub mod clock;
 pub mod control;
 pub mod counter;
 pub mod estimator;
@@ -61,6 +62,7 @@ pub mod resources;
 pub mod switch;
 pub mod table;
 
+pub use clock::Clock;
 pub use control::{ControlAgent, ControlPlaneConfig, CpuApi};
 pub use counter::{CounterData, CounterId, CounterKind, CounterSpec};
 pub use estimator::{EstimatorId, EstimatorSpec, UtilEstimator};

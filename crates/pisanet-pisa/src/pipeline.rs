@@ -396,6 +396,9 @@ impl Pipeline {
 /// The data plane's view of the switch during one pass through ingress or
 /// egress.
 pub struct Ctx<'a> {
+    /// True time (meters, estimators and violations run on it).
+    true_now: SimTime,
+    /// The switch clock's reading at `true_now` (what the program sees).
     now: SimTime,
     pass: u64,
     gress: Gress,
@@ -406,13 +409,15 @@ pub struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     pub(crate) fn new(
         now: SimTime,
+        local: SimTime,
         pass: u64,
         gress: Gress,
         pipe: &'a mut Pipeline,
         rng: &'a mut SimRng,
     ) -> Self {
         Ctx {
-            now,
+            true_now: now,
+            now: local,
             pass,
             gress,
             pipe,
@@ -420,7 +425,8 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// The time of this pass (the global timestamp).
+    /// The time of this pass as the switch's clock reads it (the global
+    /// timestamp; see [`Clock`](crate::Clock)).
     pub fn now(&self) -> SimTime {
         self.now
     }
@@ -445,7 +451,7 @@ impl<'a> Ctx<'a> {
         if h.input_bits != input.bits() {
             let name = h.spec.name;
             self.pipe
-                .violate(self.now, ViolationKind::HashInputMismatch, name);
+                .violate(self.true_now, ViolationKind::HashInputMismatch, name);
         }
         self.pipe.hashes[hash.0 as usize]
             .spec
@@ -468,7 +474,7 @@ impl<'a> Ctx<'a> {
         index: u32,
         f: impl FnOnce(u64) -> (u64, R),
     ) -> R {
-        let (pass, gress, now) = (self.pass, self.gress, self.now);
+        let (pass, gress, now) = (self.pass, self.gress, self.true_now);
         let r = &mut self.pipe.registers[register.0 as usize];
         let twice = r.last_pass == pass;
         r.last_pass = pass;
@@ -520,7 +526,7 @@ impl<'a> Ctx<'a> {
             None => {
                 let name = c.spec.name;
                 self.pipe
-                    .violate(self.now, ViolationKind::CounterIndexOutOfRange, name);
+                    .violate(self.true_now, ViolationKind::CounterIndexOutOfRange, name);
             }
         }
     }
@@ -539,7 +545,7 @@ impl<'a> Ctx<'a> {
         packet_length: u32,
         pre_color: Option<Color>,
     ) -> Color {
-        let now = self.now;
+        let now = self.true_now;
         let m = &mut self.pipe.meters[meter.0 as usize];
         let unit = m.spec.unit;
         match m.cells.get_mut(index as usize) {
@@ -556,7 +562,7 @@ impl<'a> Ctx<'a> {
     /// v1model `direct_meter.read(color)` for the entry `hit` matched
     /// (GREEN on a miss or if the table has no direct meter).
     pub fn read_direct_meter(&mut self, table: TableId, hit: &Hit, packet_length: u32) -> Color {
-        let now = self.now;
+        let now = self.true_now;
         let t = &mut self.pipe.tables[table.0 as usize];
         match (t.spec.direct_meter, t.meters.get_mut(hit.entry as usize)) {
             (Some((_, unit)), Some(cell)) if hit.hit => {
@@ -570,7 +576,7 @@ impl<'a> Ctx<'a> {
     /// returns U (bytes).
     #[inline]
     pub fn update_estimator(&mut self, estimator: EstimatorId, port: PortNo, bytes: u32) -> u64 {
-        let now = self.now;
+        let now = self.true_now;
         let e = &mut self.pipe.estimators[estimator.0 as usize];
         match e.cells.get_mut(port as usize) {
             Some(cell) => cell.update(now, bytes),
@@ -586,7 +592,7 @@ impl<'a> Ctx<'a> {
     /// Reads a port's utilization estimator, decayed to now (bytes).
     #[inline]
     pub fn read_estimator(&mut self, estimator: EstimatorId, port: PortNo) -> u64 {
-        let now = self.now;
+        let now = self.true_now;
         let e = &self.pipe.estimators[estimator.0 as usize];
         match e.cells.get(port as usize) {
             Some(cell) => cell.read(now),

@@ -25,6 +25,7 @@
 //! termination, drop, recirculation (which replaces transmission) or
 //! transmission.
 
+use crate::clock::Clock;
 use crate::control::{ControlAgent, ControlPlaneConfig, CpuApi};
 use crate::info::{SwitchInfo, TargetConfig};
 use crate::meta::{
@@ -229,6 +230,10 @@ pub struct Switch {
     rng: SimRng,
     cp: ControlPlaneConfig,
     target: TargetConfig,
+    /// The switch's own clock (ideal unless `[clock]` says otherwise).
+    clock: Clock,
+    /// `clock.is_ideal()`, asked once.
+    clock_ideal: bool,
     pending: BinaryHeap<Pending>,
     seq: u64,
     /// Passes so far (ingress and egress each count one; the first is 1).
@@ -266,6 +271,8 @@ impl Switch {
             rng,
             cp,
             target,
+            clock: Clock::IDEAL,
+            clock_ideal: true,
             pending: BinaryHeap::new(),
             seq: 0,
             pass: 0,
@@ -306,6 +313,18 @@ impl Switch {
 
     pub fn id(&self) -> u32 {
         self.id
+    }
+
+    /// Gives the switch its own clock: every timestamp its program reads
+    /// from then on is this clock's reading ([`Clock`]).
+    pub fn set_clock(&mut self, clock: Clock) {
+        self.clock = clock;
+        self.clock_ideal = clock.is_ideal();
+    }
+
+    /// The switch's clock.
+    pub fn clock(&self) -> Clock {
+        self.clock
     }
 
     pub fn stats(&self) -> &SwitchStats {
@@ -406,8 +425,26 @@ impl Switch {
         sm.enq_qdepth = deq.enq_qdepth;
         sm.deq_qdepth = deq.deq_qdepth;
         sm.deq_timedelta = deq.deq_timedelta;
+        let mut local = now;
+        if !self.clock_ideal {
+            // Timestamps are the switch clock's readings; the queueing time
+            // is the difference of two of them (a duration).
+            local = self.clock.read(now);
+            let enq = self.clock.read(deq.enq_timestamp);
+            sm.ingress_global_timestamp = enq;
+            sm.enq_timestamp = enq;
+            sm.egress_global_timestamp = local;
+            sm.deq_timedelta = local.saturating_sub(enq);
+        }
         {
-            let mut ctx = Ctx::new(now, self.pass, Gress::Egress, &mut self.pipe, &mut self.rng);
+            let mut ctx = Ctx::new(
+                now,
+                local,
+                self.pass,
+                Gress::Egress,
+                &mut self.pipe,
+                &mut self.rng,
+            );
             self.dp.egress(&mut ctx, &mut pkt, &mut sm, &mut meta);
         }
         if sm.resubmit {
@@ -711,6 +748,11 @@ impl Switch {
             return None;
         }
         let mut sm = StandardMetadata::for_ingress(in_port, pkt.size, now, instance);
+        let mut local = now;
+        if !self.clock_ideal {
+            local = self.clock.read(now);
+            sm.ingress_global_timestamp = local;
+        }
         let original = if self.pipe.keep_original {
             Some(pkt.clone())
         } else {
@@ -719,6 +761,7 @@ impl Switch {
         {
             let mut ctx = Ctx::new(
                 now,
+                local,
                 self.pass,
                 Gress::Ingress,
                 &mut self.pipe,

@@ -1088,3 +1088,52 @@ fn terminate_consumes_in_ingress_and_in_egress() {
     assert_eq!(sw.stats().injected, 0);
     sw.assert_no_violations();
 }
+
+#[test]
+fn programs_read_their_switch_clock_and_queueing_stays_a_duration() {
+    type Seen = Arc<Mutex<Vec<(SimTime, SimTime, SimTime)>>>;
+    let seen: Seen = Arc::default();
+    let (s1, s2) = (seen.clone(), seen.clone());
+    let p = Prog {
+        ingress: Box::new(move |ctx, _, sm, _| {
+            s1.lock()
+                .unwrap()
+                .push((sm.ingress_global_timestamp, ctx.now(), SimTime::ZERO));
+            sm.egress_spec = 1;
+        }),
+        egress: Box::new(move |ctx, _, sm, _| {
+            s2.lock()
+                .unwrap()
+                .push((sm.egress_global_timestamp, ctx.now(), sm.deq_timedelta));
+        }),
+        generate: None,
+    };
+    let (mut sw, _) = switch_with(Pipeline::new("clock"), p, vec![], vec![]);
+    sw.set_clock(Clock {
+        offset_ps: 2_000_000_000, // 2 ms
+        drift_ppb: 1_000_000,     // +1000 ppm
+        resolution_ps: 1_000_000, // 1 us (bmv2)
+    });
+    let mut out = Vec::new();
+    sw.ingress(SimTime::from_us(1000), 0, Packet::default(), &mut out);
+    let (port, pkt, meta) = match out.pop() {
+        Some(Emit::Enqueue { port, pkt, meta }) => (port, pkt, meta),
+        e => panic!("{e:?}"),
+    };
+    let deq = DeqInfo {
+        enq_timestamp: SimTime::from_us(1000),
+        deq_timedelta: SimTime::from_us(500),
+        meta,
+        ..Default::default()
+    };
+    sw.egress(SimTime::from_us(1500), port, pkt, deq, &mut out);
+    let seen = seen.lock().unwrap();
+    // 1 ms true: 2 ms + 1 ms x 1.001 = 3.001 ms, floored to the us.
+    assert_eq!(seen[0].0, SimTime::from_us(3001));
+    assert_eq!(seen[0].1, SimTime::from_us(3001));
+    // 1.5 ms true: 2 ms + 1.5015 ms = 3501.5 us, floored.
+    assert_eq!(seen[1].0, SimTime::from_us(3501));
+    assert_eq!(seen[1].1, SimTime::from_us(3501));
+    // The queueing time on the switch's clock: 500 us.
+    assert_eq!(seen[1].2, SimTime::from_us(500));
+}

@@ -211,3 +211,182 @@ impl DepthProbability {
         out
     }
 }
+
+/// CoDel's parameters (`[scheme.codel]`; RFC 8289 section 4.2, as P4-CoDel
+/// uses them): `codel` reads both; `p4qos_codel` and `p4qos_interval` read
+/// the interval (their target is P4QoS's).
+#[derive(
+    Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(deny_unknown_fields, default)]
+pub struct CodelParams {
+    /// Acceptable standing queueing delay (us; RFC 8289: 5 ms).
+    #[serde(rename = "target_us", with = "pisanet_engine::units::us")]
+    #[schemars(with = "f64", range(min = 0.001, max = 1e7), extend("x-unit" = "us"))]
+    pub target: SimTime,
+    /// The interval (us; RFC 8289: 100 ms), the control law's start.
+    #[serde(rename = "interval_us", with = "pisanet_engine::units::us")]
+    #[schemars(with = "f64", range(min = 0.001, max = 1e8), extend("x-unit" = "us"))]
+    pub interval: SimTime,
+}
+
+impl Default for CodelParams {
+    fn default() -> Self {
+        CodelParams {
+            target: SimTime::from_ms(5),
+            interval: SimTime::from_ms(100),
+        }
+    }
+}
+
+/// Entries of the control-law lookup table (drop counts 0..LAW_ENTRIES; a
+/// larger count uses the last entry).
+pub const LAW_ENTRIES: usize = 256;
+
+/// CoDel's control law, interval / sqrt(count), as P4-CoDel computes it: a
+/// lookup table on the drop count, filled by the control plane (which may
+/// take square roots). In the data plane it is read inside the register
+/// action that holds the count, as Tofino's register ALU reads its math
+/// unit's table. Entry 0 is the interval itself.
+#[derive(Clone, Debug)]
+pub struct ControlLaw {
+    /// ns, by count.
+    pub delta_ns: Vec<u64>,
+}
+
+impl ControlLaw {
+    /// Control plane: interval / sqrt(n) for n = 1..LAW_ENTRIES (integer
+    /// square root: the largest r with r*r <= n * 2^62, so interval * 2^31 / r).
+    #[allow(clippy::integer_division, clippy::float_arithmetic)]
+    pub fn new(interval: SimTime) -> ControlLaw {
+        let iv = ns_u64(interval);
+        let delta_ns = (0..LAW_ENTRIES as u64)
+            .map(|n| {
+                if n <= 1 {
+                    return iv;
+                }
+                let x = (n as u128) << 62;
+                let mut r = (x as f64).sqrt() as u128;
+                while r * r > x {
+                    r -= 1;
+                }
+                while (r + 1) * (r + 1) <= x {
+                    r += 1;
+                }
+                ((iv as u128) << 31).checked_div(r).unwrap_or(0) as u64
+            })
+            .collect();
+        ControlLaw { delta_ns }
+    }
+
+    /// The control law's step after `count` drops (ns).
+    #[inline]
+    pub fn delta(&self, count: u64) -> u64 {
+        self.delta_ns[(count as usize).min(LAW_ENTRIES - 1)]
+    }
+}
+
+/// A time in whole nanoseconds (the model's unit conversion; hardware
+/// timestamps are nanoseconds).
+#[allow(clippy::integer_division)]
+pub fn ns_u64(t: SimTime) -> u64 {
+    t.ps() / 1000
+}
+
+/// CoDel (RFC 8289 section 5) at a port's dequeue, as P4-CoDel runs it in
+/// egress: two registers per port, each read-modify-written once per pass,
+/// and the control law from [`ControlLaw`]. The RFC's loop that drops
+/// several packets at one dequeue becomes one signal per packet (no loops).
+#[derive(Clone, Debug)]
+pub struct Codel {
+    /// first_above_time per port (ns; 0 = not above).
+    pub first_above: RegisterId,
+    /// dropping (bit 63) | count (bits 48..63) | drop_next (ns, 48 bits).
+    pub state: RegisterId,
+    pub law: ControlLaw,
+    interval_ns: u64,
+}
+
+const CODEL_DROPPING: u64 = 1 << 63;
+const CODEL_COUNT_SHIFT: u32 = 48;
+const CODEL_COUNT_MASK: u64 = (1 << 15) - 1;
+const CODEL_TIME_MASK: u64 = (1 << 48) - 1;
+
+impl Codel {
+    pub fn declare(pipe: &mut Pipeline, ports: u32, interval: SimTime) -> Codel {
+        Codel {
+            first_above: pipe.register(RegisterSpec {
+                name: "codel_first_above",
+                width: 64,
+                size: ports,
+                holds: "CoDel first_above_time, ns (RFC 8289 section 5.3)",
+            }),
+            state: pipe.register(RegisterSpec {
+                name: "codel_state",
+                width: 64,
+                size: ports,
+                holds: "CoDel dropping (1 bit), count (15 bits), drop_next (48 bits, ns)",
+            }),
+            law: ControlLaw::new(interval),
+            interval_ns: ns_u64(interval),
+        }
+    }
+
+    /// One dequeue at `port`: true if this packet is to be dropped (or
+    /// marked). `sojourn_ns` is its queueing delay, `target_ns` the target,
+    /// `queue_empty` whether the queue is empty after it (RFC 8289: no drop
+    /// with less than one packet queued).
+    pub fn dequeue(
+        &self,
+        ctx: &mut Ctx<'_>,
+        port: u32,
+        now_ns: u64,
+        sojourn_ns: u64,
+        target_ns: u64,
+        queue_empty: bool,
+    ) -> bool {
+        let interval = self.interval_ns;
+        // dodequeue(): ok_to_drop.
+        let ok_to_drop = ctx.register(self.first_above, port, |first| {
+            if sojourn_ns < target_ns || queue_empty {
+                (0, false)
+            } else if first == 0 {
+                ((now_ns + interval).max(1), false)
+            } else {
+                (first, now_ns >= first)
+            }
+        });
+        let law = &self.law;
+        ctx.register(self.state, port, |s| {
+            let dropping = s & CODEL_DROPPING != 0;
+            let count = (s >> CODEL_COUNT_SHIFT) & CODEL_COUNT_MASK;
+            let drop_next = s & CODEL_TIME_MASK;
+            let pack = |d: bool, c: u64, t: u64| {
+                (if d { CODEL_DROPPING } else { 0 })
+                    | ((c.min(CODEL_COUNT_MASK)) << CODEL_COUNT_SHIFT)
+                    | (t & CODEL_TIME_MASK)
+            };
+            if dropping {
+                if !ok_to_drop {
+                    (pack(false, count, drop_next), false)
+                } else if now_ns >= drop_next {
+                    let c = count + 1;
+                    (pack(true, c, drop_next + law.delta(c)), true)
+                } else {
+                    (s, false)
+                }
+            } else if ok_to_drop {
+                // RFC 8289: resume near the last count if dropping stopped
+                // recently (within 16 intervals).
+                let c = if count > 2 && now_ns.wrapping_sub(drop_next) < 16 * interval {
+                    count - 2
+                } else {
+                    1
+                };
+                (pack(true, c, now_ns + law.delta(c)), true)
+            } else {
+                (s, false)
+            }
+        })
+    }
+}

@@ -15,6 +15,7 @@
 //! [`Packet`]: pisanet_net::Packet
 
 pub mod blocks;
+pub mod codel;
 pub mod conga;
 pub mod dbb;
 pub mod dcqcn_cp;
@@ -23,7 +24,11 @@ pub mod flowlet_ecmp;
 pub mod hula;
 pub mod l3;
 pub mod p4qcn;
+pub mod noaqm;
+pub mod p4qos;
 pub mod p4te;
+pub mod prio;
+pub mod qos;
 pub mod rps;
 pub mod wire;
 
@@ -135,6 +140,48 @@ pub const REGISTRY: &[SchemeRow] = &[
         docs: "docs/schemes/p4qcn.md",
         reads: &["ecmp_hash_per_tier", "dcqcn_cp"],
         declare: Some(dcqcn_cp::declare),
+    },
+    SchemeRow {
+        name: "p4qos",
+        about: "P4QoS (seed 003): per-packet deadlines, LLEP, cooperative AQM marking every packet above the target",
+        docs: "docs/schemes/p4qos.md",
+        reads: &["ecmp_hash_per_tier", "qos", "p4qos"],
+        declare: Some(p4qos::declare),
+    },
+    SchemeRow {
+        name: "p4qos_codel",
+        about: "P4QoS+CoDel: P4-CoDel with P4QoS's marking target",
+        docs: "docs/schemes/p4qos.md",
+        reads: &["ecmp_hash_per_tier", "qos", "p4qos", "codel"],
+        declare: Some(p4qos::declare_codel),
+    },
+    SchemeRow {
+        name: "p4qos_interval",
+        about: "Interval P4QoS: one mark above P4QoS's target per interval, auto-tuned as CoDel's",
+        docs: "docs/schemes/p4qos.md",
+        reads: &["ecmp_hash_per_tier", "qos", "p4qos", "codel"],
+        declare: Some(p4qos::declare_interval),
+    },
+    SchemeRow {
+        name: "noaqm",
+        about: "P4QoS's baseline without AQM (deadline accounting and LLEP only)",
+        docs: "docs/schemes/p4qos.md",
+        reads: &["ecmp_hash_per_tier", "qos"],
+        declare: Some(noaqm::declare),
+    },
+    SchemeRow {
+        name: "codel",
+        about: "P4-CoDel (RFC 8289 in egress, control law by table), P4QoS's AQM baseline",
+        docs: "docs/schemes/p4qos.md",
+        reads: &["ecmp_hash_per_tier", "qos", "codel"],
+        declare: Some(codel::declare),
+    },
+    SchemeRow {
+        name: "prio",
+        about: "strict priority by deadline (lower deadline, higher priority queue), P4QoS's baseline",
+        docs: "docs/schemes/p4qos.md",
+        reads: &["ecmp_hash_per_tier", "qos"],
+        declare: Some(prio::declare),
     },
     SchemeRow {
         name: "ecmp_native",
@@ -264,6 +311,12 @@ pub struct SchemeParams {
     pub p4qcn: p4qcn::P4qcnParams,
     /// dcqcn_cp: RED-like marking thresholds (DCQCN section 3.1).
     pub dcqcn_cp: dcqcn_cp::DcqcnCpParams,
+    /// p4qos, its variants, noaqm, codel, prio: deadlines, LLEP (P4QoS section II).
+    pub qos: qos::QosParams,
+    /// p4qos, p4qos_codel, p4qos_interval: cooperative AQM (P4QoS section II.B).
+    pub p4qos: p4qos::P4qosParams,
+    /// codel (target and interval), p4qos_codel and p4qos_interval (interval): RFC 8289.
+    pub codel: blocks::CodelParams,
 }
 
 impl Default for SchemeParams {
@@ -281,6 +334,9 @@ impl Default for SchemeParams {
             dbb: dbb::DbbParams::default(),
             p4qcn: p4qcn::P4qcnParams::default(),
             dcqcn_cp: dcqcn_cp::DcqcnCpParams::default(),
+            qos: qos::QosParams::default(),
+            p4qos: p4qos::P4qosParams::default(),
+            codel: blocks::CodelParams::default(),
         }
     }
 }
@@ -294,7 +350,8 @@ impl SchemeParams {
         self.p4te.validate()?;
         self.dbb.validate()?;
         self.p4qcn.validate()?;
-        self.dcqcn_cp.validate()
+        self.dcqcn_cp.validate()?;
+        self.qos.validate()
     }
 }
 
@@ -366,5 +423,7 @@ pub(crate) fn build_kind(
 mod hula_tests;
 #[cfg(test)]
 mod p4qcn_tests;
+#[cfg(test)]
+mod p4qos_tests;
 #[cfg(test)]
 mod tests;

@@ -16,12 +16,14 @@ use std::fmt::Write as _;
 use pisanet_net::wire::{HeaderDef, Placement, Src};
 
 /// Every header a scheme's deparser emits.
-pub static HEADERS: [&HeaderDef; 5] = [
+pub static HEADERS: [&HeaderDef; 7] = [
     &crate::hula::HULA_WIRE,
     &crate::conga::CONGA_WIRE,
     &crate::p4te::SHIM_WIRE,
     &crate::p4qcn::P4QCN_WIRE,
     &pisanet_transport::rate::dcqcn::CNP_WIRE,
+    &crate::qos::QOS_WIRE,
+    &crate::qos::CTL_WIRE,
 ];
 
 fn placement_text(p: Placement) -> String {
@@ -359,6 +361,33 @@ mod tests {
         let cnp = pisanet_transport::rate::dcqcn::cnp_for(SimTime::ZERO, &data);
         // The CNP opcode, then 24 reserved bits.
         assert_eq!(emitted(&cnp), [0x81, 0, 0, 0]);
+    }
+
+    #[test]
+    fn p4qos_header_and_control_bytes() {
+        use crate::qos::{make_ctl, QosHdr, CTL_TARGET_UPDATE, FLAG_LLEP};
+        let mut p = pisanet_net::Packet::default();
+        p.ip.proto = pisanet_net::PROTO_TCP;
+        let h = QosHdr {
+            deadline: 0x1234,
+            target: 0x0567,
+            n_btl: 3,
+            flags: FLAG_LLEP,
+            t_send: 0xdead_beef,
+        };
+        h.push(&mut p);
+        // deadline | target | n_btl 0011 flags 0001 | t_send
+        assert_eq!(
+            emitted(&p),
+            [0x12, 0x34, 0x05, 0x67, 0x31, 0xde, 0xad, 0xbe, 0xef]
+        );
+        assert_eq!(QosHdr::of(&p), Some(h));
+        make_ctl(&mut p, CTL_TARGET_UPDATE, 768_000, 0x0102_0304);
+        assert_eq!(
+            emitted(&p),
+            [2, 0x00, 0x0b, 0xb8, 0x00, 1, 2, 3, 4],
+            "type, trgt_new = 768000 ns, id"
+        );
     }
 
     #[test]

@@ -28,6 +28,8 @@ pub struct Config {
     pub workload: WorkloadCfg,
     pub scheme: SchemeCfg,
     pub control_plane: ControlPlaneCfg,
+    /// Each switch's own clock (default: ideal clocks).
+    pub clock: ClockCfg,
     pub metrics: MetricsCfg,
     /// Scheduled link failures and recoveries.
     pub events: Vec<EventCfg>,
@@ -631,6 +633,36 @@ impl Default for ControlPlaneCfg {
             to_cpu_latency_us: 10.0,
             write_latency_us: 50.0,
             write_interval_us: 5.0,
+        }
+    }
+}
+
+/// `[clock]`: every switch has its own clock, and every timestamp its
+/// program reads is that clock's reading (pisanet-pisa `Clock`; P4QoS
+/// section II.A). Each switch draws its offset uniformly from
+/// [0, offset_max_us] and its drift uniformly from [-drift_max_ppm,
+/// drift_max_ppm] from the run's seed (its own random stream). The default
+/// is ideal clocks: readings are the true time.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClockCfg {
+    /// Largest offset of a switch clock from true time (us; 0 = none).
+    #[schemars(range(min = 0, max = 1e9), extend("x-unit" = "us"))]
+    pub offset_max_us: f64,
+    /// Largest frequency error of a switch clock (ppm; 0 = none).
+    #[schemars(range(min = 0, max = 1000), extend("x-unit" = "ppm"))]
+    pub drift_max_ppm: f64,
+    /// Tick of the clocks (ns): 1 as Tofino, 1000 as bmv2; 0 = exact (ps).
+    #[schemars(range(min = 0, max = 1000000), extend("x-unit" = "ns"))]
+    pub resolution_ns: u64,
+}
+
+impl Default for ClockCfg {
+    fn default() -> Self {
+        ClockCfg {
+            offset_max_us: 0.0,
+            drift_max_ppm: 0.0,
+            resolution_ns: 0,
         }
     }
 }

@@ -8,7 +8,7 @@
 use pisanet_engine::{RngStreams, SimTime, StreamKind};
 use pisanet_net::packet::{Packet, PortNo};
 use pisanet_net::topology::{NodeKind, Topology};
-use pisanet_pisa::{ControlPlaneConfig, Route, Switch, SwitchInfo};
+use pisanet_pisa::{Clock, ControlPlaneConfig, Route, Switch, SwitchInfo};
 
 use crate::api::Error;
 use crate::config::Config;
@@ -214,6 +214,33 @@ pub fn control_plane(cfg: &Config) -> ControlPlaneConfig {
     }
 }
 
+/// Switch `sw`'s clock as `[clock]` draws it (ideal by default, without a draw).
+pub fn switch_clock(cfg: &Config, streams: &RngStreams, sw: u32) -> Clock {
+    use rand::Rng;
+    let c = &cfg.clock;
+    if c.offset_max_us == 0.0 && c.drift_max_ppm == 0.0 && c.resolution_ns == 0 {
+        return Clock::IDEAL;
+    }
+    let mut rng = streams.stream(StreamKind::Clock, sw as u64);
+    let offset_max_ps = (c.offset_max_us * 1e6).round() as u64;
+    let offset_ps = if offset_max_ps == 0 {
+        0
+    } else {
+        rng.gen_range(0..=offset_max_ps)
+    };
+    let drift_max_ppb = (c.drift_max_ppm * 1e3).round() as i64;
+    let drift_ppb = if drift_max_ppb == 0 {
+        0
+    } else {
+        rng.gen_range(-drift_max_ppb..=drift_max_ppb)
+    };
+    Clock {
+        offset_ps,
+        drift_ppb,
+        resolution_ps: (c.resolution_ns * 1000).max(1),
+    }
+}
+
 /// Builds every switch of `topo` for the configured scheme.
 pub fn build(cfg: &Config, topo: &Topology, streams: &RngStreams) -> Result<Forwarding, Error> {
     if cfg.scheme.kind.row().declare.is_none() {
@@ -237,12 +264,13 @@ pub fn build(cfg: &Config, topo: &Topology, streams: &RngStreams) -> Result<Forw
     for sw in 0..topo.n_switches() {
         let info = switch_info(topo, &routes, &pods, sw);
         let rng = streams.stream(StreamKind::Switch, sw as u64);
-        let s = pisanet_schemes::build(params, &info, rng, cp).map_err(|e| {
+        let mut s = pisanet_schemes::build(params, &info, rng, cp).map_err(|e| {
             Error::input(format!(
                 "scheme.kind ({}): switch {}: {e}",
                 cfg.scheme.kind, info.name
             ))
         })?;
+        s.set_clock(switch_clock(cfg, streams, sw));
         switches.push(s);
     }
     Ok(Forwarding::Pisa(switches))

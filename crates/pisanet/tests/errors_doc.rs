@@ -154,6 +154,18 @@ fn cases() -> Vec<(
             None,
         ),
         (
+            "between keys",
+            "a deadline the QoS header cannot hold",
+            vec![],
+            Some("[scheme]\nkind = \"p4qos\"\n[[scheme.qos.deadlines]]\ndeadline_us = 100000\n"),
+        ),
+        (
+            "range",
+            "a clock drift beyond 1000 ppm",
+            vec!["clock.drift_max_ppm=5000"],
+            None,
+        ),
+        (
             "memory",
             "a 200 000-leaf fabric",
             vec!["topology.leaves=200000"],

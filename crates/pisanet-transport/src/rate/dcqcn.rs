@@ -40,8 +40,10 @@ pub const CNP_BYTES: u16 = 4;
 /// The InfiniBand opcode of a CNP (RoCEv2, IBTA Annex A17: BTH opcode
 /// 1000_0001b).
 pub const CNP_OPCODE: u64 = 0x81;
-/// IEEE 802 Local Experimental EtherType 2 (IEEE Std 802, clause 9.2.2).
-pub const ETHERTYPE_EXPERIMENTAL_2: u16 = 0x88b6;
+/// RoCE's EtherType (RoCE v1, IBTA Annex A16), which carries the BTH whose
+/// opcode marks a CNP. (IEEE's local experimental types 0x88b5 and 0x88b6
+/// are CONGA's and P4QoS's.)
+pub const ETHERTYPE_ROCE: u16 = 0x8915;
 pub const CNP_OPCODE_FIELD: FieldDef = FieldDef::ext(
     "opcode",
     8,
@@ -56,7 +58,7 @@ pub static CNP_WIRE: HeaderDef = HeaderDef {
     schemes: "dcqcn_cp (sent by the receiver's notification point)",
     kind: CNP_KIND,
     bytes: CNP_BYTES,
-    placement: Placement::EtherType(ETHERTYPE_EXPERIMENTAL_2),
+    placement: Placement::EtherType(ETHERTYPE_ROCE),
     doc: "Sent by a receiver's notification point to the sender of a flow whose packets \
           arrived CE-marked, at most one per flow per 50 us (DCQCN section 3.1); IPv4 and UDP \
           follow with the flow's addresses and ports swapped and no payload. NOTE: RoCEv2 \
