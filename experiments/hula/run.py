@@ -13,20 +13,19 @@ The controlled experiments that chose these settings are in ablate.py.
 """
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-BIN = ROOT / "target" / "release" / "examples" / "run"
+sys.path.insert(0, str(HERE.parent))
+import points as P  # noqa: E402  (experiments/points.py)
+
 DOC = ROOT / "docs" / "results" / "hula.md"
 FIGS = ROOT / "docs" / "results" / "hula"
-RAW = FIGS / "runs.json"
+OUT = "results/hula"
 
 SCHEMES = ["ecmp", "conga_prime", "hula"]
 NAMES = {"ecmp": "ECMP", "conga_prime": "CONGA'", "hula": "HULA", "hula10x": "HULA 10x T_p"}
@@ -42,61 +41,85 @@ WS_FLOWS = 2000
 WS_MAX_MS = 10000
 DM_FLOWS = 200
 DM_MAX_MS = 300
+# --smoke (the test suite's): one seed, one load per CDF, few flows.
+SMOKE_FLOWS = 40
 
 
-def run(config, sets):
-    cmd = [str(BIN), str(HERE / config)] + sets
-    out = subprocess.run(cmd, capture_output=True, text=True, check=False, env=dict(os.environ, PISANET_COLUMNS="1"))
-    if out.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)}: {out.stderr.strip()}")
-    return json.loads(out.stdout)
+class Mode:
+    """Which seeds, loads and flows a run of the script uses."""
+
+    def __init__(self, quick=False, smoke=False):
+        self.smoke = smoke
+        self.seeds = SEEDS[:1] if quick or smoke else SEEDS
+        self.ws = [0.6] if smoke else [0.3, 0.7] if quick else WS_LOADS
+        self.dm = [0.8] if quick or smoke else DM_LOADS
+        self.ws_flows = SMOKE_FLOWS if smoke else WS_FLOWS
+        self.dm_flows = SMOKE_FLOWS // 4 if smoke else DM_FLOWS
 
 
-def fct_points(quick):
+def fct_points(mode):
     """(figure, topology config, cdf, scheme, load, seed, extra sets)."""
-    seeds = SEEDS[:1] if quick else SEEDS
-    ws = [0.3, 0.7] if quick else WS_LOADS
-    dm = [0.8] if quick else DM_LOADS
     pts = []
     for cfg in ["base.toml", "asym.toml"]:
-        for cdf, loads in [("websearch", ws), ("datamining", dm)]:
+        for cdf, loads in [("websearch", mode.ws), ("datamining", mode.dm)]:
             for scheme in SCHEMES:
                 for load in loads:
-                    for seed in seeds:
+                    for seed in mode.seeds:
                         pts.append((cfg, cdf, scheme, load, seed, []))
-    for load in ws:
-        for seed in seeds:
-            pts.append(("asym.toml", "websearch", "hula10x", load, seed, ["scheme.hula.probe_interval_us=2000"]))
+    for load in mode.ws:
+        for seed in mode.seeds:
+            pts.append(
+                ("asym.toml", "websearch", "hula10x", load, seed, ["scheme.hula.probe_interval_us=2000"])
+            )
     return pts
 
 
-def sets_of(cdf, scheme, load, seed, extra):
+def sets_of(cdf, scheme, load, seed, extra, mode):
     kind = "hula" if scheme == "hula10x" else scheme
     s = [f"scheme.kind={kind}", f"workload.cdf={cdf}", f"workload.load={load}", f"run.seed={seed}"]
     if cdf == "datamining":
-        s += [f"workload.flows={DM_FLOWS}", f"run.max_sim_time_ms={DM_MAX_MS}"]
+        s += [f"workload.flows={mode.dm_flows}", f"run.max_sim_time_ms={DM_MAX_MS}"]
     else:
-        s += [f"workload.flows={WS_FLOWS}", f"run.max_sim_time_ms={WS_MAX_MS}"]
+        s += [f"workload.flows={mode.ws_flows}", f"run.max_sim_time_ms={WS_MAX_MS}"]
     return s + extra
 
 
-def one(pt):
-    cfg, cdf, scheme, load, seed, extra = pt
-    d = run(cfg, sets_of(cdf, scheme, load, seed, extra))
-    s = d["summary"]
-    f = s["fct_us"]
-    q = d["queues"]["depth_bytes"]
+def row_of(pt, point):
+    """The numbers the tables use, from a point of a sweep (its `runs` row, its
+    ports and the S2->A3 queue samples)."""
+    cfg, cdf, scheme, load, seed, _ = pt
+    r = point.row
+    ports = point.ports()
     return {
-        "cfg": cfg, "cdf": cdf, "scheme": scheme, "load": load, "seed": seed,
-        "mean": f["mean"], "p99": f["p99"], "small": f["lt_100KB"]["mean"], "large": f["gt_10MB"]["mean"],
-        "completed": s["flows"]["completed"], "total": s["flows"]["total"],
-        "drops": s["packets"]["dropped"], "queue": q,
-        "events_per_s": s["events_per_s"], "hops_per_s": s["packet_hops_per_s"], "wall": s["wall_time_s"],
-        "events": s["events"], "ports": d["ports"] if scheme == "hula" and seed == 1 and load == 0.6 else None,
-        "sim_s": s["sim_time_s"],
-        "switch_drops": sum(p["drops"] for p in d["ports"] if p["switch_port"]),
-        "bottleneck_drops": sum(p["drops"] for p in d["ports"] if p["name"] == "S2->A3"),
+        "cfg": cfg,
+        "cdf": cdf,
+        "scheme": scheme,
+        "load": load,
+        "seed": seed,
+        "mean": r["fct_us_mean"],
+        "p99": r["fct_us_p99"],
+        "small": r.get("fct_us_lt_100KB_mean"),
+        "large": r.get("fct_us_gt_10MB_mean"),
+        "completed": int(r["flows_completed"]),
+        "total": int(r["flows_total"]),
+        "drops": r["packets_dropped"],
+        "queue": point.queues()["depth_bytes"].tolist(),
+        "events_per_s": r["events_per_s"],
+        "hops_per_s": r["packet_hops_per_s"],
+        "wall": r["wall_time_s"],
+        "events": r["events"],
+        "ports": ports if scheme == "hula" and seed == 1 and load == 0.6 else None,
+        "sim_s": r["sim_time_s"],
+        "switch_drops": sum(p["drops"] for p in ports if p["switch_port"]),
+        "bottleneck_drops": sum(p["drops"] for p in ports if p["name"] == "S2->A3"),
     }
+
+
+def run_fct(mode, out, workers):
+    pts = fct_points(mode)
+    jobs = [(HERE / p[0], sets_of(*p[1:], mode)) for p in pts]
+    got = P.run_points(jobs, out, workers)
+    return [row_of(pt, got[P.point_key(*job)]) for pt, job in zip(pts, jobs)]
 
 
 def mean(xs):
@@ -138,9 +161,10 @@ def queue_cdf(rows, load):
     return "\n".join(out)
 
 
-def rate_series(config, scheme, down_ms, up_ms, every):
-    d = run(config, [f"scheme.kind={scheme}"])
-    r = d["port_rates"]
+def rate_series(point, down_ms, up_ms, every):
+    r = point.port_rates()
+    r = {"time_us": r["time"].tolist(), "port": r["port"].tolist(),
+         "tx_gbps": r["tx_gbps"].tolist(), "carried_gbps": r["carried_gbps"].tolist()}
     ports = sorted(set(p for p in r["port"] if p.endswith("A3") or p.endswith("A4")))
     rows = {}
     for t, p, c in zip(r["time_us"], r["port"], r["carried_gbps"]):
@@ -260,32 +284,41 @@ def plots(rows, ws, dm, qload, s9a, s9b):
 
 
 
-def write_section(name: str, body: str) -> None:
-    """Puts `body` into docs/results/hula.md between `<!-- NAME:begin -->`
-    and `<!-- NAME:end -->` (a new page holds just that section)."""
-    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
-    text = DOC.read_text() if DOC.exists() else f"{begin}\n{end}\n"
-    if begin not in text or end not in text:
-        print(f"warning: {DOC} has no {begin} ... {end} markers; not written", file=sys.stderr)
-        return
-    i, j = text.index(begin) + len(begin), text.index(end)
-    DOC.write_text(text[:i] + "\n" + body + "\n" + text[j:])
+def write_section(name, body):
+    """Puts `body` into docs/results/hula.md between `<!-- NAME:begin -->` and `<!-- NAME:end -->`."""
+    P.write_section(DOC, name, body)
+
+
+FAILURES = [
+    # config, down ms, up ms, table rows: every n-th sample (and all around the failure)
+    ("failure_websearch.toml", 20.0, 40.0, 4),
+    ("failure_longflows.toml", 6.0, 10.0, 5),
+]
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true", help="one seed, two loads (a smoke test)")
-    ap.add_argument("--jobs", type=int, default=1)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="one seed, two web-search loads (minutes)")
+    ap.add_argument(
+        "--smoke",
+        action="store_true",
+        help="one seed, one load, 40 flows; prints the tables, writes nothing under docs/",
+    )
+    P.add_arguments(ap, OUT)
     a = ap.parse_args()
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "pisanet", "--example", "run"], cwd=ROOT, check=True)
-    pts = fct_points(a.quick)
-    with ThreadPoolExecutor(a.jobs) as ex:
-        rows = list(ex.map(one, pts))
-    ws = [0.3, 0.7] if a.quick else WS_LOADS
-    dm = [0.8] if a.quick else DM_LOADS
-    if not a.quick:
-        RAW.parent.mkdir(parents=True, exist_ok=True)
-        RAW.write_text(json.dumps([{k: v for k, v in r.items() if k not in ("queue", "ports")} for r in rows], indent=0))
+    mode = Mode(a.quick, a.smoke)
+    out = a.out / ("smoke" if a.smoke else "quick" if a.quick else "full")
+    rows = run_fct(mode, out, a.workers)
+    ws, dm = mode.ws, mode.dm
+    fail_jobs = [
+        (HERE / cfg, ["scheme.kind=hula"] + (["run.max_sim_time_ms=25"] if a.smoke and "websearch" in cfg else []))
+        for cfg, *_ in FAILURES
+    ]
+    fail = P.run_points(fail_jobs, out, a.workers)
+    (t9a, moved_a, s9a), (t9b, moved_b, s9b) = [
+        rate_series(fail[P.point_key(*job)], down, up, every)
+        for job, (_, down, up, every) in zip(fail_jobs, FAILURES)
+    ]
     parts = []
     parts.append("### Fig. 5: average FCT (ms), symmetric topology\n\nWeb-search:\n\n" + table(rows, "base.toml", "websearch", "mean", SCHEMES, ws)
                  + "\n\nData-mining:\n\n" + table(rows, "base.toml", "datamining", "mean", SCHEMES, dm)
@@ -303,10 +336,8 @@ def main():
     qload = 0.7 if 0.7 in ws else ws[-1]
     parts.append(f"### Fig. 8c: queue depth at the bottleneck S2->A3 (sampled every 100 us), web-search {int(qload * 100)}%, asymmetric\n\n" + queue_cdf(rows, qload))
     parts.append("### Fig. 9c: probe interval 1x (200 us) and 10x (2 ms), web-search, asymmetric: average FCT (ms)\n\n" + table(rows, "asym.toml", "websearch", "mean", ["ecmp", "conga_prime", "hula", "hula10x"], ws))
-    t9a, moved_a, s9a = rate_series("failure_websearch.toml", "hula", 20.0, 40.0, 4)
     parts.append("### Fig. 9a: spine-to-aggregation link rates (Gb/s, carried), web-search 60%, asymmetric; S2-A3 down at 20 ms, up at 40 ms (HULA)\n\n"
                  + f"HULA stopped sending into the failed link {moved_a} ms after the failure (500 us samples).\n\n" + t9a)
-    t9b, moved_b, s9b = rate_series("failure_longflows.toml", "hula", 6.0, 10.0, 5)
     parts.append("### Fig. 9b: long-running flows; S2-A3 down at 6 ms, up at 10 ms (HULA)\n\n"
                  + f"HULA stopped sending into the failed link {moved_b} ms after the failure (100 us samples).\n\n" + t9b)
     parts.append("### Probe overhead (HULA, web-search 60%, symmetric, seed 1)\n\n" + overhead(rows))
@@ -314,12 +345,14 @@ def main():
     for s in SCHEMES:
         rs = [r for r in rows if r["scheme"] == s and r["cdf"] == "websearch" and r["cfg"] == "asym.toml"]
         speed.append(f"| {NAMES[s]} | {mean([r['events_per_s'] for r in rs]) / 1e6:.2f} | {mean([r['hops_per_s'] for r in rs]) / 1e6:.2f} | {mean([r['events'] for r in rs]) / 1e6:.2f} | {mean([r['wall'] for r in rs]):.2f} |")
-    parts.append(f"### Speed (asymmetric web-search runs, all loads and seeds, {a.jobs} job(s) in parallel)\n\n" + "\n".join(speed))
+    jobs = a.workers or os.cpu_count()
+    parts.append(f"### Speed (asymmetric web-search runs, all loads and seeds, {jobs} job(s) in parallel)\n\n" + "\n".join(speed))
     parts.insert(4, "### Switch drops, web-search, asymmetric (packets per run, all switch ports / at S2->A3)\n\n" + drops_table(rows, ws))
-    if not a.quick:
+    if not (a.quick or a.smoke):
         parts.append(plots(rows, ws, dm, qload, s9a, s9b))
     body = "\n\n".join(parts)
-    write_section("results", body)
+    if not a.smoke:
+        write_section("results", body)
     print(body)
 
 
