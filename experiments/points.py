@@ -22,8 +22,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import shutil
 import sys
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -129,6 +131,8 @@ class _Group:
     config: Path
     base: tuple[tuple[str, str], ...]
     vary: tuple[tuple[str, tuple[Any, ...]], ...]
+    lenient: bool = False
+    """One scheme only: `run.unused_keys=ignore` (see `_groups`)."""
 
     def directory(self, out: Path) -> Path:
         ident = json.dumps([self.config.name, self.base, self.vary], sort_keys=True)
@@ -167,18 +171,53 @@ def _groups(points: Sequence[tuple[Path, list[str]]]) -> list[_Group]:
                     fixed.append((key, str(values[0])))
                 else:
                     vary.append((key, tuple(_value(str(v)) for v in values)))
-            groups.append(_Group(config, tuple(sorted(fixed)), tuple(vary)))
+            # NOTE (lenient): the configs carry the tables of every scheme a
+            # script compares (a sweep over scheme.kind tolerates them); one
+            # scheme alone would refuse the others' keys. Unknown keys are
+            # still refused.
+            lenient = not any(k == SCHEME_KEY for k, _ in vary)
+            groups.append(_Group(config, tuple(sorted(fixed)), tuple(vary), lenient))
     return groups
+
+
+# Sweep directories whose `rerun` points were removed by this process (once each).
+_FORGOTTEN: set[Path] = set()
+
+
+def _forget(directory: Path, base: dict[str, str], rerun: Sequence[str]) -> None:
+    """Removes the finished points of a sweep directory whose settings contain
+    one of `rerun` (`key=value`), so that the sweep runs them again."""
+    manifest = directory / "sweep.json"
+    if not rerun or not manifest.is_file() or directory in _FORGOTTEN:
+        return
+    _FORGOTTEN.add(directory)
+    wanted = settings(rerun).items()
+    for pid, values in json.loads(manifest.read_text())["points"].items():
+        own = {**base, **{k: str(v) for k, v in values.items()}}
+        if any(own.get(k) == v for k, v in wanted):
+            shutil.rmtree(directory / "points" / pid, ignore_errors=True)
 
 
 def run_points(
     points: Iterable[tuple[str | Path, list[str]]],
     out: Path,
     workers: int | None = None,
+    *,
+    rerun: Sequence[str] = (),
+    run: bool = True,
+    executor: Executor | None = None,
+    lenient: bool = False,
 ) -> dict[tuple[str, tuple[tuple[str, str], ...]], Point]:
     """Runs every `(config, overrides)` (those already finished in `out` are read
     back, not run) and returns each as a `Point`, keyed by `point_key`.
 
+    `rerun`: `key=value` settings; finished points with any of them are run
+    again (after a change to a scheme: `scheme.kind=hula`). With `run=False`
+    nothing runs: the points already finished are returned, the others are
+    missing from the result. `executor`: run the points on it (e.g. a
+    `ThreadPoolExecutor`) instead of `workers` spawned processes. `lenient`:
+    every sweep gets `run.unused_keys=ignore` (otherwise only the sweeps of
+    one scheme; see `_groups`).
     Raises RuntimeError naming the run when a point failed.
     """
     pts = [(Path(c), list(s)) for c, s in points]
@@ -188,18 +227,30 @@ def run_points(
     for i, g in enumerate(groups):
         directory = g.directory(out)
         sets = [f"{k}={v}" for k, v in g.base]
+        if (g.lenient or lenient) and "run.unused_keys" not in dict(g.base):
+            sets.append("run.unused_keys=ignore")
         vary = {k: list(vs) for k, vs in g.vary}
-        done = _finished(directory)
-        if done is None or done < _count(vary):
-            print(
-                f"[{i + 1}/{todo_total}] {g.config.name} {' '.join(sets)}"
-                + "".join(f" {k}={','.join(map(str, vs))}" for k, vs in vary.items())
-                + f" -> {directory}",
-                file=sys.stderr,
-                flush=True,
-            )
-        swept = pisanet.sweep(g.config, vary, set=sets, out=directory, workers=workers)
-        for rec in swept.runs.to_dict("records"):
+        if not run:
+            if not (directory / "sweep.json").is_file():
+                continue
+            runs = database.query(directory, "SELECT * FROM runs WHERE status = 'ok'")
+        else:
+            _forget(directory, dict(g.base), rerun)
+            done = _finished(directory)
+            if done is None or done < _count(vary):
+                print(
+                    f"[{i + 1}/{todo_total}] {g.config.name} {' '.join(sets)}"
+                    + "".join(f" {k}={','.join(map(str, vs))}" for k, vs in vary.items())
+                    + f" -> {directory}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            pool = {"executor": executor} if executor is not None else {"workers": workers}
+            runs = pisanet.sweep(g.config, vary, set=sets, out=directory, **pool).runs
+        _TABLES.pop((directory, "ports"), None)
+        _TABLES.pop((directory, "queues"), None)
+        _TABLES.pop((directory, "port_rates"), None)
+        for rec in runs.to_dict("records"):
             row = {str(k): _clean(v) for k, v in rec.items()}
             own = dict(g.base)
             if SCHEME_KEY in vary:
@@ -212,7 +263,7 @@ def run_points(
             key = (g.config.name, tuple(sorted(own.items())))
             result[key] = Point(directory, str(row["point_id"]), row)
     missing = [p for p in pts if point_key(*p) not in result]
-    if missing:  # a point whose settings the grouping lost: a bug here
+    if missing and run:  # a point whose settings the grouping lost: a bug here
         raise RuntimeError(f"not run: {missing[0]}")
     return result
 

@@ -14,15 +14,16 @@ like run.py.
 """
 
 import argparse
-import json
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import points as P  # noqa: E402  (experiments/points.py)
 import run as hula  # noqa: E402  (experiments/hula/run.py)
 
-OUT_JSON = hula.ROOT / "docs" / "results" / "hula" / "ablations.json"
+FIGS = hula.FIGS
+OUT = "results/hula-ablations"
 SCHEMES = hula.SCHEMES
 SEEDS = hula.SEEDS
 
@@ -89,19 +90,31 @@ EXP_SCHEMES = {"polarization": ["ecmp", "conga_prime"]}
 POLARIZED = {"ecmp": "ECMP polarized", "conga_prime": "CONGA' polarized"}
 
 
-def one(job):
-    name, label, cfg, sets, scheme, seed = job
-    d = hula.run(cfg, sets + [f"scheme.kind={scheme}", f"run.seed={seed}"])
-    s = d["summary"]
-    f = s["fct_us"]
-    q = d["queues"]["depth_bytes"]
-    drops = sum(p["drops"] for p in d["ports"] if p["switch_port"])
+def sets_of(job):
+    _, _, _, sets, scheme, seed = job
+    return [*sets, f"scheme.kind={scheme}", f"run.seed={seed}"]
+
+
+def row_of(job, point):
+    name, label, _, _, scheme, seed = job
+    r = point.row
+    q = point.queues()["depth_bytes"].tolist()
+    drops = sum(p["drops"] for p in point.ports() if p["switch_port"])
     return {
-        "exp": name, "row": label, "scheme": scheme, "seed": seed,
-        "mean": f["mean"], "p99": f["p99"], "small": f["lt_100KB"]["mean"], "large": f["gt_10MB"]["mean"],
-        "completed": s["flows"]["completed"], "total": s["flows"]["total"], "sim_ms": s["sim_time_s"] * 1e3,
-        "data_drops": drops, "q0": sum(1 for x in q if x == 0) / len(q) if q else None,
-        "wall": s["wall_time_s"],
+        "exp": name,
+        "row": label,
+        "scheme": scheme,
+        "seed": seed,
+        "mean": r["fct_us_mean"],
+        "p99": r["fct_us_p99"],
+        "small": r.get("fct_us_lt_100KB_mean"),
+        "large": r.get("fct_us_gt_10MB_mean"),
+        "completed": int(r["flows_completed"]),
+        "total": int(r["flows_total"]),
+        "sim_ms": r["sim_time_s"] * 1e3,
+        "data_drops": drops,
+        "q0": sum(1 for x in q if x == 0) / len(q) if q else None,
+        "wall": r["wall_time_s"],
     }
 
 
@@ -147,7 +160,7 @@ def tables(rows):
 
 def polarization_table(title, cases, rs):
     """Polarized ECMP and CONGA' next to run.py's ECMP, CONGA' and HULA at the same points."""
-    ref = json.loads(hula.RAW.read_text()) if hula.RAW.exists() else []
+    ref = REFERENCE
     out = [f"### {title}", "",
            "| set-up | ECMP | ECMP polarized | CONGA' | CONGA' polarized | HULA | ECMP / HULA | ECMP polarized / HULA | CONGA' polarized / HULA | small: ECMP pol. / HULA | p99: ECMP pol. / HULA | switch drops E / E pol. / C pol. / H | flows done (polarized) | sim ms (polarized) |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -201,31 +214,87 @@ def plot_length(rows):
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(OUT_JSON.parent / "run_length.png", dpi=110)
+    fig.savefig(FIGS / "run_length.png", dpi=110)
     plt.close(fig)
     return "\n\n![run_length.png](hula/run_length.png)"
 
 
+# run.py's rows at the polarization table's points (its full sweep, read back).
+REFERENCE = []
+
+
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--jobs", type=int, default=1)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", nargs="*", help="experiment names: " + ", ".join(EXPERIMENTS))
-    ap.add_argument("--tables", action="store_true", help="only rewrite the tables from the saved JSON")
-    ap.add_argument("--schemes", nargs="+", choices=SCHEMES,
-                    help="rerun only these schemes (after a change to them); keep the others' saved rows")
+    ap.add_argument(
+        "--tables", action="store_true", help="run nothing: the tables from the finished points"
+    )
+    ap.add_argument(
+        "--schemes",
+        nargs="+",
+        choices=SCHEMES,
+        help="run these schemes' points again (after a change to them); keep the others'",
+    )
+    ap.add_argument(
+        "--smoke",
+        action="store_true",
+        help="one row of one experiment, seed 1, 40 flows; prints the table, writes nothing under docs/",
+    )
+    P.add_arguments(ap, OUT)
     a = ap.parse_args()
-    names = [] if a.tables else (a.only or list(EXPERIMENTS))
-    redo = set(a.schemes or SCHEMES)
-    jobs = [(n, label, cfg, sets, s, seed) for n in names for (label, cfg, sets) in EXPERIMENTS[n][1]
-            for s in EXP_SCHEMES.get(n, SCHEMES) if s in redo for seed in SEEDS]
-    old = json.loads(OUT_JSON.read_text()) if OUT_JSON.exists() else []
-    old = [r for r in old if r["exp"] not in names or r["scheme"] not in redo]
-    with ThreadPoolExecutor(a.jobs) as ex:
-        rows = old + list(ex.map(one, jobs))
-    OUT_JSON.parent.mkdir(parents=True, exist_ok=True)
-    OUT_JSON.write_text(json.dumps(rows, indent=1))
-    body = tables(rows) + plot_length(rows)
-    hula.write_section("ablations", body)
+    names = a.only or list(EXPERIMENTS)
+    seeds = SEEDS
+    out = a.out
+    if a.smoke:
+        names, seeds, out = ["rto"], [1], a.out / "smoke"
+        label, cfg, sets = EXPERIMENTS["rto"][1][0]
+        EXPERIMENTS["rto"] = (EXPERIMENTS["rto"][0], [(label, cfg, [*sets, "workload.flows=40"])])
+    rerun = [f"scheme.kind={s}" for s in a.schemes or []]
+    rows = []
+    missing = 0
+    # Every experiment's finished points are read, so that the section keeps
+    # the tables of those not run this time.
+    for n in EXPERIMENTS if not a.smoke else names:
+        jobs = [
+            (n, label, cfg, sets, s, seed)
+            for (label, cfg, sets) in EXPERIMENTS[n][1]
+            for s in EXP_SCHEMES.get(n, SCHEMES)
+            for seed in seeds
+        ]
+        todo = n in names and not a.tables
+        got = P.run_points(
+            [(hula.HERE / j[2], sets_of(j)) for j in jobs], out, a.workers, rerun=rerun, run=todo
+        )
+        for j in jobs:
+            point = got.get(P.point_key(hula.HERE / j[2], sets_of(j)))
+            if point is None:
+                missing += 1
+            else:
+                rows.append(row_of(j, point))
+    if "polarization" in names and not a.smoke:
+        # ECMP, CONGA' and HULA as they are: run.py's full sweep (run here if missing).
+        mode = hula.Mode()
+        pts = [p for p in hula.fct_points(mode) if p[1] == "websearch" and p[2] in SCHEMES]
+        pts = [p for p in pts if (p[0], p[3]) in {("base.toml", 0.7), ("asym.toml", 0.6)}]
+        ref = P.run_points(
+            [(hula.HERE / p[0], hula.sets_of(*p[1:], mode)) for p in pts],
+            Path(hula.OUT) / "full",
+            a.workers,
+            run=not a.tables,
+        )
+        for p in pts:
+            point = ref.get(P.point_key(hula.HERE / p[0], hula.sets_of(*p[1:], mode)))
+            if point is None:
+                missing += 1
+            else:
+                REFERENCE.append(hula.row_of(p, point))
+    body = tables(rows) + ("" if a.smoke else plot_length(rows))
+    if a.smoke:
+        pass
+    elif missing:
+        print(f"{missing} runs not finished (run without --only/--tables): docs not written", file=sys.stderr)
+    else:
+        hula.write_section("ablations", body)
     print(body)
 
 

@@ -24,16 +24,17 @@ Per-run numbers beyond the FCTs (all from outputs the runner already has):
 """
 
 import argparse
-import json
 import math
 import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import points as P  # noqa: E402  (experiments/points.py)
 import run as hula  # noqa: E402  (experiments/hula/run.py)
 
-CACHE = hula.ROOT / "docs" / "results" / "hula" / "mechanisms.json"
+OUT = "results/hula-mechanisms"
 SEEDS = hula.SEEDS
 NAMES = dict(hula.NAMES, flowlet_ecmp="flowlet ECMP")
 
@@ -221,10 +222,19 @@ def series(d):
     }
 
 
-def one(cfg, sets, scheme, seed):
-    d = hula.run(cfg, sets + [f"scheme.kind={scheme}", f"run.seed={seed}"])
-    s = d["summary"]
-    f = s["fct_us"]
+def columns(frame, names):
+    return {n: frame[c].tolist() for n, c in names.items()}
+
+
+def one(cfg, sets, scheme, seed, point):
+    """The numbers the tables use, from a point of a sweep."""
+    r = point.row
+    rates = point.port_rates()
+    d = {
+        "ports": point.ports(),
+        "queues": columns(point.queues(), {"time_us": "time", "port": "port", "depth_bytes": "depth_bytes"}),
+        "port_rates": columns(rates, {"time_us": "time", "port": "port", "tx_gbps": "tx_gbps"}),
+    }
     ports = [p for p in d["ports"] if p["switch_port"] or p["name"].startswith("h")]
     cls = {}
     for p in ports:
@@ -238,32 +248,21 @@ def one(cfg, sets, scheme, seed):
     q = d["queues"]["depth_bytes"]
     rec = {
         "key": key(cfg, sets, scheme, seed), "cfg": cfg, "sets": sets, "scheme": scheme, "seed": seed,
-        "mean": f["mean"], "p50": f["p50"], "p99": f["p99"], "small": f["lt_100KB"]["mean"], "large": f["gt_10MB"]["mean"],
-        "completed": s["flows"]["completed"], "total": s["flows"]["total"], "sim_s": s["sim_time_s"],
-        "wall": s["wall_time_s"], "reordered": s["packets"]["reordered"],
-        "counters": {k: v["packets"] for k, v in s["switches"]["counters"].items()},
+        "mean": r["fct_us_mean"], "p50": r["fct_us_p50"], "p99": r["fct_us_p99"],
+        "small": r.get("fct_us_lt_100KB_mean"), "large": r.get("fct_us_gt_10MB_mean"),
+        "completed": int(r["flows_completed"]), "total": int(r["flows_total"]), "sim_s": r["sim_time_s"],
+        "wall": r["wall_time_s"], "reordered": r["packets_reordered"],
+        "counters": point.counters(),
         "classes": cls,
         "drops_s2a3": by.get("S2->A3", {}).get("drops", 0),
         "drops_a_s1": by.get("A1->S1", {}).get("drops", 0) + by.get("A2->S1", {}).get("drops", 0),
         "s2_share": s2 / tot if tot else None,
-        "s2a3_gbps": by.get("S2->A3", {}).get("tx_bytes", 0) * 8 / s["sim_time_s"] / 1e9,
+        "s2a3_gbps": by.get("S2->A3", {}).get("tx_bytes", 0) * 8 / r["sim_time_s"] / 1e9,
         "q0": sum(1 for x in q if x == 0) / len(q) if q else None,
     }
     if d["port_rates"]["time_us"]:
         rec["ts"] = series(d)
     return rec
-
-
-def load_cache():
-    # Flowlet-ECMP and CONGA' runs cached before `scheme.flowlet_id` existed
-    # used increments; they were moved under `scheme.flowlet_id=increment`
-    # in session 3, so runs without the setting are the default (random).
-    return {r["key"]: r for r in json.loads(CACHE.read_text())} if CACHE.exists() else {}
-
-
-def save_cache(cache):
-    CACHE.parent.mkdir(parents=True, exist_ok=True)
-    CACHE.write_text(json.dumps(list(cache.values()), indent=1))
 
 
 def pick(cache, cfg, sets, scheme, seeds=SEEDS):
@@ -530,24 +529,51 @@ def tables(cache):
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", nargs="*", help="experiments: " + ", ".join(EXPERIMENTS))
-    ap.add_argument("--tables", action="store_true", help="only rewrite the tables from the cache")
+    ap.add_argument(
+        "--tables", action="store_true", help="run nothing: the tables from the finished points"
+    )
+    ap.add_argument(
+        "--smoke",
+        action="store_true",
+        help="flowlets on the asymmetric topology, seed 1, 40 flows; prints, writes nothing under docs/",
+    )
+    P.add_arguments(ap, OUT)
     a = ap.parse_args()
-    cache = load_cache()
-    if not a.tables:
-        for name in a.only or EXPERIMENTS:
-            for cfg, sets, scheme, seed in jobs_of(name):
-                k = key(cfg, sets, scheme, seed)
-                if k in cache:
-                    continue
-                cache[k] = one(cfg, sets, scheme, seed)
-                save_cache(cache)
-                r = cache[k]
-                print(f"{name} {scheme} seed {seed} {' '.join(sets[-2:])}: {r['mean'] / 1000:.2f} ms, "
-                      f"wall {r['wall']:.0f} s", flush=True)
+    names = a.only or EXPERIMENTS
+    out = a.out
+    if a.smoke:
+        global ASYM60, SYM70, SEEDS
+        names, out, SEEDS = ["flowlets"], a.out / "smoke", [1]
+        ASYM60 = (ASYM60[0], [*ASYM60[1], "workload.flows=40"])
+        SYM70 = (SYM70[0], [*SYM70[1], "workload.flows=40"])
+    cache = {}
+    missing = 0
+    # Every experiment's finished points are read, so that the section keeps
+    # the tables of those not run this time.
+    for name in names if a.smoke else EXPERIMENTS:
+        jobs = jobs_of(name)
+        todo = name in names and not a.tables
+        got = P.run_points(
+            [(hula.HERE / cfg, [*sets, f"scheme.kind={s}", f"run.seed={seed}"]) for cfg, sets, s, seed in jobs],
+            out,
+            a.workers,
+            run=todo,
+        )
+        for cfg, sets, scheme, seed in jobs:
+            point = got.get(P.point_key(hula.HERE / cfg, [*sets, f"scheme.kind={scheme}", f"run.seed={seed}"]))
+            if point is None:
+                missing += 1
+            else:
+                cache[key(cfg, sets, scheme, seed)] = one(cfg, sets, scheme, seed, point)
     body = tables(cache)
-    hula.write_section("mechanisms", body)
+    if a.smoke:
+        pass
+    elif missing:
+        print(f"{missing} runs not finished (run without --only/--tables): docs not written", file=sys.stderr)
+    else:
+        hula.write_section("mechanisms", body)
     print(body)
 
 

@@ -9,7 +9,6 @@ out. run.py calls plot() and plot_cdfs() itself when matplotlib is
 importable.
 """
 
-import json
 import sys
 from pathlib import Path
 
@@ -106,10 +105,10 @@ def plot_cdfs(cache, plan=None, cfg="leaf_spine_10g.toml"):
                 fcts = {"short": [], "large": [], "all": []}
                 missing = 0
                 for seed in seeds:
-                    f = R.flows_file(cache, cfg, R.grid_sets(cfg, cdf, load, seed, v))
-                    if not f.exists():
+                    try:
+                        d = cache.flows(cfg, R.grid_sets(cfg, cdf, load, seed, v))
+                    except KeyError:  # not run (plot.py reads finished runs only)
                         continue
-                    d = json.loads(f.read_text())
                     for c, t in zip(d["class"], d["fct_us"]):
                         if t is None:
                             missing += 1
@@ -144,13 +143,20 @@ def plot_cdfs(cache, plan=None, cfg="leaf_spine_10g.toml"):
 
 
 def main():
-    cache = R.ROOT / "target" / "p4te-runs"
+    """The plots from the finished runs of run.py's full set (nothing is run)."""
+    cache = R.Store(R.ROOT / R.RESULTS / "full", run=False)
+    try:
+        R.calibrate_all(cache, [1, 2, 3])
+    except KeyError:
+        sys.exit("plot.py: the delta calibration of run.py has not run yet (results/p4te/full)")
+    jobs = list(R.jobs([1, 2, 3]))
+    cache.run([(cfg, sets) for _, cfg, sets in jobs])
     res = {}
-    R.calibrate_all(cache, [1, 2, 3])
-    for key, cfg, sets in R.jobs([1, 2, 3]):
-        f = cache / f"{R.cache_key(cfg, sets)}.json"
-        if f.exists():
-            res[key] = R.json.loads(f.read_text())
+    for key, cfg, sets in jobs:
+        try:
+            res[key] = R.stats(cache.point(cfg, sets))
+        except KeyError:
+            continue
     for f in plot(res) + plot_cdfs(cache):
         print(f"wrote {f}")
 

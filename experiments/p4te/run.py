@@ -21,20 +21,21 @@ Two steps follow the paper's section 7:
 """
 
 import argparse
-import hashlib
 import json
 import math
-import os
 import statistics
-import subprocess
 import sys
 import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-RUN = ROOT / "target" / "release" / "examples" / "run"
+sys.path.insert(0, str(HERE.parent))
+import points as P  # noqa: E402  (experiments/points.py)
+
 OUT = ROOT / "docs" / "results" / "p4te.md"
+RESULTS = "results/p4te"
 
 # A switch CPU that keeps up with alg. 1's events (docs/schemes/p4te.md).
 FAST_CPU = ["control_plane.write_latency_us=1", "control_plane.write_interval_us=0.1"]
@@ -145,49 +146,48 @@ PAPER = {
 }
 
 
-def cache_key(config, sets):
-    return hashlib.sha1(json.dumps([config, sets]).encode()).hexdigest()[:16]
+class Store:
+    """The runs of this invocation: sweep directories under `out` (pisanet.sweep),
+    read back as `points.Point`s. `rerun`: `key=value` settings whose finished
+    runs are run again (once per invocation)."""
 
+    def __init__(self, out, workers=None, rerun=(), executor=None, run=True):
+        self.out, self.workers, self.rerun = Path(out), workers, list(rerun)
+        self.executor, self.running = executor, run
+        self.points = {}
 
-# --rerun: settings (e.g. "scheme.kind=flowlet_ecmp") whose cached runs are
-# stale after a change to the simulator; a run with any of them among its
-# settings is redone once per invocation (a file redone here is then used).
-RERUN = []
-_redone = set()
+    def run(self, jobs):
+        """Runs `(config, sets)` jobs (config: a file name in experiments/p4te).
+        Without `run` (plot.py), reads the finished ones only."""
+        todo = [(HERE / c, s) for c, s in jobs if P.point_key(HERE / c, s) not in self.points]
+        if todo:
+            got = P.run_points(
+                todo,
+                self.out,
+                self.workers,
+                rerun=self.rerun,
+                run=self.running,
+                executor=self.executor,
+                # The configs hold a [scheme.p4te] table that other schemes do not read.
+                lenient=True,
+            )
+            self.points.update(got)
 
+    def point(self, config, sets):
+        """The finished run; KeyError if it is not finished and `run` is off."""
+        key = P.point_key(HERE / config, sets)
+        if key not in self.points:
+            self.run([(config, sets)])
+        return self.points[key]
 
-def cached(f, sets):
-    """Whether the cache file `f` of a run with `sets` may be used."""
-    if any(r in sets for r in RERUN) and f.name not in _redone:
-        _redone.add(f.name)
-        return False
-    return f.exists()
-
-
-def run(cache, config, sets):
-    f = cache / f"{cache_key(config, sets)}.json"
-    # Summaries cached by earlier versions have no per-flow file: run again.
-    if cached(f, sets) and flows_file(cache, config, sets).exists():
-        return json.loads(f.read_text())
-    env = dict(os.environ, PISANET_PORTS="1", PISANET_FLOWS="1")
-    p = subprocess.run([str(RUN), str(HERE / config), *sets], capture_output=True, text=True, env=env)
-    if p.returncode != 0:
-        raise RuntimeError(f"{config} {sets}: {p.stderr.strip()}")
-    raw = json.loads(p.stdout)
-    out = stats(raw)
-    if f.exists():
-        before = json.loads(f.read_text())
-        same = all(before.get(k) == out[k] for k in ["short", "large", "retx", "delivered"])
-        why = "--rerun" if any(r in sets for r in RERUN) else "for per-flow records"
-        print(f"re-ran ({why}); summary {'identical' if same else 'DIFFERS'}", flush=True)
-    flows_file(cache, config, sets).write_text(json.dumps(raw["flows"]))
-    f.write_text(json.dumps(out))
-    print(f"ran {config} {' '.join(sets)}: {out['wall']:.1f} s", flush=True)
-    return out
-
-
-def flows_file(cache, config, sets):
-    return cache / f"{cache_key(config, sets)}.flows.json"
+    def flows(self, config, sets):
+        """Per-flow `bytes`, `class` and `fct_us` (None: unfinished), in flow id order."""
+        f = self.point(config, sets).flows()
+        return {
+            "bytes": f["bytes"].tolist(),
+            "class": f["class"].tolist(),
+            "fct_us": [None if math.isnan(x) else x for x in f["fct"].tolist()],
+        }
 
 
 def quantile_weighted(pairs, q):
@@ -220,25 +220,21 @@ def calibrate(cache, cfg, seeds, variant=CALIB_VARIANT):
             f"workload.flows={WEBSEARCH_FLOWS if cfg.startswith('leaf_spine') else 1500}",
             f"metrics.queue_sample_interval_us={CALIB_INTERVAL_US}",
             f"metrics.port_rate_interval_us={CALIB_INTERVAL_US}",
-            "metrics.queue_sample_ports=" + json.dumps(ports), "metrics.port_rate_ports=" + json.dumps(ports)]
-    f = cache / f"calib-{cache_key(cfg, [sets, seeds])}.json"
-    if cached(f, sets):
-        return json.loads(f.read_text())
+            "metrics.queue_sample_ports=" + json.dumps(ports), "metrics.port_rate_ports=" + json.dumps(ports),
+            *EXTRA]
     weighted, all_s = [], []
+    cache.run([(cfg, [*sets, f"run.seed={seed}"]) for seed in seeds])
     for seed in seeds:
-        env = dict(os.environ, PISANET_COLUMNS="1")
-        p = subprocess.run([str(RUN), str(HERE / cfg), *sets, f"run.seed={seed}"],
-                           capture_output=True, text=True, env=env)
-        if p.returncode != 0:
-            raise RuntimeError(f"{cfg} calibration: {p.stderr.strip()}")
-        d = json.loads(p.stdout)
-        q, r = d["queues"], d["port_rates"]
-        rate = {(round(t, 3), port): g for t, port, g in zip(r["time_us"], r["port"], r["tx_gbps"])}
-        for t, port, b in zip(q["time_us"], q["port"], q["depth_bytes"]):
+        d = cache.point(cfg, [*sets, f"run.seed={seed}"])
+        q, r = d.queues(), d.port_rates()
+        rate = {
+            (round(t, 3), port): g
+            for t, port, g in zip(r["time"].tolist(), r["port"].tolist(), r["tx_gbps"].tolist())
+        }
+        for t, port, b in zip(q["time"].tolist(), q["port"].tolist(), q["depth_bytes"].tolist()):
             pk = math.ceil(b / frame)
             all_s.append(pk)
             weighted.append((pk, rate.get((round(t, 3), port), 0.0)))
-        print(f"calibrated {cfg} seed {seed}", flush=True)
     nonempty = [x for x in all_s if x > 0]
     p90 = quantile_weighted(weighted, 0.9)
     out = {
@@ -251,38 +247,36 @@ def calibrate(cache, cfg, seeds, variant=CALIB_VARIANT):
         "p99_departures": quantile_weighted(weighted, 0.99),
         "delta": max(1, int(p90 / 3 + 0.5)),
     }
-    f.write_text(json.dumps(out))
     return out
 
 
-def stats(out):
-    s = out["summary"]
-    sw = s.get("switches") or {}
-    counters = sw.get("counters") or {}
-    done = s["flows"]["completed"] or 1
+def stats(point):
+    """The numbers the tables use, from a point's `runs` row and its ports."""
+    r = point.row
+    counters = point.counters()
+    done = int(r["flows_completed"]) or 1
     ups = {}
-    for port in out["ports"]:
+    for port in point.ports():
         if port["uplink"] and port["name"].startswith("leaf"):
             ups.setdefault(port["name"].split("->")[0], []).append(port["tx_packets"])
-    wait = sw.get("write_wait_us") or {}
     return {
-        "short": s["fct_us"]["short"]["mean"],
-        "large": s["fct_us"]["large"]["mean"],
-        "retx": s["retransmissions"] / done,
-        "completed": s["flows"]["completed"],
-        "total": s["flows"]["total"],
-        "delivered": s["packets"]["delivered"],
-        "hops": s["packet_hops"],
-        "feedback": counters.get("feedback", {}).get("packets", 0),
-        "facks": counters.get("facks", {}).get("packets", 0),
-        "writes": sw.get("writes_applied", 0),
-        "issued": sw.get("writes_issued", 0),
-        "wait_mean": wait.get("mean", 0.0),
-        "wait_max": wait.get("max", 0.0),
-        "sim_s": s["sim_time_s"],
+        "short": r.get("fct_us_short_mean"),
+        "large": r.get("fct_us_large_mean"),
+        "retx": r["retransmissions"] / done,
+        "completed": int(r["flows_completed"]),
+        "total": int(r["flows_total"]),
+        "delivered": r["packets_delivered"],
+        "hops": r["packet_hops"],
+        "feedback": counters.get("feedback", 0),
+        "facks": counters.get("facks", 0),
+        "writes": point.get("switches_writes_applied", 0),
+        "issued": point.get("switches_writes_issued", 0),
+        "wait_mean": point.get("switches_write_wait_us_mean", 0.0),
+        "wait_max": point.get("switches_write_wait_us_max", 0.0),
+        "sim_s": r["sim_time_s"],
         "sd": {k: statistics.pstdev(v) for k, v in sorted(ups.items())},
         "cv": {k: statistics.pstdev(v) / max(statistics.mean(v), 1) for k, v in sorted(ups.items())},
-        "wall": s["wall_time_s"],
+        "wall": r["wall_time_s"],
     }
 
 
@@ -334,10 +328,28 @@ WHERE_INTERVAL_US = 20
 CDF_VARIANTS = ["ECMP", "flowlet ECMP", "HULA", "P4TE-RA fast"]
 
 
+# --smoke (the test suite's): overrides after every run's own, for runs of seconds.
+EXTRA = []
+EXTRA_INCAST = []
+
+
+def smoke():
+    """One seed, one load, two variants per grid, 20 flows per run cut at 30 ms."""
+    EXTRA[:] = ["workload.flows=20", "run.max_sim_time_ms=30"]
+    EXTRA_INCAST[:] = ["run.max_sim_time_ms=5"]
+    for k in PLAN:
+        PLAN[k] = ([1], [0.4], ["ECMP", "flowlet ECMP", "HULA", "P4TE-RA", "P4TE-RA fast", "P4TE-RA batch"])
+    BASE[:] = ["ECMP", "P4TE-RA"]
+    SHORT_SEEDS[:] = SHORT_WS_SEEDS[:] = [1]
+    SHORT_LOADS[:] = [0.4]
+    SHORT_VARIANTS[:] = SHORT_WS_VARIANTS[:] = ["HULA", "P4TE-RA fast"]
+    WHERE[2][:] = ["HULA"]
+
+
 def grid_sets(cfg, cdf, load, seed, v):
     sets = sets_for(v, cfg) + [f"workload.cdf={cdf}", f"workload.load={host_load(cfg, load)}",
                                f"workload.flows={flows_for(cfg, cdf, load)}", f"run.seed={seed}"]
-    return sets + (LONG_RUN if cdf == "datamining" else [])
+    return sets + (LONG_RUN if cdf == "datamining" else []) + EXTRA
 
 
 def jobs(seeds):
@@ -351,9 +363,9 @@ def jobs(seeds):
     yield from grid(*first)
     for seed in seeds:
         for v in BASE:
-            yield ("incast", seed, v), "incast_10g.toml", sets_for(v, "incast_10g.toml") + [f"run.seed={seed}"]
+            yield ("incast", seed, v), "incast_10g.toml", sets_for(v, "incast_10g.toml") + [f"run.seed={seed}"] + EXTRA_INCAST
     for v in BASE:
-        yield ("fat", v), "fat_tree_k8.toml", sets_for(v, "fat_tree_k8.toml")
+        yield ("fat", v), "fat_tree_k8.toml", sets_for(v, "fat_tree_k8.toml") + EXTRA
     for k in rest:
         yield from grid(*k)
     cfg, cdf = SHORT_CFG
@@ -371,8 +383,8 @@ def short_flow_stats(cache, load, seed, v, cdf=SHORT_CFG[1]):
     short" reclassifies its own) and the share of one-packet flows slower
     than 50 us, from the per-flow records."""
     cfg = SHORT_CFG[0]
-    ref = json.loads(flows_file(cache, cfg, grid_sets(cfg, cdf, load, seed, "HULA")).read_text())
-    d = json.loads(flows_file(cache, cfg, grid_sets(cfg, cdf, load, seed, v)).read_text())
+    ref = cache.flows(cfg, grid_sets(cfg, cdf, load, seed, "HULA"))
+    d = cache.flows(cfg, grid_sets(cfg, cdf, load, seed, v))
     short = [f for c, f in zip(ref["class"], d["fct_us"]) if c == 0 and f is not None]
     one = [f for b, f in zip(d["bytes"], d["fct_us"]) if b <= 1460 and f is not None]
     return {"short": mean(short), "one_slow": sum(f > 50 for f in one) / max(len(one), 1)}
@@ -392,16 +404,12 @@ def where_queues(cache, v, load, seed):
     sets = grid_sets(cfg, cdf, load, seed, v) + [
         f"metrics.queue_sample_interval_us={iv}", f"metrics.port_rate_interval_us={iv}",
         'metrics.queue_sample_ports=["spine"]', 'metrics.port_rate_ports=["spine"]']
-    f = cache / f"where-{cache_key(cfg, sets)}.json"
-    if cached(f, sets):
-        return json.loads(f.read_text())
     import numpy as np
-    env = dict(os.environ, PISANET_COLUMNS="1")
-    p = subprocess.run([str(RUN), str(HERE / cfg), *sets], capture_output=True, text=True, env=env)
-    if p.returncode != 0:
-        raise RuntimeError(f"{cfg} {sets}: {p.stderr.strip()}")
-    d = json.loads(p.stdout)
-    q, r = d["queues"], d["port_rates"]
+
+    d = cache.point(cfg, sets)
+    qf, rf = d.queues(), d.port_rates()
+    q = {"time_us": qf["time"].tolist(), "port": qf["port"].tolist(), "depth_bytes": qf["depth_bytes"].tolist()}
+    r = {"time_us": rf["time"].tolist(), "port": rf["port"].tolist(), "tx_gbps": rf["tx_gbps"].tolist()}
     names = sorted(set(q["port"]))
     col = {n: i for i, n in enumerate(names)}
     ts = np.unique(np.array(q["time_us"]))
@@ -427,17 +435,15 @@ def where_queues(cache, v, load, seed):
         i = (u + rng.random(u.shape) * 1e-3).argmin(axis=1)
         return float(np.take_along_axis(u + dn, i[:, None, :], 1).mean())
     idle = (up == 0) & (up_tx == 0)
-    c = (d["summary"].get("switches") or {}).get("counters") or {}
+    c = d.counters()
     out = {
         "up": float(up.mean()), "down": float(down.mean()),
         "idle_beside_deep": float((idle.any(axis=1) & (up >= 28).any(axis=1)).mean()),
         "random": float((up + down).mean() + (ack_up + ack_down).mean()),
         "min_uplink": on_min_uplink(up, down) + on_min_uplink(ack_up, ack_down),
         "min_path": float((up + down).min(axis=1).mean() + (ack_up + ack_down).min(axis=1).mean()),
-        "counters": {k: c[k]["packets"] for k in c},
+        "counters": c,
     }
-    f.write_text(json.dumps(out))
-    print(f"ran where-queues {v} {load} {seed}", flush=True)
     return out
 
 
@@ -450,37 +456,52 @@ def calibrate_all(cache, seeds):
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", default="1,2,3")
     ap.add_argument("--quick", action="store_true", help="one seed, loads 0.4 and 0.8")
-    ap.add_argument("--cache", default=str(ROOT / "target" / "p4te-runs"))
-    ap.add_argument("--rerun", action="append", default=[], metavar="SETTING",
-                    help="redo cached runs whose settings contain SETTING (e.g. scheme.kind=flowlet_ecmp), once each")
+    ap.add_argument(
+        "--smoke",
+        action="store_true",
+        help="one seed, one load, a few variants, 20 flows; prints, writes nothing under docs/",
+    )
+    P.add_arguments(ap, RESULTS)
+    ap.add_argument(
+        "--rerun",
+        action="append",
+        default=[],
+        metavar="SETTING",
+        help="run again the finished runs whose settings contain SETTING "
+        "(e.g. scheme.kind=flowlet_ecmp), once each",
+    )
     a = ap.parse_args()
-    RERUN[:] = a.rerun
-    seeds = [1] if a.quick else [int(s) for s in a.seeds.split(",")]
+    seeds = [1] if a.quick or a.smoke else [int(s) for s in a.seeds.split(",")]
     if a.quick:
         for k, (_, _, vs) in PLAN.items():
             PLAN[k] = ([1], [0.4, 0.8], vs)
         SHORT_SEEDS[:] = SHORT_WS_SEEDS[:] = [1]
         SHORT_LOADS[:] = [0.4, 0.8]
-    cache = Path(a.cache)
-    cache.mkdir(parents=True, exist_ok=True)
+    if a.smoke:
+        smoke()
+    out = a.out / ("smoke" if a.smoke else "quick" if a.quick else "full")
+    # NOTE: --smoke runs its many tiny sweeps on threads (a run releases the
+    # GIL): spawning worker processes would cost more than the runs.
+    executor = ThreadPoolExecutor(a.workers or 2) if a.smoke else None
+    cache = Store(out, a.workers, a.rerun, executor)
     per_flow_ecmp = calibrate_all(cache, seeds)
-    res = {}
-    for key, cfg, sets in jobs(seeds):
-        res[key] = run(cache, cfg, sets)
-    write(res, seeds, per_flow_ecmp, cache)
+    todo = list(jobs(seeds))
+    cache.run([(cfg, sets) for _, cfg, sets in todo])
+    res = {key: stats(cache.point(cfg, sets)) for key, cfg, sets in todo}
+    text = write(res, seeds, per_flow_ecmp, cache, doc=None if a.smoke else OUT)
+    if a.smoke:
+        print(text)
+        return
     # plot.py imports this module as `run`: let it share this run's state
     # (DELTA, PLAN) instead of importing a fresh copy.
     sys.modules.setdefault("run", sys.modules[__name__])
-    try:
-        import plot
-    except ImportError as e:
-        print(f"plots not redrawn ({e}); run .venv/bin/python experiments/p4te/plot.py")
-    else:
-        for f in plot.plot(res, PLAN) + plot.plot_cdfs(cache, PLAN):
-            print(f"wrote {f}")
+    import plot
+
+    for f in plot.plot(res, PLAN) + plot.plot_cdfs(cache, PLAN):
+        print(f"wrote {f}")
 
 
 def flows_title(cfg, cdf, loads):
@@ -543,7 +564,7 @@ def write_short(res, cache):
     return L
 
 
-def write(res, seeds, per_flow_ecmp, cache):
+def write(res, seeds, per_flow_ecmp, cache, doc=OUT):
     L = []
     w = L.append
 
@@ -685,15 +706,18 @@ def write(res, seeds, per_flow_ecmp, cache):
               f"{fmt(mean([r['wait_mean'] for r in bs]), 1)} / {fmt(max(r['wait_max'] for r in bs), 0)} | "
               f"{fmt(mean([r['wait_mean'] for r in fs]), 2)} / {fmt(max(r['wait_max'] for r in fs), 1)} | "
               f"{fmt(mean([r['sim_s'] for r in rs]) * 1000, 0)} |")
-    OUT.parent.mkdir(parents=True, exist_ok=True)
+    if doc is None:
+        return "\n".join(L)
+    doc.parent.mkdir(parents=True, exist_ok=True)
     tail = ""
-    if OUT.exists():
-        text = OUT.read_text()
+    if doc.exists():
+        text = doc.read_text()
         marker = "\n## Discussion"
         if marker in text:
             tail = text[text.index(marker):]
-    OUT.write_text("\n".join(L) + "\n" + tail)
-    print(f"wrote {OUT}")
+    doc.write_text("\n".join(L) + "\n" + tail)
+    print(f"wrote {doc}")
+    return "\n".join(L)
 
 
 if __name__ == "__main__":
