@@ -160,7 +160,11 @@ def _groups(points: Sequence[tuple[Path, list[str]]]) -> list[_Group]:
         schemes = list(dict.fromkeys(p[0] for p in pairs))
         seeds = sorted(dict.fromkeys(p[1] for p in pairs), key=lambda x: (x is None, x and int(x)))
         full = len(pairs) == len(schemes) * len(seeds)
-        parts = [(schemes, seeds)] if full else [([sc], [p[1] for p in pairs if p[0] == sc]) for sc in schemes]
+        parts = (
+            [(schemes, seeds)]
+            if full
+            else [([sc], [p[1] for p in pairs if p[0] == sc]) for sc in schemes]
+        )
         for sc, se in parts:
             vary: list[tuple[str, tuple[Any, ...]]] = []
             fixed = list(base)
@@ -303,5 +307,8 @@ def add_arguments(ap: Any, default_out: str) -> None:
         "a rerun resumes the sweeps found there",
     )
     ap.add_argument(
-        "--workers", type=int, default=None, help="worker processes per sweep (default: one per core)"
+        "--workers",
+        type=int,
+        default=None,
+        help="worker processes per sweep (default: one per core)",
     )

@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import points as P  # noqa: E402  (experiments/points.py)
-import run as hula  # noqa: E402  (experiments/hula/run.py)
+import points as P
+import run as hula
 
 FIGS = hula.FIGS
 OUT = "results/hula-ablations"
@@ -29,60 +29,169 @@ SEEDS = hula.SEEDS
 
 # The first reproduction's set-up, as the reference the experiments change
 # one at a time: 256 KB window cap, 400 flows, servers by permutation.
-OLD = ["transport.rwnd_kb=256", "workload.flows=400", "workload.client_server_assignment=permutation"]
+OLD = [
+    "transport.rwnd_kb=256",
+    "workload.flows=400",
+    "workload.client_server_assignment=permutation",
+]
 # No window cap (TSQ bounds the NIC self-queue; docs/model.md "Hosts").
 NOCAP = ["transport.rwnd_kb=4096", "workload.client_server_assignment=permutation"]
 LONG = "run.max_sim_time_ms=5000"
 
 # name -> (title, [(row label, config, sets)]); every row runs 3 schemes x 3 seeds.
 EXPERIMENTS = {
-    "window": ("Window cap (web-search 60%, asymmetric, 400 flows, permutation)", [
-        ("rwnd 256 KB (as the first reproduction), TSQ", "asym.toml", OLD + ["workload.load=0.6"]),
-        ("rwnd default (4 MB), TSQ", "asym.toml", OLD + NOCAP + ["workload.load=0.6"]),
-    ]),
-    "length": ("Run length (web-search 60%, asymmetric, no cap, permutation)", [
-        (f"{n} flows", "asym.toml", NOCAP + [f"workload.flows={n}", "workload.load=0.6", LONG])
-        for n in [400, 1000, 2000, 4000]
-    ]),
-    "length_sym": ("Run length (web-search 70%, symmetric, no cap, permutation)", [
-        (f"{n} flows", "base.toml", NOCAP + [f"workload.flows={n}", "workload.load=0.7", LONG])
-        for n in [400, 2000]
-    ]),
-    "assignment": ("Server assignment (web-search, no cap, 2000 flows)", [
-        (f"{topo}, {int(load * 100)}%, {a}", cfg, NOCAP + ["workload.flows=2000", f"workload.load={load}",
-                                                          f"workload.client_server_assignment={a}", LONG])
-        for topo, cfg, load in [("asymmetric", "asym.toml", 0.6), ("symmetric", "base.toml", 0.7)]
-        for a in ["permutation", "random"]
-    ]),
-    "rto": ("Minimum RTO, not given by the paper (web-search 60%, asymmetric, no cap, 2000 flows, permutation)", [
-        (f"min RTO {r} ms", "asym.toml", NOCAP + ["workload.flows=2000", "workload.load=0.6", f"transport.min_rto_us={r * 1000}", LONG])
-        for r in [1, 10]
-    ]),
-    "buffer": ("Switch buffer, not given by the paper (web-search 60%, asymmetric, no cap, 2000 flows, permutation)", [
-        (f"{b} KB per port", "asym.toml", NOCAP + ["workload.flows=2000", "workload.load=0.6", f"topology.buffer_kb={b}", LONG])
-        for b in [150, 500, 2000]
-    ]),
+    "window": (
+        "Window cap (web-search 60%, asymmetric, 400 flows, permutation)",
+        [
+            (
+                "rwnd 256 KB (as the first reproduction), TSQ",
+                "asym.toml",
+                [*OLD, "workload.load=0.6"],
+            ),
+            ("rwnd default (4 MB), TSQ", "asym.toml", OLD + NOCAP + ["workload.load=0.6"]),
+        ],
+    ),
+    "length": (
+        "Run length (web-search 60%, asymmetric, no cap, permutation)",
+        [
+            (f"{n} flows", "asym.toml", [*NOCAP, f"workload.flows={n}", "workload.load=0.6", LONG])
+            for n in [400, 1000, 2000, 4000]
+        ],
+    ),
+    "length_sym": (
+        "Run length (web-search 70%, symmetric, no cap, permutation)",
+        [
+            (f"{n} flows", "base.toml", [*NOCAP, f"workload.flows={n}", "workload.load=0.7", LONG])
+            for n in [400, 2000]
+        ],
+    ),
+    "assignment": (
+        "Server assignment (web-search, no cap, 2000 flows)",
+        [
+            (
+                f"{topo}, {int(load * 100)}%, {a}",
+                cfg,
+                [
+                    *NOCAP,
+                    "workload.flows=2000",
+                    f"workload.load={load}",
+                    f"workload.client_server_assignment={a}",
+                    LONG,
+                ],
+            )
+            for topo, cfg, load in [
+                ("asymmetric", "asym.toml", 0.6),
+                ("symmetric", "base.toml", 0.7),
+            ]
+            for a in ["permutation", "random"]
+        ],
+    ),
+    "rto": (
+        "Minimum RTO, not given by the paper (web-search 60%, asymmetric, no cap, 2000 flows, permutation)",
+        [
+            (
+                f"min RTO {r} ms",
+                "asym.toml",
+                [
+                    *NOCAP,
+                    "workload.flows=2000",
+                    "workload.load=0.6",
+                    f"transport.min_rto_us={r * 1000}",
+                    LONG,
+                ],
+            )
+            for r in [1, 10]
+        ],
+    ),
+    "buffer": (
+        "Switch buffer, not given by the paper (web-search 60%, asymmetric, no cap, 2000 flows, permutation)",
+        [
+            (
+                f"{b} KB per port",
+                "asym.toml",
+                [
+                    *NOCAP,
+                    "workload.flows=2000",
+                    "workload.load=0.6",
+                    f"topology.buffer_kb={b}",
+                    LONG,
+                ],
+            )
+            for b in [150, 500, 2000]
+        ],
+    ),
     # The same points as run.py's sweep (2000 flows), with every tier hashing
     # on the same bits; ECMP, CONGA' and HULA as they are come from runs.json.
-    "polarization": ("Hash polarization (web-search, 2000 flows, as run.py; `scheme.ecmp_hash_per_tier=false`)", [
-        (f"{topo}, {int(load * 100)}%", cfg, ["workload.cdf=websearch", f"workload.load={load}",
-                                             f"workload.flows={hula.WS_FLOWS}", f"run.max_sim_time_ms={hula.WS_MAX_MS}",
-                                             "scheme.ecmp_hash_per_tier=false"])
-        for topo, cfg, load in [("symmetric", "base.toml", 0.7), ("asymmetric", "asym.toml", 0.6)]
-    ]),
+    "polarization": (
+        "Hash polarization (web-search, 2000 flows, as run.py; `scheme.ecmp_hash_per_tier=false`)",
+        [
+            (
+                f"{topo}, {int(load * 100)}%",
+                cfg,
+                [
+                    "workload.cdf=websearch",
+                    f"workload.load={load}",
+                    f"workload.flows={hula.WS_FLOWS}",
+                    f"run.max_sim_time_ms={hula.WS_MAX_MS}",
+                    "scheme.ecmp_hash_per_tier=false",
+                ],
+            )
+            for topo, cfg, load in [
+                ("symmetric", "base.toml", 0.7),
+                ("asymmetric", "asym.toml", 0.6),
+            ]
+        ],
+    ),
     # Sequential source ports (the default) hash to structured ECMP choices
     # under a CRC; random ports make every connection's path independent.
-    "sport": ("Source ports (web-search, 2000 flows, as run.py; `workload.source_ports`)", [
-        (f"{topo}, {int(load * 100)}%, {ports}", cfg, ["workload.cdf=websearch", f"workload.load={load}",
-                                                      f"workload.flows={hula.WS_FLOWS}", f"run.max_sim_time_ms={hula.WS_MAX_MS}",
-                                                      f"workload.source_ports={ports}"])
-        for topo, cfg, load in [("asymmetric", "asym.toml", 0.6), ("symmetric", "base.toml", 0.7)]
-        for ports in ["sequential", "random"]
-    ]),
-    "datamining": ("Data-mining run length (80%, asymmetric, no cap, permutation)", [
-        ("200 flows, 300 ms cap", "asym.toml", NOCAP + ["workload.cdf=datamining", "workload.flows=200", "workload.load=0.8", "run.max_sim_time_ms=300"]),
-        ("1000 flows, 1500 ms cap", "asym.toml", NOCAP + ["workload.cdf=datamining", "workload.flows=1000", "workload.load=0.8", "run.max_sim_time_ms=1500"]),
-    ]),
+    "sport": (
+        "Source ports (web-search, 2000 flows, as run.py; `workload.source_ports`)",
+        [
+            (
+                f"{topo}, {int(load * 100)}%, {ports}",
+                cfg,
+                [
+                    "workload.cdf=websearch",
+                    f"workload.load={load}",
+                    f"workload.flows={hula.WS_FLOWS}",
+                    f"run.max_sim_time_ms={hula.WS_MAX_MS}",
+                    f"workload.source_ports={ports}",
+                ],
+            )
+            for topo, cfg, load in [
+                ("asymmetric", "asym.toml", 0.6),
+                ("symmetric", "base.toml", 0.7),
+            ]
+            for ports in ["sequential", "random"]
+        ],
+    ),
+    "datamining": (
+        "Data-mining run length (80%, asymmetric, no cap, permutation)",
+        [
+            (
+                "200 flows, 300 ms cap",
+                "asym.toml",
+                [
+                    *NOCAP,
+                    "workload.cdf=datamining",
+                    "workload.flows=200",
+                    "workload.load=0.8",
+                    "run.max_sim_time_ms=300",
+                ],
+            ),
+            (
+                "1000 flows, 1500 ms cap",
+                "asym.toml",
+                [
+                    *NOCAP,
+                    "workload.cdf=datamining",
+                    "workload.flows=1000",
+                    "workload.load=0.8",
+                    "run.max_sim_time_ms=1500",
+                ],
+            ),
+        ],
+    ),
 }
 
 # Experiments that run only some schemes (the others come from elsewhere).
@@ -136,9 +245,12 @@ def tables(rows):
         if name == "polarization":
             parts.append(polarization_table(title, cases, rs))
             continue
-        out = [f"### {title}", "",
-               "| set-up | ECMP | CONGA' | HULA | ECMP / HULA | CONGA' / HULA | small: ECMP / HULA | p99: ECMP / HULA | P(S2->A3 empty) E / C / H | switch drops E / C / H | flows done | sim ms |",
-               "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        out = [
+            f"### {title}",
+            "",
+            "| set-up | ECMP | CONGA' | HULA | ECMP / HULA | CONGA' / HULA | small: ECMP / HULA | p99: ECMP / HULA | P(S2->A3 empty) E / C / H | switch drops E / C / H | flows done | sim ms |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for label, _, _ in cases:
             v = {s: [r for r in rs if r["row"] == label and r["scheme"] == s] for s in SCHEMES}
             if not all(v.values()):
@@ -146,14 +258,19 @@ def tables(rows):
             m = {s: avg(v[s], "mean") for s in SCHEMES}
             sm = {s: avg(v[s], "small") for s in SCHEMES}
             p = {s: avg(v[s], "p99") for s in SCHEMES}
-            q0 = " / ".join("-" if avg(v[s], "q0") is None else f"{avg(v[s], 'q0'):.2f}" for s in SCHEMES)
+            q0 = " / ".join(
+                "-" if avg(v[s], "q0") is None else f"{avg(v[s], 'q0'):.2f}" for s in SCHEMES
+            )
             dr = " / ".join(f"{avg(v[s], 'data_drops'):.0f}" for s in SCHEMES)
             done = sum(r["completed"] for s in SCHEMES for r in v[s])
             tot = sum(r["total"] for s in SCHEMES for r in v[s])
             sim = max(r["sim_ms"] for s in SCHEMES for r in v[s])
-            out.append(f"| {label} | " + " | ".join(hula.fmt_ms(m[s]) for s in SCHEMES)
-                       + f" | {ratio(m['ecmp'], m['hula'])} | {ratio(m['conga_prime'], m['hula'])}"
-                       + f" | {ratio(sm['ecmp'], sm['hula'])} | {ratio(p['ecmp'], p['hula'])} | {q0} | {dr} | {done}/{tot} | {sim:.0f} |")
+            out.append(
+                f"| {label} | "
+                + " | ".join(hula.fmt_ms(m[s]) for s in SCHEMES)
+                + f" | {ratio(m['ecmp'], m['hula'])} | {ratio(m['conga_prime'], m['hula'])}"
+                + f" | {ratio(sm['ecmp'], sm['hula'])} | {ratio(p['ecmp'], p['hula'])} | {q0} | {dr} | {done}/{tot} | {sim:.0f} |"
+            )
         parts.append("\n".join(out))
     return "\n\n".join(parts)
 
@@ -161,28 +278,53 @@ def tables(rows):
 def polarization_table(title, cases, rs):
     """Polarized ECMP and CONGA' next to run.py's ECMP, CONGA' and HULA at the same points."""
     ref = REFERENCE
-    out = [f"### {title}", "",
-           "| set-up | ECMP | ECMP polarized | CONGA' | CONGA' polarized | HULA | ECMP / HULA | ECMP polarized / HULA | CONGA' polarized / HULA | small: ECMP pol. / HULA | p99: ECMP pol. / HULA | switch drops E / E pol. / C pol. / H | flows done (polarized) | sim ms (polarized) |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    out = [
+        f"### {title}",
+        "",
+        "| set-up | ECMP | ECMP polarized | CONGA' | CONGA' polarized | HULA | ECMP / HULA | ECMP polarized / HULA | CONGA' polarized / HULA | small: ECMP pol. / HULA | p99: ECMP pol. / HULA | switch drops E / E pol. / C pol. / H | flows done (polarized) | sim ms (polarized) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for label, cfg, sets in cases:
         load = float(next(x for x in sets if x.startswith("workload.load=")).split("=")[1])
-        base = {s: [r for r in ref if r["cfg"] == cfg and r["cdf"] == "websearch" and r["scheme"] == s
-                    and r["load"] == load and r["seed"] in SEEDS] for s in SCHEMES}
-        pol = {s: [r for r in rs if r["row"] == label and r["scheme"] == s] for s in EXP_SCHEMES["polarization"]}
+        base = {
+            s: [
+                r
+                for r in ref
+                if r["cfg"] == cfg
+                and r["cdf"] == "websearch"
+                and r["scheme"] == s
+                and r["load"] == load
+                and r["seed"] in SEEDS
+            ]
+            for s in SCHEMES
+        }
+        pol = {
+            s: [r for r in rs if r["row"] == label and r["scheme"] == s]
+            for s in EXP_SCHEMES["polarization"]
+        }
         if not all(base.values()) or not all(pol.values()):
             continue
         m = {s: avg(base[s], "mean") for s in SCHEMES}
         pm = {s: avg(pol[s], "mean") for s in pol}
         h = m["hula"]
-        dr = " / ".join(f"{x:.0f}" for x in [avg(base["ecmp"], "switch_drops"), avg(pol["ecmp"], "data_drops"),
-                                             avg(pol["conga_prime"], "data_drops"), avg(base["hula"], "switch_drops")])
+        dr = " / ".join(
+            f"{x:.0f}"
+            for x in [
+                avg(base["ecmp"], "switch_drops"),
+                avg(pol["ecmp"], "data_drops"),
+                avg(pol["conga_prime"], "data_drops"),
+                avg(base["hula"], "switch_drops"),
+            ]
+        )
         done = sum(r["completed"] for v in pol.values() for r in v)
         tot = sum(r["total"] for v in pol.values() for r in v)
         sim = max(r["sim_ms"] for v in pol.values() for r in v)
-        out.append(f"| {label} | {hula.fmt_ms(m['ecmp'])} | {hula.fmt_ms(pm['ecmp'])} | {hula.fmt_ms(m['conga_prime'])}"
-                   f" | {hula.fmt_ms(pm['conga_prime'])} | {hula.fmt_ms(h)} | {ratio(m['ecmp'], h)} | {ratio(pm['ecmp'], h)}"
-                   f" | {ratio(pm['conga_prime'], h)} | {ratio(avg(pol['ecmp'], 'small'), avg(base['hula'], 'small'))}"
-                   f" | {ratio(avg(pol['ecmp'], 'p99'), avg(base['hula'], 'p99'))} | {dr} | {done}/{tot} | {sim:.0f} |")
+        out.append(
+            f"| {label} | {hula.fmt_ms(m['ecmp'])} | {hula.fmt_ms(pm['ecmp'])} | {hula.fmt_ms(m['conga_prime'])}"
+            f" | {hula.fmt_ms(pm['conga_prime'])} | {hula.fmt_ms(h)} | {ratio(m['ecmp'], h)} | {ratio(pm['ecmp'], h)}"
+            f" | {ratio(pm['conga_prime'], h)} | {ratio(avg(pol['ecmp'], 'small'), avg(base['hula'], 'small'))}"
+            f" | {ratio(avg(pol['ecmp'], 'p99'), avg(base['hula'], 'p99'))} | {dr} | {done}/{tot} | {sim:.0f} |"
+        )
     return "\n".join(out)
 
 
@@ -190,6 +332,7 @@ def plot_length(rows):
     """docs/results/hula/run_length.png (skipped without matplotlib)."""
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
@@ -292,7 +435,10 @@ def main():
     if a.smoke:
         pass
     elif missing:
-        print(f"{missing} runs not finished (run without --only/--tables): docs not written", file=sys.stderr)
+        print(
+            f"{missing} runs not finished (run without --only/--tables): docs not written",
+            file=sys.stderr,
+        )
     else:
         hula.write_section("ablations", body)
     print(body)

@@ -15,11 +15,11 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-import run as R  # noqa: E402
+import run as R
 
 OUTDIR = R.ROOT / "docs" / "results" / "p4te"
 # One colour (and marker) per scheme, the same in every plot.
@@ -34,10 +34,12 @@ STYLE = {
     "P4TE-RA batch": ("tab:brown", "D", "--"),
     "P4TE-RA fast, fixed delta": ("tab:pink", "^", ":"),
 }
-PLOTS = [("leaf_spine_10g.toml", "websearch", "websearch_10g.png"),
-         ("leaf_spine_40g.toml", "websearch", "websearch_40g.png"),
-         ("leaf_spine_10g.toml", "datamining", "datamining_10g.png"),
-         ("leaf_spine_40g.toml", "datamining", "datamining_40g.png")]
+PLOTS = [
+    ("leaf_spine_10g.toml", "websearch", "websearch_10g.png"),
+    ("leaf_spine_40g.toml", "websearch", "websearch_40g.png"),
+    ("leaf_spine_10g.toml", "datamining", "datamining_10g.png"),
+    ("leaf_spine_40g.toml", "datamining", "datamining_40g.png"),
+]
 
 
 def plot(res, plan=None):
@@ -50,12 +52,19 @@ def plot(res, plan=None):
         seeds, loads, variants = plan[(cfg, cdf)]
         title = dict(R.CONFIGS)[cfg]
         fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-        for ax, cls, label in [(axes[0], "short", "short flows (<= p90 size)"), (axes[1], "large", "large flows")]:
+        for ax, cls, label in [
+            (axes[0], "short", "short flows (<= p90 size)"),
+            (axes[1], "large", "large flows"),
+        ]:
             ax.set_xlabel("load of the aggregation layer (%)")
             for v in variants:
                 xs, ys, lo, hi = [], [], [], []
                 for load in loads:
-                    vals = [res[k][cls] / 1000 for k in (("grid", cfg, cdf, load, s, v) for s in seeds) if k in res]
+                    vals = [
+                        res[k][cls] / 1000
+                        for k in (("grid", cfg, cdf, load, s, v) for s in seeds)
+                        if k in res
+                    ]
                     if not vals:
                         continue
                     m = sum(vals) / len(vals)
@@ -66,15 +75,20 @@ def plot(res, plan=None):
                 if not xs:
                     continue
                 c, mk, ls = STYLE[v]
-                ax.errorbar(xs, ys, yerr=[lo, hi], color=c, marker=mk, linestyle=ls, capsize=3, label=v)
+                ax.errorbar(
+                    xs, ys, yerr=[lo, hi], color=c, marker=mk, linestyle=ls, capsize=3, label=v
+                )
             ax.set_ylabel("mean FCT (ms)")
             ax.set_title(label)
-            ax.set_xticks([int(l * 100) for l in loads])
+            ax.set_xticks([int(ld * 100) for ld in loads])
             ax.set_ylim(bottom=0)
             ax.grid(alpha=0.3)
         axes[0].legend(fontsize=8)
         n = R.flows_title(cfg, cdf, loads)
-        fig.suptitle(f"{cdf}, leaf-spine {title}, stride, {n};\nmean over seeds {seeds} (bars: min-max)", fontsize=9)
+        fig.suptitle(
+            f"{cdf}, leaf-spine {title}, stride, {n};\nmean over seeds {seeds} (bars: min-max)",
+            fontsize=9,
+        )
         fig.tight_layout()
         out = OUTDIR / name
         fig.savefig(out, dpi=110)
@@ -109,7 +123,7 @@ def plot_cdfs(cache, plan=None, cfg="leaf_spine_10g.toml"):
                         d = cache.flows(cfg, R.grid_sets(cfg, cdf, load, seed, v))
                     except KeyError:  # not run (plot.py reads finished runs only)
                         continue
-                    for c, t in zip(d["class"], d["fct_us"]):
+                    for c, t in zip(d["class"], d["fct_us"], strict=False):
                         if t is None:
                             missing += 1
                             continue
@@ -132,8 +146,11 @@ def plot_cdfs(cache, plan=None, cfg="leaf_spine_10g.toml"):
                 ax.tick_params(labelsize=7)
             axes[0][j].legend(fontsize=7, loc="lower right")
         title = dict(R.CONFIGS)[cfg]
-        fig.suptitle(f"Fig. {fig_no} (appendix A.2): CDF of FCT, {cdf}, leaf-spine {title}, stride, "
-                     f"{R.flows_title(cfg, cdf, loads)}, seeds {seeds} pooled", fontsize=10)
+        fig.suptitle(
+            f"Fig. {fig_no} (appendix A.2): CDF of FCT, {cdf}, leaf-spine {title}, stride, "
+            f"{R.flows_title(cfg, cdf, loads)}, seeds {seeds} pooled",
+            fontsize=10,
+        )
         fig.tight_layout()
         out = OUTDIR / f"cdf_{cdf}_10g.png"
         fig.savefig(out, dpi=100)
