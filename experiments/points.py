@@ -184,6 +184,20 @@ def _groups(points: Sequence[tuple[Path, list[str]]]) -> list[_Group]:
     return groups
 
 
+# The executor of the sweeps that are given none (see `smoke_threads`).
+_EXECUTOR: Executor | None = None
+
+
+def smoke_threads() -> None:
+    """Runs every sweep of this process on two threads (a run releases the GIL):
+    for --smoke, whose many tiny sweeps would spend longer spawning worker
+    processes than running."""
+    global _EXECUTOR
+    from concurrent.futures import ThreadPoolExecutor
+
+    _EXECUTOR = ThreadPoolExecutor(2)
+
+
 # Sweep directories whose `rerun` points were removed by this process (once each).
 _FORGOTTEN: set[Path] = set()
 
@@ -249,6 +263,7 @@ def run_points(
                     file=sys.stderr,
                     flush=True,
                 )
+            executor = executor or _EXECUTOR
             pool = {"executor": executor} if executor is not None else {"workers": workers}
             runs = pisanet.sweep(g.config, vary, set=sets, out=directory, **pool).runs
         _TABLES.pop((directory, "ports"), None)

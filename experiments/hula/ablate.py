@@ -385,6 +385,8 @@ def main():
     )
     P.add_arguments(ap, OUT)
     a = ap.parse_args()
+    if a.smoke:
+        P.smoke_threads()
     names = a.only or list(EXPERIMENTS)
     seeds = SEEDS
     out = a.out

@@ -773,6 +773,8 @@ def main():
     )
     P.add_arguments(ap, OUT)
     a = ap.parse_args()
+    if a.smoke:
+        P.smoke_threads()
     names = a.only or EXPERIMENTS
     out = a.out
     if a.smoke:

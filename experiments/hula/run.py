@@ -421,6 +421,8 @@ def main():
     )
     P.add_arguments(ap, OUT)
     a = ap.parse_args()
+    if a.smoke:
+        P.smoke_threads()
     mode = Mode(a.quick, a.smoke)
     out = a.out / ("smoke" if a.smoke else "quick" if a.quick else "full")
     rows = run_fct(mode, out, a.workers)

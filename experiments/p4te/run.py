@@ -25,7 +25,6 @@ import json
 import math
 import statistics
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import tomllib
@@ -605,10 +604,9 @@ def main():
     if a.smoke:
         smoke()
     out = a.out / ("smoke" if a.smoke else "quick" if a.quick else "full")
-    # NOTE: --smoke runs its many tiny sweeps on threads (a run releases the
-    # GIL): spawning worker processes would cost more than the runs.
-    executor = ThreadPoolExecutor(a.workers or 2) if a.smoke else None
-    cache = Store(out, a.workers, a.rerun, executor)
+    if a.smoke:
+        P.smoke_threads()
+    cache = Store(out, a.workers, a.rerun)
     per_flow_ecmp = calibrate_all(cache, seeds)
     todo = list(jobs(seeds))
     cache.run([(cfg, sets) for _, cfg, sets in todo])
