@@ -312,6 +312,27 @@ def write_section(doc: Path, name: str, body: str) -> None:
     doc.write_text(text[:i] + "\n" + body + "\n" + text[j:])
 
 
+def mode_name(args: Any) -> str:
+    """The folder of a mode under `--out`: `smoke`, `quick` or `full`."""
+    return "smoke" if args.smoke else "quick" if args.quick else "full"
+
+
+def publish(args: Any, out: Path, name: str, body: str, write: Any) -> None:
+    """Prints the tables; the full mode writes them into docs/ (`write(body)`),
+    `--quick` into `OUT/quick/NAME.md` (its numbers are not the page's), and
+    `--smoke` nowhere."""
+    print(body)
+    if args.smoke:
+        return
+    if args.quick:
+        path = out / f"{name}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(body + "\n")
+        print(f"wrote {path} (--quick: docs/results is left as it is)", file=sys.stderr)
+        return
+    write(body)
+
+
 def add_arguments(ap: Any, default_out: str) -> None:
     """The options every experiment script shares."""
     ap.add_argument(

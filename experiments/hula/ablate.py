@@ -379,19 +379,24 @@ def main():
         help="run these schemes' points again (after a change to them); keep the others'",
     )
     ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="seed 1 only (about a third of the time); tables into OUT/quick/, not docs/",
+    )
+    ap.add_argument(
         "--smoke",
         action="store_true",
-        help="one row of one experiment, seed 1, 40 flows; prints the table, writes nothing under docs/",
+        help="one row of one experiment, seed 1, 40 flows; prints the table, writes nothing",
     )
     P.add_arguments(ap, OUT)
     a = ap.parse_args()
     if a.smoke:
         P.smoke_threads()
     names = a.only or list(EXPERIMENTS)
-    seeds = SEEDS
-    out = a.out
+    seeds = [1] if a.quick or a.smoke else SEEDS
+    out = a.out / P.mode_name(a)
     if a.smoke:
-        names, seeds, out = ["rto"], [1], a.out / "smoke"
+        names = ["rto"]
         label, cfg, sets = EXPERIMENTS["rto"][1][0]
         EXPERIMENTS["rto"] = (EXPERIMENTS["rto"][0], [(label, cfg, [*sets, "workload.flows=40"])])
     rerun = [f"scheme.kind={s}" for s in a.schemes or []]
@@ -417,13 +422,15 @@ def main():
             else:
                 rows.append(row_of(j, point))
     if "polarization" in names and not a.smoke:
-        # ECMP, CONGA' and HULA as they are: run.py's full sweep (run here if missing).
+        # ECMP, CONGA' and HULA as they are: run.py's full sweep (run here if
+        # missing); --quick: the same points with seed 1, in this script's folder.
         mode = hula.Mode()
+        mode.seeds = seeds
         pts = [p for p in hula.fct_points(mode) if p[1] == "websearch" and p[2] in SCHEMES]
         pts = [p for p in pts if (p[0], p[3]) in {("base.toml", 0.7), ("asym.toml", 0.6)}]
         ref = P.run_points(
             [(hula.HERE / p[0], hula.sets_of(*p[1:], mode)) for p in pts],
-            Path(hula.OUT) / "full",
+            Path(hula.OUT) / "full" if not a.quick else out,
             a.workers,
             run=not a.tables,
         )
@@ -433,17 +440,15 @@ def main():
                 missing += 1
             else:
                 REFERENCE.append(hula.row_of(p, point))
-    body = tables(rows) + ("" if a.smoke else plot_length(rows))
-    if a.smoke:
-        pass
-    elif missing:
+    body = tables(rows) + ("" if a.smoke or a.quick else plot_length(rows))
+    if missing and not a.smoke:
+        print(body)
         print(
-            f"{missing} runs not finished (run without --only/--tables): docs not written",
+            f"{missing} runs not finished (run without --only/--tables): tables not written",
             file=sys.stderr,
         )
-    else:
-        hula.write_section("ablations", body)
-    print(body)
+        return
+    P.publish(a, out, "ablations", body, lambda b: hula.write_section("ablations", b))
 
 
 if __name__ == "__main__":

@@ -341,7 +341,8 @@ def one(cfg, sets, scheme, seed, point):
     return rec
 
 
-def pick(cache, cfg, sets, scheme, seeds=SEEDS):
+def pick(cache, cfg, sets, scheme, seeds=None):
+    seeds = SEEDS if seeds is None else seeds
     return [cache[k] for k in (key(cfg, sets, scheme, s) for s in seeds) if k in cache]
 
 
@@ -767,19 +768,28 @@ def main():
         "--tables", action="store_true", help="run nothing: the tables from the finished points"
     )
     ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="seed 1 only, data-mining at 80%% only; tables into OUT/quick/, not docs/",
+    )
+    ap.add_argument(
         "--smoke",
         action="store_true",
-        help="flowlets on the asymmetric topology, seed 1, 40 flows; prints, writes nothing under docs/",
+        help="flowlets on both topologies, seed 1, 40 flows; prints, writes nothing",
     )
     P.add_arguments(ap, OUT)
     a = ap.parse_args()
     if a.smoke:
         P.smoke_threads()
     names = a.only or EXPERIMENTS
-    out = a.out
+    out = a.out / P.mode_name(a)
+    global ASYM60, SYM70, SEEDS
+    if a.quick or a.smoke:
+        SEEDS = [1]
+        LONG_TF_SEEDS[:] = [1]
+        DM_LOADS[:] = DM_RUN_ORDER[:] = [0.8]
     if a.smoke:
-        global ASYM60, SYM70, SEEDS
-        names, out, SEEDS = ["flowlets"], a.out / "smoke", [1]
+        names = ["flowlets"]
         ASYM60 = (ASYM60[0], [*ASYM60[1], "workload.flows=40"])
         SYM70 = (SYM70[0], [*SYM70[1], "workload.flows=40"])
     cache = {}
@@ -807,16 +817,14 @@ def main():
             else:
                 cache[key(cfg, sets, scheme, seed)] = one(cfg, sets, scheme, seed, point)
     body = tables(cache)
-    if a.smoke:
-        pass
-    elif missing:
+    if missing and not a.smoke:
+        print(body)
         print(
-            f"{missing} runs not finished (run without --only/--tables): docs not written",
+            f"{missing} runs not finished (run without --only/--tables): tables not written",
             file=sys.stderr,
         )
-    else:
-        hula.write_section("mechanisms", body)
-    print(body)
+        return
+    P.publish(a, out, "mechanisms", body, lambda b: hula.write_section("mechanisms", b))
 
 
 if __name__ == "__main__":

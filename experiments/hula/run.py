@@ -424,7 +424,7 @@ def main():
     if a.smoke:
         P.smoke_threads()
     mode = Mode(a.quick, a.smoke)
-    out = a.out / ("smoke" if a.smoke else "quick" if a.quick else "full")
+    out = a.out / P.mode_name(a)
     rows = run_fct(mode, out, a.workers)
     ws, dm = mode.ws, mode.dm
     fail_jobs = [
@@ -525,9 +525,7 @@ def main():
     if not (a.quick or a.smoke):
         parts.append(plots(rows, ws, dm, qload, s9a, s9b))
     body = "\n\n".join(parts)
-    if not a.smoke:
-        write_section("results", body)
-    print(body)
+    P.publish(a, out, "results", body, lambda b: write_section("results", b))
 
 
 if __name__ == "__main__":

@@ -611,9 +611,9 @@ def main():
     todo = list(jobs(seeds))
     cache.run([(cfg, sets) for _, cfg, sets in todo])
     res = {key: stats(cache.point(cfg, sets)) for key, cfg, sets in todo}
-    text = write(res, seeds, per_flow_ecmp, cache, doc=None if a.smoke else OUT)
-    if a.smoke:
-        print(text)
+    text = write(res, seeds, per_flow_ecmp, cache, doc=None)
+    P.publish(a, out, "p4te", text, write_page)
+    if a.smoke or a.quick:
         return
     # plot.py imports this module as `run`: let it share this run's state
     # (DELTA, PLAN) instead of importing a fresh copy.
@@ -989,18 +989,22 @@ def write(res, seeds, per_flow_ecmp, cache, doc=OUT):
                 f"{fmt(mean([r['wait_mean'] for r in fs]), 2)} / {fmt(max(r['wait_max'] for r in fs), 1)} | "
                 f"{fmt(mean([r['sim_s'] for r in rs]) * 1000, 0)} |"
             )
-    if doc is None:
-        return "\n".join(L)
+    if doc is not None:
+        write_page("\n".join(L), doc)
+    return "\n".join(L)
+
+
+def write_page(text, doc=OUT):
+    """docs/results/p4te.md: `text`, then the page's hand-written "## Discussion" on."""
     doc.parent.mkdir(parents=True, exist_ok=True)
     tail = ""
     if doc.exists():
-        text = doc.read_text()
+        old = doc.read_text()
         marker = "\n## Discussion"
-        if marker in text:
-            tail = text[text.index(marker) :]
-    doc.write_text("\n".join(L) + "\n" + tail)
+        if marker in old:
+            tail = old[old.index(marker) :]
+    doc.write_text(text + "\n" + tail)
     print(f"wrote {doc}")
-    return "\n".join(L)
 
 
 if __name__ == "__main__":
