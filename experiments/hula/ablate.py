@@ -3,14 +3,14 @@
 from the paper's"). Each experiment changes one thing from a reference
 set-up and reruns ECMP, CONGA' and HULA on seeds 1-3; the tables go into
 docs/results/hula.md between `<!-- ablations:begin -->` and
-`<!-- ablations:end -->`, and the raw numbers into
-docs/results/hula/ablations.json. "polarization" reruns only ECMP and
-CONGA' (HULA does not read scheme.ecmp_hash_per_tier) and shows them next
-to the sweep's numbers in docs/results/hula/runs.json (run.py).
+`<!-- ablations:end -->`. "polarization" reruns only ECMP and CONGA' (HULA
+does not read scheme.ecmp_hash_per_tier) and shows them next to run.py's
+numbers at the same points (its sweep directories, results/hula/full).
 
-`python3 experiments/hula/ablate.py [--jobs N] [--only NAME ...]`
-(about 10 minutes with 1 job). Uses target/release/examples/run (PISANET_COLUMNS=1),
-like run.py.
+`.venv/bin/python experiments/hula/ablate.py [--only NAME ...] [--schemes S ...]
+[--tables] [--quick | --smoke] [--workers N] [--out DIR]` (about 20 minutes on
+one core). Runs go through `pisanet.sweep` into results/hula-ablations/MODE/
+(experiments/points.py); a rerun resumes.
 """
 
 import argparse

@@ -5,15 +5,17 @@ HULA, whether HULA's drops at the bottleneck come from herding, and why a
 10x probe interval costs HULA time at 30-50% load (`probe10x`).
 
 Tables go into docs/results/hula.md between `<!-- mechanisms:begin -->` and
-`<!-- mechanisms:end -->`; every run's derived numbers are cached in
-docs/results/hula/mechanisms.json (keyed by config and settings), so a rerun
-only simulates what is missing. `--tables` rewrites the tables from the cache.
+`<!-- mechanisms:end -->`. Every run goes through `pisanet.sweep` into
+results/hula-mechanisms/MODE/ (experiments/points.py), so a rerun only
+simulates what is missing; `--tables` rewrites the tables from the finished
+runs without running anything.
 
-`.venv/bin/python experiments/hula/mechanisms.py [--only NAME ...] [--tables]`
-(about 105 minutes on one core without a cache). Uses
-target/release/examples/run (PISANET_COLUMNS=1), like run.py.
+`.venv/bin/python experiments/hula/mechanisms.py [--only NAME ...] [--tables]
+[--quick | --smoke] [--workers N] [--out DIR]` (about 105 minutes on one core
+from nothing; `--quick`: seed 1 and data-mining at 80% only).
 
-Per-run numbers beyond the FCTs (all from outputs the runner already has):
+Per-run numbers beyond the FCTs (from the sweep's `runs` table, `ports`
+table and `queues`/`port_rates` views):
 - the programs' diagnostic counters (`summary.switches.counters`):
   `new_data_flowlets_tier0` (data packets that started a flowlet at a ToR;
   HULA and CONGA'), `hula_best_hop_changes_tier{0,1,2}` (probes that moved a

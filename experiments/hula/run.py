@@ -3,12 +3,13 @@
 docs/results/hula.md between the markers `<!-- results:begin -->` and
 `<!-- results:end -->`.
 
-Needs only the Rust toolchain and the Python standard library:
-`python3 experiments/hula/run.py [--quick] [--jobs N]`. With matplotlib
-importable (`.venv/bin/python`, after `bash scripts/setup.sh`) it also draws
-the figures into docs/results/hula/. The raw per-run numbers go to
-docs/results/hula/runs.json.
-Each run is `PISANET_COLUMNS=1 target/release/examples/run CONFIG key=value ...`.
+`.venv/bin/python experiments/hula/run.py [--quick | --smoke] [--workers N]
+[--out DIR]`: runs every point through `pisanet.sweep` (experiments/points.py)
+into sweep directories under `--out` (default results/hula; `full/`,
+`quick/` or `smoke/` below it), reads them back with DuckDB and writes the
+tables (the full mode also the figures into docs/results/hula/). A rerun
+resumes: finished points are not run again. `--quick` writes its tables to
+`OUT/quick/results.md` and leaves docs/ alone; `--smoke` only prints.
 The controlled experiments that chose these settings are in ablate.py.
 """
 
