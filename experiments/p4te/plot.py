@@ -3,10 +3,10 @@
 large-flow FCT against load per scheme (Fig. 9 and 10 style), and CDFs of
 FCT per load and class (appendix A.2, Fig. 14 and 15).
 
-Usage: .venv/bin/python experiments/p4te/plot.py (needs matplotlib). Reads
-only the run cache of run.py (target/p4te-runs); points not cached are left
-out. run.py calls plot() and plot_cdfs() itself when matplotlib is
-importable.
+Usage: .venv/bin/python experiments/p4te/plot.py. Reads the finished runs
+of run.py's full set (its sweep directories, results/p4te/full) and runs
+nothing; runs not finished are left out. run.py calls plot() and
+plot_cdfs() itself after the full set.
 """
 
 import sys
