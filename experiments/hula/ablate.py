@@ -121,7 +121,7 @@ EXPERIMENTS = {
         ],
     ),
     # The same points as run.py's sweep (2000 flows), with every tier hashing
-    # on the same bits; ECMP, CONGA' and HULA as they are come from runs.json.
+    # on the same bits; ECMP, CONGA' and HULA as they are come from run.py's sweep.
     "polarization": (
         "Hash polarization (web-search, 2000 flows, as run.py; `scheme.ecmp_hash_per_tier=false`)",
         [
