@@ -7,8 +7,8 @@ into sweeps: the runs of one config whose overrides differ only in
 `scheme.kind` and `run.seed` form one sweep over those two keys (or, when
 they are not a full cross product, one sweep over `run.seed` per scheme).
 Each sweep goes into its own directory under the script's `--out` folder,
-named `<config stem>-<hash of the config name, the other overrides and the
-vary spec>`; a sweep directory remembers which points are finished, so an
+named `<config stem>-<hash of the config file's name and text, the other
+overrides and the vary spec>`; a sweep directory remembers which points are finished, so an
 interrupted script, run again, runs only what is missing.
 
 Results come back as `Point`s: a point's row of the sweep's `runs` table
@@ -135,7 +135,11 @@ class _Group:
     """One scheme only: `run.unused_keys=ignore` (see `_groups`)."""
 
     def directory(self, out: Path) -> Path:
-        ident = json.dumps([self.config.name, self.base, self.vary], sort_keys=True)
+        # NOTE: the config file's text is in the name: after an edit to it, the
+        # script runs its points again into a new directory (a sweep refuses
+        # a directory that holds another base config).
+        text = hashlib.sha256(self.config.read_bytes()).hexdigest()
+        ident = json.dumps([self.config.name, text, self.base, self.vary], sort_keys=True)
         return out / f"{self.config.stem}-{hashlib.sha256(ident.encode()).hexdigest()[:10]}"
 
 
