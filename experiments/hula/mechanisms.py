@@ -11,7 +11,7 @@ simulates what is missing; `--tables` rewrites the tables from the finished
 runs without running anything.
 
 `.venv/bin/python experiments/hula/mechanisms.py [--only NAME ...] [--tables]
-[--quick | --smoke] [--workers N] [--out DIR]` (about 105 minutes on one core
+[--quick | --smoke] [--workers N] [--out DIR]` (342 runs, about 90 minutes on one core
 from nothing; `--quick`: seed 1 and data-mining at 80% only).
 
 Per-run numbers beyond the FCTs (from the sweep's `runs` table, `ports`
