@@ -401,7 +401,7 @@ def main():
         EXPERIMENTS["rto"] = (EXPERIMENTS["rto"][0], [(label, cfg, [*sets, "workload.flows=40"])])
     rerun = [f"scheme.kind={s}" for s in a.schemes or []]
     rows = []
-    missing = 0
+    missing = set()
     # Every experiment's finished points are read, so that the section keeps
     # the tables of those not run this time.
     for n in EXPERIMENTS if not a.smoke else names:
@@ -418,7 +418,7 @@ def main():
         for j in jobs:
             point = got.get(P.point_key(hula.HERE / j[2], sets_of(j)))
             if point is None:
-                missing += 1
+                missing.add((j[2], tuple(sets_of(j))))
             else:
                 rows.append(row_of(j, point))
     if "polarization" in names and not a.smoke:
@@ -437,14 +437,14 @@ def main():
         for p in pts:
             point = ref.get(P.point_key(hula.HERE / p[0], hula.sets_of(*p[1:], mode)))
             if point is None:
-                missing += 1
+                missing.add((p[0], tuple(hula.sets_of(*p[1:], mode))))
             else:
                 REFERENCE.append(hula.row_of(p, point))
     body = tables(rows) + ("" if a.smoke or a.quick else plot_length(rows))
     if missing and not a.smoke:
         print(body)
         print(
-            f"{missing} runs not finished (run without --only/--tables): tables not written",
+            f"{len(missing)} runs not finished (run without --only/--tables): tables not written",
             file=sys.stderr,
         )
         return

@@ -795,7 +795,7 @@ def main():
         ASYM60 = (ASYM60[0], [*ASYM60[1], "workload.flows=40"])
         SYM70 = (SYM70[0], [*SYM70[1], "workload.flows=40"])
     cache = {}
-    missing = 0
+    missing = set()
     # Every experiment's finished points are read, so that the section keeps
     # the tables of those not run this time.
     for name in names if a.smoke else EXPERIMENTS:
@@ -815,14 +815,14 @@ def main():
                 P.point_key(hula.HERE / cfg, [*sets, f"scheme.kind={scheme}", f"run.seed={seed}"])
             )
             if point is None:
-                missing += 1
+                missing.add(key(cfg, sets, scheme, seed))
             else:
                 cache[key(cfg, sets, scheme, seed)] = one(cfg, sets, scheme, seed, point)
     body = tables(cache)
     if missing and not a.smoke:
         print(body)
         print(
-            f"{missing} runs not finished (run without --only/--tables): tables not written",
+            f"{len(missing)} runs not finished (run without --only/--tables): tables not written",
             file=sys.stderr,
         )
         return
