@@ -9,7 +9,9 @@ from __future__ import annotations
 import hashlib
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -102,3 +104,23 @@ def test_runs_that_are_not_a_cross_product_split_by_scheme() -> None:
 
 def test_a_later_override_of_a_key_wins_as_in_a_run() -> None:
     assert points.point_key("a.toml", ["x.y=1", "x.y=2"]) == points.point_key("a.toml", ["x.y=2"])
+
+
+def test_rerun_runs_the_matching_points_again_with_the_same_digest(tmp_path: Path) -> None:
+    cfg = ROOT / "experiments" / "hula" / "base.toml"
+    pts = [(cfg, ["workload.flows=10", f"scheme.kind={s}"]) for s in ["ecmp", "hula"]]
+
+    def summaries(got: dict[Any, points.Point]) -> dict[str, tuple[int, str]]:
+        out = {}
+        for key, p in got.items():
+            summary = p.directory / "points" / p.point_id / "summary.json"
+            out[dict(key[1])["scheme.kind"]] = (summary.stat().st_mtime_ns, p.row["digest"])
+        return out
+
+    first = summaries(points.run_points(pts, tmp_path, executor=ThreadPoolExecutor(2)))
+    again = summaries(
+        points.run_points(pts, tmp_path, executor=ThreadPoolExecutor(2), rerun=["scheme.kind=hula"])
+    )
+    assert again["ecmp"] == first["ecmp"]  # not run again
+    assert again["hula"][0] != first["hula"][0]  # run again ...
+    assert again["hula"][1] == first["hula"][1]  # ... to the same digest
