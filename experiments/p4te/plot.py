@@ -103,7 +103,7 @@ def cdf_points(values):
     return xs, [(i + 1) / n for i in range(n)]
 
 
-def plot_cdfs(cache, plan=None, cfg="leaf_spine_10g.toml"):
+def plot_cdfs(store, plan=None, cfg="leaf_spine_10g.toml"):
     """Appendix A.2: CDF of FCT per load (columns) for short, large and all
     flows (rows), per-flow records pooled over the seeds. Unfinished flows
     (null FCT) are left out and counted in the panel title."""
@@ -120,7 +120,7 @@ def plot_cdfs(cache, plan=None, cfg="leaf_spine_10g.toml"):
                 missing = 0
                 for seed in seeds:
                     try:
-                        d = cache.flows(cfg, R.grid_sets(cfg, cdf, load, seed, v))
+                        d = store.flows(cfg, R.grid_sets(cfg, cdf, load, seed, v))
                     except KeyError:  # not run (plot.py reads finished runs only)
                         continue
                     for c, t in zip(d["class"], d["fct_us"], strict=False):
@@ -161,20 +161,20 @@ def plot_cdfs(cache, plan=None, cfg="leaf_spine_10g.toml"):
 
 def main():
     """The plots from the finished runs of run.py's full set (nothing is run)."""
-    cache = R.Store(R.ROOT / R.RESULTS / "full", run=False)
+    store = R.Store(R.ROOT / R.RESULTS / "full", run=False)
     try:
-        R.calibrate_all(cache, [1, 2, 3])
+        R.calibrate_all(store, [1, 2, 3])
     except KeyError:
         sys.exit("plot.py: the delta calibration of run.py has not run yet (results/p4te/full)")
     jobs = list(R.jobs([1, 2, 3]))
-    cache.run([(cfg, sets) for _, cfg, sets in jobs])
+    store.run([(cfg, sets) for _, cfg, sets in jobs])
     res = {}
     for key, cfg, sets in jobs:
         try:
-            res[key] = R.stats(cache.point(cfg, sets))
+            res[key] = R.stats(store.point(cfg, sets))
         except KeyError:
             continue
-    for f in plot(res) + plot_cdfs(cache):
+    for f in plot(res) + plot_cdfs(store):
         print(f"wrote {f}")
 
 

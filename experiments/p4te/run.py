@@ -237,7 +237,7 @@ def quantile_weighted(pairs, q):
     return pairs[-1][0] if pairs else 0
 
 
-def calibrate(cache, cfg, seeds, variant=CALIB_VARIANT):
+def calibrate(store, cfg, seeds, variant=CALIB_VARIANT):
     """Section 7: queue depths of the fabric ports under ECMP (with ECN) at
     80% web-search load, their p90 in packets, delta = p90 / 3.
 
@@ -267,9 +267,9 @@ def calibrate(cache, cfg, seeds, variant=CALIB_VARIANT):
         *EXTRA,
     ]
     weighted, all_s = [], []
-    cache.run([(cfg, [*sets, f"run.seed={seed}"]) for seed in seeds])
+    store.run([(cfg, [*sets, f"run.seed={seed}"]) for seed in seeds])
     for seed in seeds:
-        d = cache.point(cfg, [*sets, f"run.seed={seed}"])
+        d = store.point(cfg, [*sets, f"run.seed={seed}"])
         q, r = d.queues(), d.port_rates()
         rate = {
             (round(t, 3), port): g
@@ -378,7 +378,7 @@ PLAN = {
     ("leaf_spine_40g.toml", "datamining"): ([1, 2, 3], LOADS, DM),
 }
 # Why HULA beats P4TE on data-mining short flows (10G/5G): ABLATION's
-# variants beside the grid's, the grid's flows and seeds 1-2 (shared cache).
+# variants beside the grid's, the grid's flows and seeds 1-2 (the same runs).
 SHORT_CFG = ("leaf_spine_10g.toml", "datamining")
 SHORT_SEEDS = [1, 2]
 SHORT_LOADS = [0.2, 0.4, 0.6, 0.8]
@@ -479,19 +479,19 @@ def jobs(seeds):
                 yield ("short-ws", load, seed, v), cfg, grid_sets(cfg, "websearch", load, seed, v)
 
 
-def short_flow_stats(cache, load, seed, v, cdf=SHORT_CFG[1]):
+def short_flow_stats(store, load, seed, v, cdf=SHORT_CFG[1]):
     """Mean FCT of the short flows (the default classes: the variant "all
     short" reclassifies its own) and the share of one-packet flows slower
     than 50 us, from the per-flow records."""
     cfg = SHORT_CFG[0]
-    ref = cache.flows(cfg, grid_sets(cfg, cdf, load, seed, "HULA"))
-    d = cache.flows(cfg, grid_sets(cfg, cdf, load, seed, v))
+    ref = store.flows(cfg, grid_sets(cfg, cdf, load, seed, "HULA"))
+    d = store.flows(cfg, grid_sets(cfg, cdf, load, seed, v))
     short = [f for c, f in zip(ref["class"], d["fct_us"], strict=False) if c == 0 and f is not None]
     one = [f for b, f in zip(d["bytes"], d["fct_us"], strict=False) if b <= 1460 and f is not None]
     return {"short": mean(short), "one_slow": sum(f > 50 for f in one) / max(len(one), 1)}
 
 
-def where_queues(cache, v, load, seed):
+def where_queues(store, v, load, seed):
     """Fabric queues while the data-mining flows arrive (first 1.5 s): the
     time-average depth (packets) of the leaf uplinks and of the spine
     downlinks, the share of time a leaf has an idle uplink (empty queue,
@@ -511,7 +511,7 @@ def where_queues(cache, v, load, seed):
     ]
     import numpy as np
 
-    d = cache.point(cfg, sets)
+    d = store.point(cfg, sets)
     qf, rf = d.queues(), d.port_rates()
     q = {
         "time_us": qf["time"].tolist(),
@@ -566,13 +566,13 @@ def where_queues(cache, v, load, seed):
     return out
 
 
-def calibrate_all(cache, seeds):
+def calibrate_all(store, seeds):
     """DELTA for every config (incast: the 10G one, same topology)."""
     for cfg in ["leaf_spine_10g.toml", "leaf_spine_40g.toml", "fat_tree_k8.toml"]:
-        DELTA[cfg] = calibrate(cache, cfg, seeds)
+        DELTA[cfg] = calibrate(store, cfg, seeds)
     DELTA["incast_10g.toml"] = DELTA["leaf_spine_10g.toml"]
     return {
-        cfg: calibrate(cache, cfg, seeds, "ECMP")
+        cfg: calibrate(store, cfg, seeds, "ECMP")
         for cfg in ["leaf_spine_10g.toml", "leaf_spine_40g.toml"]
     }
 
@@ -607,12 +607,12 @@ def main():
     out = a.out / ("smoke" if a.smoke else "quick" if a.quick else "full")
     if a.smoke:
         P.smoke_threads()
-    cache = Store(out, a.workers, a.rerun)
-    per_flow_ecmp = calibrate_all(cache, seeds)
+    store = Store(out, a.workers, a.rerun)
+    per_flow_ecmp = calibrate_all(store, seeds)
     todo = list(jobs(seeds))
-    cache.run([(cfg, sets) for _, cfg, sets in todo])
-    res = {key: stats(cache.point(cfg, sets)) for key, cfg, sets in todo}
-    text = write(res, seeds, per_flow_ecmp, cache, doc=None)
+    store.run([(cfg, sets) for _, cfg, sets in todo])
+    res = {key: stats(store.point(cfg, sets)) for key, cfg, sets in todo}
+    text = write(res, seeds, per_flow_ecmp, store, doc=None)
     P.publish(a, out, "p4te", text, write_page)
     if a.smoke or a.quick:
         return
@@ -621,7 +621,7 @@ def main():
     sys.modules.setdefault("run", sys.modules[__name__])
     import plot
 
-    for f in plot.plot(res, PLAN) + plot.plot_cdfs(cache, PLAN):
+    for f in plot.plot(res, PLAN) + plot.plot_cdfs(store, PLAN):
         print(f"wrote {f}")
 
 
@@ -636,7 +636,7 @@ def flows_title(cfg, cdf, loads):
     )
 
 
-def write_short(res, cache):
+def write_short(res, store):
     """The section on data-mining short flows (ABLATION, WHERE)."""
     L = []
     w = L.append
@@ -664,7 +664,7 @@ def write_short(res, cache):
         cells = []
         for load in SHORT_LOADS:
             st = [
-                short_flow_stats(cache, load, s, v)
+                short_flow_stats(store, load, s, v)
                 for s in SHORT_SEEDS
                 if ("short", load, s, v) in res
             ]
@@ -685,7 +685,7 @@ def write_short(res, cache):
                 fmt(
                     mean(
                         [
-                            short_flow_stats(cache, load, s, v, "websearch")["short"]
+                            short_flow_stats(store, load, s, v, "websearch")["short"]
                             for s in SHORT_WS_SEEDS
                             if ("short-ws", load, s, v) in res
                         ]
@@ -712,7 +712,7 @@ def write_short(res, cache):
     )
     w("|---|---|---|---|---|---|---|---|---|")
     for v in vs:
-        x = where_queues(cache, v, load, seed)
+        x = where_queues(store, v, load, seed)
         c = x["counters"]
 
         def share(cls):
@@ -726,7 +726,7 @@ def write_short(res, cache):
     return L
 
 
-def write(res, seeds, per_flow_ecmp, cache, doc=OUT):
+def write(res, seeds, per_flow_ecmp, store, doc=OUT):
     L = []
     w = L.append
 
@@ -899,7 +899,7 @@ def write(res, seeds, per_flow_ecmp, cache, doc=OUT):
             f"- Fig. {fig}, {cdf}: ![CDF of FCT, {cdf}](p4te/cdf_{cdf}_10g.png) "
             f"[p4te/cdf_{cdf}_10g.png](p4te/cdf_{cdf}_10g.png)"
         )
-    L.extend(write_short(res, cache))
+    L.extend(write_short(res, store))
     w("\n## Fig. 11: load over each leaf's uplinks (web-search, 80%, 10G/5G)\n")
     w(
         "Standard deviation of the packets each leaf sends on its 4 uplinks over a whole run, and the same "
