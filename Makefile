@@ -24,12 +24,13 @@ test-python: setup ## Python tests only
 bench: setup ## Simulator speed on a standard scenario (SCENARIO=fat_tree_k8|fat_tree_k16)
 	$(VENV)/bin/pisanet bench --scenario $(SCENARIO)
 
-lint: setup ## clippy -D warnings, rustfmt --check, ruff, mypy and stubtest
+lint: setup ## clippy -D warnings, rustfmt --check, ruff (python, tests, experiments), mypy and stubtest
 	source scripts/env.sh && find_rust && cargo clippy --workspace --all-targets -- -D warnings
 	source scripts/env.sh && find_rust && cargo fmt --all -- --check
-	$(VENV)/bin/ruff check python tests/python
-	$(VENV)/bin/ruff format --check python tests/python
+	$(VENV)/bin/ruff check python tests/python experiments
+	$(VENV)/bin/ruff format --check python tests/python experiments
 	$(PY) -m mypy python/pisanet
+	$(PY) -m mypy experiments/points.py
 	$(PY) -m mypy.stubtest --mypy-config-file pyproject.toml pisanet._core
 
 headers: ## Regenerate docs/headers.md and tools/wireshark/pisanet.lua from the header tables
@@ -40,7 +41,7 @@ wheel-check: ## Build the wheel, install it into a clean venv, run `pisanet run`
 
 fmt: ## Format Rust and Python sources
 	source scripts/env.sh && find_rust && cargo fmt --all
-	$(VENV)/bin/ruff format python tests/python
+	$(VENV)/bin/ruff format python tests/python experiments
 
 demo: ## Run and plot the demo into results/demo
 	bash scripts/demo.sh

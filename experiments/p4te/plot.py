@@ -3,24 +3,23 @@
 large-flow FCT against load per scheme (Fig. 9 and 10 style), and CDFs of
 FCT per load and class (appendix A.2, Fig. 14 and 15).
 
-Usage: .venv/bin/python experiments/p4te/plot.py (needs matplotlib). Reads
-only the run cache of run.py (target/p4te-runs); points not cached are left
-out. run.py calls plot() and plot_cdfs() itself when matplotlib is
-importable.
+Usage: .venv/bin/python experiments/p4te/plot.py. Reads the finished runs
+of run.py's full set (its sweep directories, results/p4te/full) and runs
+nothing; runs not finished are left out. run.py calls plot() and
+plot_cdfs() itself after the full set.
 """
 
-import json
 import sys
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-import run as R  # noqa: E402
+import run as R
 
 OUTDIR = R.ROOT / "docs" / "results" / "p4te"
 # One colour (and marker) per scheme, the same in every plot.
@@ -35,10 +34,12 @@ STYLE = {
     "P4TE-RA batch": ("tab:brown", "D", "--"),
     "P4TE-RA fast, fixed delta": ("tab:pink", "^", ":"),
 }
-PLOTS = [("leaf_spine_10g.toml", "websearch", "websearch_10g.png"),
-         ("leaf_spine_40g.toml", "websearch", "websearch_40g.png"),
-         ("leaf_spine_10g.toml", "datamining", "datamining_10g.png"),
-         ("leaf_spine_40g.toml", "datamining", "datamining_40g.png")]
+PLOTS = [
+    ("leaf_spine_10g.toml", "websearch", "websearch_10g.png"),
+    ("leaf_spine_40g.toml", "websearch", "websearch_40g.png"),
+    ("leaf_spine_10g.toml", "datamining", "datamining_10g.png"),
+    ("leaf_spine_40g.toml", "datamining", "datamining_40g.png"),
+]
 
 
 def plot(res, plan=None):
@@ -51,12 +52,19 @@ def plot(res, plan=None):
         seeds, loads, variants = plan[(cfg, cdf)]
         title = dict(R.CONFIGS)[cfg]
         fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-        for ax, cls, label in [(axes[0], "short", "short flows (<= p90 size)"), (axes[1], "large", "large flows")]:
+        for ax, cls, label in [
+            (axes[0], "short", "short flows (<= p90 size)"),
+            (axes[1], "large", "large flows"),
+        ]:
             ax.set_xlabel("load of the aggregation layer (%)")
             for v in variants:
                 xs, ys, lo, hi = [], [], [], []
                 for load in loads:
-                    vals = [res[k][cls] / 1000 for k in (("grid", cfg, cdf, load, s, v) for s in seeds) if k in res]
+                    vals = [
+                        res[k][cls] / 1000
+                        for k in (("grid", cfg, cdf, load, s, v) for s in seeds)
+                        if k in res
+                    ]
                     if not vals:
                         continue
                     m = sum(vals) / len(vals)
@@ -67,15 +75,20 @@ def plot(res, plan=None):
                 if not xs:
                     continue
                 c, mk, ls = STYLE[v]
-                ax.errorbar(xs, ys, yerr=[lo, hi], color=c, marker=mk, linestyle=ls, capsize=3, label=v)
+                ax.errorbar(
+                    xs, ys, yerr=[lo, hi], color=c, marker=mk, linestyle=ls, capsize=3, label=v
+                )
             ax.set_ylabel("mean FCT (ms)")
             ax.set_title(label)
-            ax.set_xticks([int(l * 100) for l in loads])
+            ax.set_xticks([int(ld * 100) for ld in loads])
             ax.set_ylim(bottom=0)
             ax.grid(alpha=0.3)
         axes[0].legend(fontsize=8)
         n = R.flows_title(cfg, cdf, loads)
-        fig.suptitle(f"{cdf}, leaf-spine {title}, stride, {n};\nmean over seeds {seeds} (bars: min-max)", fontsize=9)
+        fig.suptitle(
+            f"{cdf}, leaf-spine {title}, stride, {n};\nmean over seeds {seeds} (bars: min-max)",
+            fontsize=9,
+        )
         fig.tight_layout()
         out = OUTDIR / name
         fig.savefig(out, dpi=110)
@@ -90,7 +103,7 @@ def cdf_points(values):
     return xs, [(i + 1) / n for i in range(n)]
 
 
-def plot_cdfs(cache, plan=None, cfg="leaf_spine_10g.toml"):
+def plot_cdfs(store, plan=None, cfg="leaf_spine_10g.toml"):
     """Appendix A.2: CDF of FCT per load (columns) for short, large and all
     flows (rows), per-flow records pooled over the seeds. Unfinished flows
     (null FCT) are left out and counted in the panel title."""
@@ -106,11 +119,11 @@ def plot_cdfs(cache, plan=None, cfg="leaf_spine_10g.toml"):
                 fcts = {"short": [], "large": [], "all": []}
                 missing = 0
                 for seed in seeds:
-                    f = R.flows_file(cache, cfg, R.grid_sets(cfg, cdf, load, seed, v))
-                    if not f.exists():
+                    try:
+                        d = store.flows(cfg, R.grid_sets(cfg, cdf, load, seed, v))
+                    except KeyError:  # not run (plot.py reads finished runs only)
                         continue
-                    d = json.loads(f.read_text())
-                    for c, t in zip(d["class"], d["fct_us"]):
+                    for c, t in zip(d["class"], d["fct_us"], strict=False):
                         if t is None:
                             missing += 1
                             continue
@@ -133,8 +146,11 @@ def plot_cdfs(cache, plan=None, cfg="leaf_spine_10g.toml"):
                 ax.tick_params(labelsize=7)
             axes[0][j].legend(fontsize=7, loc="lower right")
         title = dict(R.CONFIGS)[cfg]
-        fig.suptitle(f"Fig. {fig_no} (appendix A.2): CDF of FCT, {cdf}, leaf-spine {title}, stride, "
-                     f"{R.flows_title(cfg, cdf, loads)}, seeds {seeds} pooled", fontsize=10)
+        fig.suptitle(
+            f"Fig. {fig_no} (appendix A.2): CDF of FCT, {cdf}, leaf-spine {title}, stride, "
+            f"{R.flows_title(cfg, cdf, loads)}, seeds {seeds} pooled",
+            fontsize=10,
+        )
         fig.tight_layout()
         out = OUTDIR / f"cdf_{cdf}_10g.png"
         fig.savefig(out, dpi=100)
@@ -144,14 +160,21 @@ def plot_cdfs(cache, plan=None, cfg="leaf_spine_10g.toml"):
 
 
 def main():
-    cache = R.ROOT / "target" / "p4te-runs"
+    """The plots from the finished runs of run.py's full set (nothing is run)."""
+    store = R.Store(R.ROOT / R.RESULTS / "full", run=False)
+    try:
+        R.calibrate_all(store, [1, 2, 3])
+    except KeyError:
+        sys.exit("plot.py: the delta calibration of run.py has not run yet (results/p4te/full)")
+    jobs = list(R.jobs([1, 2, 3]))
+    store.run([(cfg, sets) for _, cfg, sets in jobs])
     res = {}
-    R.calibrate_all(cache, [1, 2, 3])
-    for key, cfg, sets in R.jobs([1, 2, 3]):
-        f = cache / f"{R.cache_key(cfg, sets)}.json"
-        if f.exists():
-            res[key] = R.json.loads(f.read_text())
-    for f in plot(res) + plot_cdfs(cache):
+    for key, cfg, sets in jobs:
+        try:
+            res[key] = R.stats(store.point(cfg, sets))
+        except KeyError:
+            continue
+    for f in plot(res) + plot_cdfs(store):
         print(f"wrote {f}")
 
 

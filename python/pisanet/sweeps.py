@@ -287,9 +287,11 @@ def plan(
         except ConfigError as e:
             raise ConfigError(f"point {', '.join(own)}: {e}") from None
         points.append(Point(pid, dict(zip(keys, combo, strict=True)), own))
-    # Every key given is read by some point, or refused (as a run refuses it).
+    # Every key given is read by some point, or refused (as a run refuses it),
+    # unless the config or `set` says `run.unused_keys = "ignore"` (as a run allows).
+    lenient = _ignores_unused(text, base_overrides)
     for key, count in unread.items():
-        if count == len(points):
+        if count == len(points) and not lenient:
             raise ConfigError(first_refusal.get(key, f"{key}: no point of the sweep reads it"))
 
     identity = {
@@ -305,6 +307,19 @@ def plan(
         "points": {p.id: p.values for p in points},
     }
     return Plan(manifest, points, resolved, text, base_dir, base_overrides)
+
+
+def _ignores_unused(text: str, base_overrides: list[str]) -> bool:
+    """Whether the base config (the file, then `set`) has `run.unused_keys = "ignore"`."""
+    try:
+        value = tomllib.loads(text).get("run", {}).get("unused_keys")
+    except tomllib.TOMLDecodeError:
+        value = None
+    for item in base_overrides:
+        key, _, raw = item.partition("=")
+        if key.strip() == "run.unused_keys":
+            value = parse_value(raw.strip())
+    return bool(value == "ignore")
 
 
 # ---------------------------------------------------------------- the directory

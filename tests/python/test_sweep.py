@@ -392,3 +392,21 @@ def test_python_sweep_errors_are_config_errors(tmp_path: Path) -> None:
     with pytest.raises(pisanet.ConfigError, match="seeds"):
         pisanet.sweep(TINY, seeds=0, out=tmp_path / "a")
     assert not (tmp_path / "a").exists()
+
+
+def test_a_key_no_point_reads_is_refused_unless_the_base_ignores_unused_keys(
+    tmp_path: Path,
+) -> None:
+    # ECMP does not read scheme.flowlet_timeout_us: refused, as `pisanet run` refuses it.
+    config = TINY + "flowlet_timeout_us = 100.0\n"
+    with pytest.raises(pisanet.ConfigError, match="flowlet_timeout_us"):
+        pisanet.sweep(config, {"workload.load": [0.3, 0.5]}, out=tmp_path / "refused")
+    # With run.unused_keys = "ignore" in the base (as `pisanet run` allows it).
+    swept = pisanet.sweep(
+        config,
+        {"workload.load": [0.3, 0.5]},
+        set=["run.unused_keys=ignore"],
+        out=tmp_path / "ok",
+        executor=ThreadPoolExecutor(2),
+    )
+    assert swept.ran == 2 and swept.failed == 0
