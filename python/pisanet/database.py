@@ -30,6 +30,7 @@ import json
 import os
 import sys
 import time
+import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,51 @@ def _cell(value: Any) -> Any:
     return json.dumps(value) if isinstance(value, (list, dict)) else value
 
 
+def _json_object(path: Path) -> dict[str, Any]:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: corrupt ({type(e).__name__})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: corrupt (not a JSON object)")
+    return value
+
+
+def _readable_point(point_dir: Path) -> dict[str, Any]:
+    """A finished point's summary, after checking that its files can be read.
+
+    `ValueError` naming the first file that is corrupt or missing: such a point
+    is left out of the database (and a rerun of the sweep runs it again).
+    """
+    import pyarrow.parquet as pq
+
+    summary = _json_object(point_dir / "summary.json")
+    ports = point_dir / "ports.json"
+    if ports.is_file():
+        _json_list(ports)
+    for name in ("flows.parquet", QUEUES_FILE, PORT_RATES_FILE, TRACE_FILE):
+        path = point_dir / name
+        if name != "flows.parquet" and not path.is_file():
+            continue
+        try:
+            pq.read_metadata(path)
+        except FileNotFoundError:
+            raise ValueError(f"{path}: missing") from None
+        except Exception as e:  # pyarrow raises ArrowInvalid, OSError, ...
+            raise ValueError(f"{path}: corrupt ({type(e).__name__})") from None
+    return summary
+
+
+def _json_list(path: Path) -> list[Any]:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: corrupt ({type(e).__name__})") from None
+    if not isinstance(value, list):
+        raise ValueError(f"{path}: corrupt (not a JSON list)")
+    return value
+
+
 def runs_frame(directory: Path) -> pd.DataFrame:
     """The `runs` table of a sweep directory, built from its point folders."""
     manifest = read_manifest(directory)
@@ -89,14 +135,22 @@ def runs_frame(directory: Path) -> pd.DataFrame:
     for pid, values in manifest["points"].items():
         point_dir = directory / POINTS / pid
         summary_path, error_path = point_dir / "summary.json", point_dir / ERROR_FILE
-        if summary_path.is_file():
-            summary = json.loads(summary_path.read_text(encoding="utf-8"))
-            status, error = "ok", None
-        elif error_path.is_file():
-            summary = {}
-            error = json.loads(error_path.read_text(encoding="utf-8")).get("message")
-            status = "failed"
-        else:
+        try:
+            if summary_path.is_file():
+                summary = _readable_point(point_dir)
+                status, error = "ok", None
+            elif error_path.is_file():
+                summary = {}
+                error = _json_object(error_path).get("message")
+                status = "failed"
+            else:
+                continue
+        except (ValueError, OSError) as e:
+            warnings.warn(
+                f"{e}; point {pid} left out (a rerun of the sweep runs it again)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
             continue
         try:
             resolved = tomllib.loads((point_dir / "config.resolved.toml").read_text("utf-8"))
@@ -157,6 +211,29 @@ def _file_view(name: str, file: str, paths: list[Path], front: list[str]) -> str
     )
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clear_dead_temp_files(directory: Path) -> list[Path]:
+    """Removes `.results.duckdb.<pid>.tmp` (and its `.wal`) left by a process that died."""
+    removed = []
+    for path in directory.glob(f".{DB_FILE}.*.tmp*"):
+        pid_text, _, rest = path.name[len(f".{DB_FILE}.") :].partition(".")
+        if not pid_text.isdigit() or rest not in ("tmp", "tmp.wal"):
+            continue
+        if int(pid_text) != os.getpid() and not _alive(int(pid_text)):
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
 def build(directory: str | os.PathLike[str]) -> Path:
     """(Re)builds `DIR/results.duckdb` from the point folders; returns its path."""
     import duckdb
@@ -168,6 +245,7 @@ def build(directory: str | os.PathLike[str]) -> Path:
     front = ["point_id", *(column_name(k) for k, _ in manifest["vary"] if k != SEED_KEY), "seed"]
     front = list(dict.fromkeys(front))
     target = directory / DB_FILE
+    clear_dead_temp_files(directory)
     tmp = directory / f".{DB_FILE}.{os.getpid()}.tmp"
     tmp.unlink(missing_ok=True)
     try:
@@ -243,11 +321,16 @@ def query(directory: str | os.PathLike[str], sql: str) -> pd.DataFrame:
 
     directory = Path(directory)
     read_manifest(directory)
+    if not sql.strip():
+        raise ConfigError('query: empty SQL; e.g. "SELECT * FROM runs"')
     if is_stale(directory):
         build(directory)
     con = duckdb.connect(str(directory / DB_FILE), read_only=True)
     try:
-        return con.execute(sql).df()
+        result = con.execute(sql)
+        if result is None or result.description is None:
+            raise ConfigError(f"query: {sql.strip()!r} returns no rows; give a SELECT")
+        return result.df()
     except duckdb.Error as e:
         message = " ".join(str(e).split())
         raise ConfigError(f"query: {message}") from None

@@ -7,7 +7,10 @@ directory, then `os.replace`, so a reader never sees a half-written file):
 - `flows.parquet`: one row per flow, in flow id order. Columns: `id`, `src`, `dst`
   (host ids), `bytes`, `class` (0 = short, 1 = large), `start`, `finish`, `fct`
   (microseconds; NaN for a flow that did not finish), `slowdown` (FCT over the
-  ideal FCT on an idle network), `retransmissions`, `reordered` (packets).
+  ideal FCT on an idle network), `retransmissions`, `reordered` (packets),
+  `delivered` (bytes the receiver had in order: all of them for a finished flow,
+  those delivered so far for one still running when the run stopped at
+  `run.max_sim_time_ms`; flows that had not arrived by then have no row).
 - `queues.parquet` (only when queues were sampled): `time` (microseconds), `port`
   (link name, e.g. `leaf0->spine1`), `depth_bytes`.
 - `port_rates.parquet` (only when port rates were sampled): `time` (microseconds,
@@ -56,6 +59,7 @@ FLOW_COLUMNS = {
     "slowdown": "slowdown",
     "retransmissions": "retransmissions",
     "reordered": "reordered",
+    "delivered": "delivered",
 }
 QUEUE_COLUMNS = {"time_us": "time", "port": "port", "depth_bytes": "depth_bytes"}
 PORT_RATE_COLUMNS = {
@@ -70,6 +74,7 @@ UNITS = {
     "fct": "us",
     "time": "us",
     "bytes": "bytes",
+    "delivered": "bytes",
     "depth_bytes": "bytes",
     "size": "bytes",
     "seq": "bytes",
@@ -84,6 +89,8 @@ QUEUES_FILE = "queues.parquet"
 PORT_RATES_FILE = "port_rates.parquet"
 TRACE_FILE = "trace.parquet"
 PCAP_DIR = "pcap"
+# What `pisanet plot` writes into a result directory (`flow_<id>.png` too).
+PLOT_FILES = ("fct_cdf.png", "slowdown_by_size.png")
 
 
 @dataclass(frozen=True)
@@ -194,7 +201,10 @@ def write_atomic(path: Path, write: Callable[[Path], object]) -> None:
     On any failure (including KeyboardInterrupt) the temp file is removed and
     `path` is left as it was.
     """
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as e:
+        raise _naming(e, path) from None
     os.close(fd)
     tmp = Path(name)
     try:
@@ -204,9 +214,20 @@ def write_atomic(path: Path, write: Callable[[Path], object]) -> None:
         # NOTE: mkstemp creates the file 0600; results are ordinary files.
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise _naming(e, path) from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _naming(e: OSError, path: Path) -> OSError:
+    """An I/O error (a full disk, a permission) as one naming the file being written."""
+    # NOTE: pyarrow's and matplotlib's errors carry no file name, and the
+    # temp file's name would mean nothing to the user.
+    reason = e.strerror or " ".join(str(e).split()) or type(e).__name__
+    return OSError(e.errno, f"cannot write: {reason}", str(path))
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -226,10 +247,56 @@ def _write_parquet(path: Path, frame: pd.DataFrame) -> None:
     write_atomic(path, lambda tmp: pq.write_table(table.cast(schema), tmp))
 
 
-def write(out: str | os.PathLike[str], result: Result) -> list[Path]:
-    """Writes the result directory `out` (created if missing); returns the files written."""
+def _is_ours(entry: Path) -> bool:
+    """Whether a directory entry is one a pisanet run or `pisanet plot` writes."""
+    name = entry.name
+    return (
+        name in FILES
+        or name == "error.json"  # a failed sweep point's (pisanet.sweeps)
+        or name in (QUEUES_FILE, PORT_RATES_FILE, TRACE_FILE, PCAP_DIR, *PLOT_FILES)
+        or (name.startswith("flow_") and name.endswith(".png"))
+        or (name.startswith(".") and name.endswith(".tmp"))
+    )
+
+
+def check_out(out: str | os.PathLike[str]) -> Path:
+    """The result directory `out`, refused (`ConfigError`) when a run must not write there.
+
+    Refused: an empty path, a path that is a file, and a non-empty directory that
+    is not an earlier pisanet result (it holds files a run does not write).
+    """
+    from pisanet._core import ConfigError
+
+    if not os.fspath(out).strip():
+        raise ConfigError(
+            "--out: an empty path; name the result directory, e.g. --out results/run1"
+        )
     directory = Path(out)
-    directory.mkdir(parents=True, exist_ok=True)
+    if directory.exists() and not directory.is_dir():
+        raise ConfigError(f"{directory}: exists and is not a directory; choose another --out")
+    if directory.is_dir():
+        foreign = sorted(e.name for e in directory.iterdir() if not _is_ours(e))
+        if foreign:
+            shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+            raise ConfigError(
+                f"{directory}: not empty and not a pisanet result directory (holds {shown}); "
+                "choose another --out, or empty it to write there"
+            )
+    return directory
+
+
+def write(out: str | os.PathLike[str], result: Result) -> list[Path]:
+    """Writes the result directory `out` (created if missing); returns the files written.
+
+    `out` must be empty, missing or an earlier result directory (`check_out`);
+    the files of the earlier run that this one does not write (samples, pcaps,
+    plots) are removed.
+    """
+    directory = check_out(out)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise _naming(e, directory) from None
     # NOTE: a rewrite first unmarks the directory as complete, and drops the
     # samples of an earlier run that this one does not have, so no file of
     # the old run is read as part of the new one.
@@ -245,6 +312,14 @@ def write(out: str | os.PathLike[str], result: Result) -> list[Path]:
         for old in (directory / PCAP_DIR).glob("*.pcap"):
             if old.name[: -len(".pcap")] not in result.pcaps:
                 old.unlink()
+    # Plots and temp files of the earlier run (a killed writer's) describe other results.
+    for entry in directory.iterdir():
+        if entry.is_file() and (
+            entry.name in PLOT_FILES
+            or (entry.name.startswith("flow_") and entry.name.endswith(".png"))
+            or (entry.name.startswith(".") and entry.name.endswith(".tmp"))
+        ):
+            entry.unlink(missing_ok=True)
     written = []
 
     def text(name: str, content: str) -> None:

@@ -100,6 +100,7 @@ fn flow_columns<'py>(py: Python<'py>, f: &pisanet::FlowTable) -> PyResult<Bound<
     put(&d, "slowdown", &f.slowdown)?;
     put(&d, "retransmissions", &f.retransmissions)?;
     put(&d, "reordered", &f.reordered)?;
+    put(&d, "delivered", &f.delivered)?;
     Ok(d)
 }
 

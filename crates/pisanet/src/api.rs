@@ -59,6 +59,9 @@ pub struct FlowTable {
     pub slowdown: Vec<f64>,
     pub retransmissions: Vec<u32>,
     pub reordered: Vec<u32>,
+    /// Bytes delivered in order to the receiver (all of them for a finished
+    /// flow; so far for one still running when the run stopped).
+    pub delivered: Vec<u64>,
 }
 
 /// Queue-depth samples, as columns (present when `metrics.queue_sample_interval_us` > 0).

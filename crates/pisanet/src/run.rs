@@ -434,6 +434,7 @@ fn finish(
         ft.slowdown.push(slowdown);
         ft.retransmissions.push(f.retransmissions);
         ft.reordered.push(f.reordered);
+        ft.delivered.push(f.delivered);
         for x in [
             id as u64,
             f.src as u64,

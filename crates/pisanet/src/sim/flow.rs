@@ -16,6 +16,9 @@ pub struct FlowRecord {
     pub retransmissions: u32,
     pub reordered: u32,
     pub ideal: SimTime,
+    /// Bytes the receiver had in order when the flow completed or the run
+    /// stopped (reported per flow; not part of the digest).
+    pub delivered: u64,
 }
 
 // NOTE: the TCP variant is the large one and by far the common one; the
@@ -126,6 +129,7 @@ impl World {
             retransmissions: 0,
             reordered: 0,
             ideal,
+            delivered: 0,
         });
         let src_addr = self.topo.host_addr[f.src as usize];
         let dst_addr = self.topo.host_addr[f.dst as usize];
@@ -275,6 +279,7 @@ impl World {
                 if let Some(e) = rx.delivery_error() {
                     self.violations.push(format!("flow {id}: {e}"));
                 }
+                rec.delivered = rx.delivered_bytes();
                 if rx.delivered_bytes() != rec.bytes {
                     self.violations.push(format!(
                         "flow {id}: completed with {} of {} bytes delivered to the receiving application",
@@ -286,6 +291,7 @@ impl World {
             Endpoints::Udp { tx, rx } => {
                 rec.first_sent = tx.first_sent_at().or(rec.first_sent);
                 rec.reordered = af.reordered;
+                rec.delivered = rx.received_bytes();
                 if rx.received_bytes() != rec.bytes {
                     self.violations.push(format!(
                         "flow {id}: completed with {} of {} bytes received",
@@ -302,14 +308,18 @@ impl World {
     pub fn check_unfinished(&mut self) {
         for (id, af) in self.active.iter().enumerate() {
             let Some(af) = af else { continue };
-            if let Endpoints::Tcp { tx, rx } = &af.ends {
-                if let Some(e) = rx.delivery_error() {
-                    self.violations.push(format!("flow {id}: {e}"));
+            match &af.ends {
+                Endpoints::Tcp { tx, rx } => {
+                    if let Some(e) = rx.delivery_error() {
+                        self.violations.push(format!("flow {id}: {e}"));
+                    }
+                    let rec = &mut self.flows[id];
+                    rec.retransmissions = tx.retransmissions();
+                    rec.reordered = af.reordered;
+                    rec.first_sent = tx.first_sent_at().or(rec.first_sent);
+                    rec.delivered = rx.delivered_bytes();
                 }
-                let rec = &mut self.flows[id];
-                rec.retransmissions = tx.retransmissions();
-                rec.reordered = af.reordered;
-                rec.first_sent = tx.first_sent_at().or(rec.first_sent);
+                Endpoints::Udp { rx, .. } => self.flows[id].delivered = rx.received_bytes(),
             }
         }
     }
