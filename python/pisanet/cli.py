@@ -117,9 +117,9 @@ def _warnings_to_stderr() -> Iterator[None]:
         try:
             yield
         finally:
-            for w in caught:
+            for message in dict.fromkeys(str(w.message) for w in caught):
                 err_console.print(
-                    f"warning: {w.message}", markup=False, highlight=False, soft_wrap=True
+                    f"warning: {message}", markup=False, highlight=False, soft_wrap=True
                 )
 
 

@@ -39,7 +39,15 @@ import pandas as pd
 
 from pisanet._core import ConfigError
 from pisanet.results import PORT_RATES_FILE, QUEUES_FILE, TRACE_FILE
-from pisanet.sweeps import ERROR_FILE, MANIFEST, POINTS, SEED_KEY, read_manifest
+from pisanet.sweeps import (
+    ERROR_FILE,
+    MANIFEST,
+    POINTS,
+    SEED_KEY,
+    json_object,
+    read_finished,
+    read_manifest,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -80,53 +88,12 @@ def _cell(value: Any) -> Any:
     return json.dumps(value) if isinstance(value, (list, dict)) else value
 
 
-def _json_object(path: Path) -> dict[str, Any]:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as e:
-        raise ValueError(f"{path}: corrupt ({type(e).__name__})") from None
-    if not isinstance(value, dict):
-        raise ValueError(f"{path}: corrupt (not a JSON object)")
-    return value
+def runs_frame(directory: Path, left_out: list[str] | None = None) -> pd.DataFrame:
+    """The `runs` table of a sweep directory, built from its point folders.
 
-
-def _readable_point(point_dir: Path) -> dict[str, Any]:
-    """A finished point's summary, after checking that its files can be read.
-
-    `ValueError` naming the first file that is corrupt or missing: such a point
-    is left out of the database (and a rerun of the sweep runs it again).
+    A point whose files are corrupt is left out, with a line naming the file:
+    appended to `left_out`, or a RuntimeWarning when it is None.
     """
-    import pyarrow.parquet as pq
-
-    summary = _json_object(point_dir / "summary.json")
-    ports = point_dir / "ports.json"
-    if ports.is_file():
-        _json_list(ports)
-    for name in ("flows.parquet", QUEUES_FILE, PORT_RATES_FILE, TRACE_FILE):
-        path = point_dir / name
-        if name != "flows.parquet" and not path.is_file():
-            continue
-        try:
-            pq.read_metadata(path)
-        except FileNotFoundError:
-            raise ValueError(f"{path}: missing") from None
-        except Exception as e:  # pyarrow raises ArrowInvalid, OSError, ...
-            raise ValueError(f"{path}: corrupt ({type(e).__name__})") from None
-    return summary
-
-
-def _json_list(path: Path) -> list[Any]:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as e:
-        raise ValueError(f"{path}: corrupt ({type(e).__name__})") from None
-    if not isinstance(value, list):
-        raise ValueError(f"{path}: corrupt (not a JSON list)")
-    return value
-
-
-def runs_frame(directory: Path) -> pd.DataFrame:
-    """The `runs` table of a sweep directory, built from its point folders."""
     manifest = read_manifest(directory)
     # NOTE: `run.seed` is the `seed` column, varied or not.
     varied = [key for key, _ in manifest["vary"] if key != SEED_KEY]
@@ -137,20 +104,20 @@ def runs_frame(directory: Path) -> pd.DataFrame:
         summary_path, error_path = point_dir / "summary.json", point_dir / ERROR_FILE
         try:
             if summary_path.is_file():
-                summary = _readable_point(point_dir)
+                summary = read_finished(point_dir)
                 status, error = "ok", None
             elif error_path.is_file():
                 summary = {}
-                error = _json_object(error_path).get("message")
+                error = json_object(error_path).get("message")
                 status = "failed"
             else:
                 continue
         except (ValueError, OSError) as e:
-            warnings.warn(
-                f"{e}; point {pid} left out (a rerun of the sweep runs it again)",
-                RuntimeWarning,
-                stacklevel=2,
-            )
+            message = f"{e}; point {pid} left out (a rerun of the sweep runs it again)"
+            if left_out is None:
+                warnings.warn(message, RuntimeWarning, stacklevel=2)
+            else:
+                left_out.append(message)
             continue
         try:
             resolved = tomllib.loads((point_dir / "config.resolved.toml").read_text("utf-8"))
@@ -239,7 +206,8 @@ def build(directory: str | os.PathLike[str]) -> Path:
     import duckdb
 
     directory = Path(directory).resolve()
-    runs = runs_frame(directory)
+    left_out: list[str] = []
+    runs = runs_frame(directory, left_out)
     ok = runs.loc[runs["status"] == "ok", "point_id"].tolist() if len(runs) else []
     manifest = read_manifest(directory)
     front = ["point_id", *(column_name(k) for k, _ in manifest["vary"] if k != SEED_KEY), "seed"]
@@ -273,8 +241,8 @@ def build(directory: str | os.PathLike[str]) -> Path:
                 ]
                 con.execute(_file_view(view, file, paths, front))
             con.execute(
-                "CREATE TABLE meta AS SELECT ? AS directory, ? AS built_unix_s",
-                [str(directory), time.time()],
+                "CREATE TABLE meta AS SELECT ? AS directory, ? AS built_unix_s, ? AS left_out",
+                [str(directory), time.time(), json.dumps(left_out)],
             )
         finally:
             con.close()
@@ -315,6 +283,18 @@ def is_stale(directory: Path) -> bool:
     return row is None or row[0] != str(directory.resolve())
 
 
+def _warn_left_out(con: Any) -> None:
+    """Warns (RuntimeWarning) of each point the database leaves out (corrupt files)."""
+    import duckdb
+
+    try:
+        row = con.execute("SELECT left_out FROM meta").fetchone()
+    except duckdb.Error:  # built by an older pisanet
+        return
+    for message in json.loads(row[0]) if row and row[0] else []:
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
 def query(directory: str | os.PathLike[str], sql: str) -> pd.DataFrame:
     """Runs SQL against a sweep's database (rebuilt first if stale); `ConfigError` if it fails."""
     import duckdb
@@ -327,6 +307,7 @@ def query(directory: str | os.PathLike[str], sql: str) -> pd.DataFrame:
         build(directory)
     con = duckdb.connect(str(directory / DB_FILE), read_only=True)
     try:
+        _warn_left_out(con)
         result = con.execute(sql)
         if result is None or result.description is None:
             raise ConfigError(f"query: {sql.strip()!r} returns no rows; give a SELECT")

@@ -403,27 +403,61 @@ def _describe(vary: Any) -> str:
         return "unreadable"
 
 
-def read_summary(point_dir: Path) -> dict[str, Any] | None:
-    """A point's summary, or None when it has none; `ValueError` naming the file when corrupt."""
-    path = point_dir / "summary.json"
+def json_object(path: Path) -> dict[str, Any]:
     try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
+        value = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as e:
         raise ValueError(f"{path}: corrupt ({type(e).__name__})") from None
-    if not isinstance(summary, dict):
+    if not isinstance(value, dict):
         raise ValueError(f"{path}: corrupt (not a JSON object)")
+    return value
+
+
+def read_finished(point_dir: Path) -> dict[str, Any]:
+    """A finished point's summary, after checking that its files can be read.
+
+    `ValueError` naming the first file that is corrupt or missing: such a point
+    is left out of the database (and a rerun of the sweep runs it again).
+    """
+    import pyarrow.parquet as pq
+
+    summary = json_object(point_dir / "summary.json")
+    ports = point_dir / "ports.json"
+    if ports.is_file():
+        json_list(ports)
+    for name in ("flows.parquet", results.QUEUES_FILE, results.PORT_RATES_FILE, results.TRACE_FILE):
+        path = point_dir / name
+        if name != "flows.parquet" and not path.is_file():
+            continue
+        try:
+            pq.read_metadata(path)
+        except FileNotFoundError:
+            raise ValueError(f"{path}: missing") from None
+        except Exception as e:  # pyarrow raises ArrowInvalid, OSError, ...
+            raise ValueError(f"{path}: corrupt ({type(e).__name__})") from None
     return summary
 
 
-def is_finished(point_dir: Path) -> bool:
-    """A point is finished when its summary.json is there and readable (a corrupt
-    one, or a missing flows.parquet, makes it a point to run again)."""
+def json_list(path: Path) -> list[Any]:
     try:
-        return read_summary(point_dir) is not None and (point_dir / "flows.parquet").is_file()
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: corrupt ({type(e).__name__})") from None
+    if not isinstance(value, list):
+        raise ValueError(f"{path}: corrupt (not a JSON list)")
+    return value
+
+
+def is_finished(point_dir: Path) -> bool:
+    """A point is finished when its summary.json is there and its files can be read
+    (`read_finished`); a corrupt one is run again."""
+    if not (point_dir / "summary.json").is_file():
+        return False
+    try:
+        read_finished(point_dir)
     except (ValueError, OSError):
         return False
+    return True
 
 
 def _clear_temp_files(point_dir: Path) -> None:

@@ -22,10 +22,28 @@ pub struct Error {
 }
 
 impl Error {
+    /// An input error. Its message is kept to one line: a line break or
+    /// another control character quoted from the user's input (a key, a
+    /// file's row) is shown escaped (`\n`), never printed.
     pub fn input(message: impl Into<String>) -> Self {
+        let message: String = message.into();
+        let message = if message.chars().any(char::is_control) {
+            message
+                .chars()
+                .map(|c| {
+                    if c.is_control() {
+                        c.escape_default().to_string()
+                    } else {
+                        c.to_string()
+                    }
+                })
+                .collect()
+        } else {
+            message
+        };
         Error {
             kind: ErrorKind::Input,
-            message: message.into(),
+            message,
         }
     }
     pub fn invariant(message: impl Into<String>) -> Self {
