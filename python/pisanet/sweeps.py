@@ -727,7 +727,11 @@ def _connect(scheduler: str, timeout: float, security: Any = None) -> Any:
         ) from None
 
     # NOTE: distributed logs its connection attempts; the one-line error says it all.
-    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    # (and its own loggers, whose levels its config sets one by one: a lost
+    # scheduler is a failed point, not a page of tracebacks).
+    for name in ["distributed", *logging.root.manager.loggerDict]:
+        if name == "distributed" or name.startswith("distributed."):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
     try:
         client = Client(scheduler, timeout=timeout, set_as_default=False, security=security)
     except Exception as e:

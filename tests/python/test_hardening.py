@@ -103,7 +103,9 @@ def test_corrupt_summary_is_skipped_with_one_warning_and_rerun(tiny: Path) -> No
     pq.read_table(other / "flows.parquet")
 
 
-@pytest.mark.parametrize("sql", ["", "   ", "/* only a comment */"], ids=["empty", "blank", "comment"])
+@pytest.mark.parametrize(
+    "sql", ["", "   ", "/* only a comment */"], ids=["empty", "blank", "comment"]
+)
 def test_query_of_no_statement_is_one_line_exit_2(tiny: Path, sql: str) -> None:
     root = tiny.parent
     assert (
