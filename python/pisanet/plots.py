@@ -154,7 +154,7 @@ def plot_dir(directory: str | os.PathLike[str]) -> list[Path]:
     flows = read_flows(directory)
     if not flows["fct"].notna().any():
         raise NothingToPlot(
-            f"{directory}: nothing to plot: none of its {len(flows):,} flows finished "
+            f"{directory}: nothing to plot: no flow finished ({len(flows):,} had started) "
             "(raise run.max_sim_time_ms, or look at flows.parquet's delivered bytes)"
         )
     return [

@@ -191,7 +191,12 @@ def parse_vary(items: Iterable[str]) -> dict[str, list[Any]]:
             raise ConfigError(
                 f"--vary {item!r}: expected KEY=V1,V2,..., e.g. workload.load=0.3,0.6"
             )
-        parse_set([f"{key}=0"])  # the key's syntax (one message for all options)
+        try:
+            parse_set([f"{key}=0"])  # the key's syntax
+        except ConfigError:
+            raise ConfigError(
+                f"--vary {item!r}: {key!r} is not a key path, e.g. workload.load"
+            ) from None
         if key in vary:
             raise ConfigError(f"--vary {key}: given twice; list all its values in one --vary")
         vary[key] = [parse_value(p) for p in parts]
