@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up (scripts/setup.sh), then runs the Rust tests (the workspace's default
-# members, release profile) and the Python tests (tests/python). Both always
-# run; the exit code is non-zero if either failed.
+# members, release profile), the Python tests (tests/python) and the wheel check
+# (scripts/wheel-check.sh). All always run; the exit code is non-zero if any failed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
@@ -31,7 +31,14 @@ python=0
 # pytest exits 5 when it collected no test: a failure here, not a pass.
 if [ "$python" -eq 5 ]; then echo "test.sh: pytest collected no tests" >&2; fi
 
-if [ "$rust" -ne 0 ] || [ "$python" -ne 0 ]; then
-  echo "test.sh: FAILED (cargo test exit $rust, pytest exit $python)" >&2
+# The wheel installs with pip alone and runs from a clean venv (issue 20). The
+# venv is kept in target/ so that only the first run installs the dependencies;
+# the wheel build reuses the release build above.
+echo "== wheel check (scripts/wheel-check.sh)"
+wheel=0
+PISANET_WHEEL_VENV=target/wheel-check-venv bash scripts/wheel-check.sh || wheel=$?
+
+if [ "$rust" -ne 0 ] || [ "$python" -ne 0 ] || [ "$wheel" -ne 0 ]; then
+  echo "test.sh: FAILED (cargo test exit $rust, pytest exit $python, wheel check exit $wheel)" >&2
   exit 1
 fi
