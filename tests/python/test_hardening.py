@@ -233,8 +233,61 @@ def test_a_second_sweep_into_the_same_directory_is_refused(tiny: Path) -> None:
         )
         assert "another sweep" in line and f"pid {os.getpid()}" in line
     # Released, and the lock file does not make the directory "not empty".
-    out = cli(root, "sweep", tiny, "--vary", "workload.load=0.3", "--out", "sw", "-q")
+    # (With a long config path on an 80-column terminal: the title is one line.)
+    deep = root / "a-rather-long-directory-name" / "experiments-of-this-week"
+    deep.mkdir(parents=True)
+    config = deep / "leaf_spine_ecmp_with_a_long_name.toml"
+    config.write_text(TINY)
+    out = subprocess.run(
+        [sys.executable, "-m", "pisanet", "sweep", str(config), "--vary", "workload.load=0.3",
+         "--out", "sw"],
+        cwd=root, env={**cli_env(), "COLUMNS": "80"}, capture_output=True, text=True,
+        timeout=180, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
     assert out.returncode == 0, out.stderr
+    assert len(f"pisanet sweep {config}") > 80
+    assert f"pisanet sweep {config}" in out.stdout.splitlines()
+
+
+def test_an_unexpected_error_is_one_line_and_debug_shows_the_traceback(
+    tiny: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pisanet import cli as cli_module
+
+    def broken(*args: object, **kwargs: object) -> str:
+        raise RuntimeError("a bug\nover two lines")
+
+    monkeypatch.setattr(pisanet, "resolve", broken)
+    for debug in ([], ["--debug"]):
+        monkeypatch.setattr(sys, "argv", ["pisanet", "validate", str(tiny), *debug])
+        if debug:
+            with pytest.raises(RuntimeError, match="a bug"):
+                cli_module.app()
+            continue
+        with pytest.raises(SystemExit) as exit_info:
+            cli_module.app()
+        assert exit_info.value.code == 1
+        [line] = capsys.readouterr().err.splitlines()
+        assert line.startswith("error: internal error: RuntimeError: a bug over two lines")
+        assert "--debug" in line
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _descendants(pid: int) -> list[int]:
+    # NOTE: every thread's children (Dask's nanny starts its worker from another thread).
+    children = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            children += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return children + [d for c in children for d in _descendants(c)]
 
 
 def _workers_of(pid: int) -> list[int]:
@@ -367,6 +420,10 @@ def test_dask_scheduler_that_goes_away_fails_the_rest_and_a_rerun_resumes(
              "--no-dashboard"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
+        from distributed import Client
+
+        with Client(address, timeout=120, set_as_default=False) as client:
+            client.wait_for_workers(1, timeout=120)
         return [scheduler, worker]
 
     def stop(procs: list[subprocess.Popen[bytes]]) -> None:
@@ -379,8 +436,20 @@ def test_dask_scheduler_that_goes_away_fails_the_rest_and_a_rerun_resumes(
     args = ["sweep", "slow.toml", *vary, "--out", "sw", "--scheduler", address, "-q"]
     procs = cluster()
     try:
-        sweep = popen(tmp_path, *args, "--connect-timeout", "30")
-        deadline = time.monotonic() + 90
+        sweep = popen(tmp_path, *args, "--connect-timeout", "120")
+        deadline = time.monotonic() + 180
+
+        # A worker killed mid-point: its nanny starts a new one, Dask runs the point again.
+        def dask_workers() -> list[int]:
+            return [p for p in _descendants(procs[1].pid) if b"spawn_main" in _cmdline(p)]
+
+        while not (tmp_path / "sw" / "sweep.json").exists():
+            assert sweep.poll() is None, sweep.communicate()
+            assert time.monotonic() < deadline, "the sweep did not start"
+            time.sleep(0.05)
+        time.sleep(2.0)
+        killed = [os.kill(pid, signal.SIGKILL) for pid in dask_workers()]
+        assert len(killed) == 1, "no Dask worker process to kill"
         while not list((tmp_path / "sw" / "points").glob("*/summary.json")):
             assert sweep.poll() is None, sweep.communicate()
             assert time.monotonic() < deadline, "no point finished"
@@ -393,11 +462,12 @@ def test_dask_scheduler_that_goes_away_fails_the_rest_and_a_rerun_resumes(
     assert "points failed" in line
     runs = runs_of(tmp_path / "sw")
     assert (runs["status"] == "ok").sum() >= 1 and (runs["status"] == "failed").sum() >= 1
+    # The killed worker cost no point: only the lost scheduler failed some.
     assert runs.loc[runs["status"] == "failed", "error"].str.contains("Dask|scheduler").all()
 
     procs = cluster()
     try:
-        again = cli(tmp_path, *args, "--connect-timeout", "30")
+        again = cli(tmp_path, *args, "--connect-timeout", "120")
     finally:
         stop(procs)
     assert again.returncode == 0, again.stderr
