@@ -47,6 +47,7 @@ FLOW_COLUMNS = [
     "slowdown",
     "retransmissions",
     "reordered",
+    "delivered",
 ]
 
 

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from _support import TINY, cli_env
+from _support import TINY
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "errors-cli.md"
@@ -58,48 +57,60 @@ CASES: list[tuple[str, str, list[str], int, str]] = [
 ]  # fmt: skip
 
 
-def _cli(cwd: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pisanet", *args],
-        cwd=cwd,
-        env=cli_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
+def _cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """Runs `pisanet ARGS` in this process (fast: no interpreter start per case)."""
+    from pisanet import cli
+
+    argv = sys.argv
+    sys.argv = ["pisanet", *args]
+    try:
+        cli.app()
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 0
+    finally:
+        sys.argv = argv
+    return code, capsys.readouterr().err
 
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import pisanet
+
     root = tmp_path_factory.mktemp("errors")
     (root / "tiny.toml").write_text(TINY)
     (root / "thesis").mkdir()
     (root / "thesis" / "chapter1.tex").write_text("")
-    for args in (
-        ["sweep", "tiny.toml", "--vary", "workload.load=0.3", "--out", "sw", "-q"],
-        ["sweep", "tiny.toml", "--vary", "workload.load=0.3", "--out", "damaged", "-q"],
-        ["run", "tiny.toml", "--out", "res", "-q"],
-        ["run", "tiny.toml", "--out", "unfinished", "-q", "--set", "run.max_sim_time_ms=0.001"],
-    ):
-        assert _cli(root, args).returncode == 0, args
+    for name in ("sw", "damaged"):
+        with ThreadPoolExecutor(1) as pool:
+            pisanet.sweep(
+                root / "tiny.toml", {"workload.load": [0.3]}, out=root / name, executor=pool
+            )
+    pisanet.run(root / "tiny.toml", out=root / "res")
+    pisanet.run(root / "tiny.toml", out=root / "unfinished", run__max_sim_time_ms=0.001)
     [point] = (root / "damaged" / "points").iterdir()
     (point / "summary.json").write_text('{"flows": ')
     (root / "damaged" / "results.duckdb").unlink()
     return root
 
 
-def test_docs_errors_cli_md_lists_every_bad_input_and_its_one_line(workspace: Path) -> None:
+def test_docs_errors_cli_md_lists_every_bad_input_and_its_one_line(
+    workspace: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from pisanet import sweeps
 
-    with sweeps.locked(workspace / "locked"), ThreadPoolExecutor(4) as pool:
-        outs = list(pool.map(lambda case: _cli(workspace, case[2]), CASES))
+    monkeypatch.chdir(workspace)
+    # NOTE: wide, so that rich wraps nothing; the subprocess tests check real terminals.
+    monkeypatch.setenv("COLUMNS", "200")
+    capsys.readouterr()
+    with sweeps.locked(workspace / "locked"):
+        outs = [_cli(case[2], capsys) for case in CASES]
     rows = []
-    for (cls, what, args, code, stream), out in zip(CASES, outs, strict=True):
-        lines = out.stderr.splitlines()
-        assert out.returncode == code, (what, out.returncode, out.stderr)
-        assert len(lines) == 1 and lines[0].startswith(f"{stream}: "), (what, out.stderr)
-        assert "Traceback" not in out.stderr
+    for (cls, what, args, code, stream), (returncode, stderr) in zip(CASES, outs, strict=True):
+        lines = stderr.splitlines()
+        assert returncode == code, (what, returncode, stderr)
+        assert len(lines) == 1 and lines[0].startswith(f"{stream}: "), (what, stderr)
+        assert "Traceback" not in stderr
         # Machine-specific parts: the temp directory, a pid, a point id.
         line = lines[0].replace(str(workspace) + "/", "").replace(str(workspace), ".")
         line = re.sub(r"pid \d+", "pid N", line)

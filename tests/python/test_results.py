@@ -54,6 +54,7 @@ def test_columns_cross_as_little_endian_buffers() -> None:
             slowdown=np.array([1.5, np.nan, 1.0]),
             retransmissions=np.zeros(n, dtype="<u4"),
             reordered=np.array([0, 2, 0], dtype="<u4"),
+            delivered=np.array([1000, 14600, 50], dtype="<u8"),
         )
     )
     assert list(flows.columns) == list(results.FLOW_COLUMNS.values())
