@@ -88,6 +88,8 @@ def run(
     text, base_dir = load(config)
     flat = _overrides(set, overrides)
     resolved = _core.resolve(text, base_dir, flat)
+    if out is not None:
+        results.check_out(out)  # before the run, not after it
     result = results.from_native(_core.run(text, base_dir, flat, progress), resolved)
     for message in result.summary.get("warnings", []):
         warnings.warn(message, RuntimeWarning, stacklevel=2)

@@ -5,7 +5,9 @@ Exit codes: 0 success; 2 user error (invalid config, missing file, bad `--set` o
 `--vary`, an unreachable scheduler, bad SQL, bad usage), reported as ONE line
 `error: <message>` on stderr; 1 when a run broke an invariant (a simulator bug)
 or a sweep point failed; 130 when interrupted (Ctrl-C): `run` then writes no
-result file, `sweep` keeps every point finished so far.
+result file, `sweep` keeps every point finished so far. An unexpected error (a
+pisanet bug) is one line too, exit 1; `--debug` anywhere on the command line
+shows its traceback instead.
 """
 
 from __future__ import annotations
@@ -47,6 +49,10 @@ class _App(typer.Typer):
     """A Typer app whose usage errors are one line on stderr, like every other user error."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # `--debug` anywhere on the command line: a traceback for an unexpected error.
+        debug = "--debug" in sys.argv[1:]
+        if debug:
+            sys.argv = [a for i, a in enumerate(sys.argv) if i == 0 or a != "--debug"]
         try:
             code = super().__call__(*args, standalone_mode=False, **kwargs)
         except _NoArgsIsHelp as e:
@@ -58,6 +64,15 @@ class _App(typer.Typer):
             _fail(" ".join(message.split()), getattr(e, "exit_code", EXIT_USAGE))
         except _Abort:
             _fail("interrupted", EXIT_INTERRUPTED)
+        except Exception as e:
+            if debug:
+                raise
+            reason = " ".join(str(e).split()) or "no message"
+            _fail(
+                f"internal error: {type(e).__name__}: {reason} (a pisanet bug: please report "
+                "it with the output of the same command and --debug)",
+                EXIT_INVARIANT,
+            )
         sys.exit(code if isinstance(code, int) else 0)
 
 
@@ -92,6 +107,20 @@ def _user_errors() -> Iterator[None]:
         _fail("interrupted; no results written", EXIT_INTERRUPTED)
     except OSError as e:
         _fail(f"{e.filename or ''}: {e.strerror or e}".lstrip(": "), EXIT_USAGE)
+
+
+@contextmanager
+def _warnings_to_stderr() -> Iterator[None]:
+    """The library's RuntimeWarnings (a corrupt point left out, ...) as `warning:` lines."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        try:
+            yield
+        finally:
+            for message in dict.fromkeys(str(w.message) for w in caught):
+                err_console.print(
+                    f"warning: {message}", markup=False, highlight=False, soft_wrap=True
+                )
 
 
 def _run_with_progress(config: ConfigLike, overrides: list[str], quiet: bool) -> pisanet.Result:
@@ -175,8 +204,14 @@ SUMMARY_ROWS = [
 ]
 
 
-def _summary_table(summary: dict[str, Any], title: str) -> Table:
-    table = Table(title=title, show_header=False, title_justify="left")
+def _title(text: str) -> None:
+    """A table's title on a line of its own: a long config path is not folded to the
+    table's width (it may run past the terminal's edge, and stays one line)."""
+    out_console.print(text, style="italic", markup=False, highlight=False, soft_wrap=True)
+
+
+def _summary_table(summary: dict[str, Any]) -> Table:
+    table = Table(show_header=False)
     table.add_column("metric", style="bold")
     table.add_column("value", justify="right")
     for label, key, unit in SUMMARY_ROWS:
@@ -195,7 +230,7 @@ SetOpt = Annotated[
 def run(
     config: ConfigArg,
     out: Annotated[
-        Path | None, typer.Option(help="Result directory [default: results/<config stem>].")
+        str | None, typer.Option(help="Result directory [default: results/<config stem>].")
     ] = None,
     set: SetOpt = None,
     dry_run: Annotated[
@@ -209,16 +244,47 @@ def run(
         if dry_run:
             sys.stdout.write(pisanet.resolve(config, set=overrides))
             return
+        directory = results.check_out(out if out is not None else Path("results") / config.stem)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", RuntimeWarning)
             result = _run_with_progress(config, overrides, quiet)
         for w in caught:
-            err_console.print(f"warning: {w.message}", markup=False, highlight=False)
-        directory = out if out is not None else Path("results") / config.stem
+            err_console.print(
+                f"warning: {w.message}", markup=False, highlight=False, soft_wrap=True
+            )
         written = results.write(directory, result)
     if not quiet:
-        out_console.print(_summary_table(result.summary, f"pisanet run {config}"))
-        out_console.print(f"wrote {', '.join(p.name for p in written)} to {directory}/")
+        _title(f"pisanet run {config}")
+        out_console.print(_summary_table(result.summary))
+        out_console.print(
+            f"wrote {', '.join(p.name for p in written)} to {directory}/",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    stopped = _stopped_early(result.summary)
+    if stopped:
+        # NOTE: on stdout, beside the table, and even with -q: these numbers
+        # describe a partial run.
+        print(stopped)
+
+
+def _stopped_early(summary: dict[str, Any]) -> str | None:
+    """A line saying the run stopped at its time limit with flows unfinished, else None."""
+    if summary.get("stop_reason") != "time_limit":
+        return None
+    flows = summary.get("flows", {})
+    total, done = flows.get("total", 0), flows.get("completed", 0)
+    if done >= total:
+        return None
+    started = flows.get("started", total)
+    not_started = f", {total - started:,} not started" if started < total else ""
+    return (
+        f"stopped early: run.max_sim_time_ms reached at {summary.get('sim_time_s', 0) * 1e3:g} ms "
+        f"with {total - done:,} of {total:,} flows unfinished{not_started}; the FCT figures "
+        "cover the finished flows only (flows.parquet has each flow's delivered bytes); "
+        "raise run.max_sim_time_ms to finish them"
+    )
 
 
 @app.command()
@@ -368,7 +434,10 @@ def plot(
                     f"{trace}: {e}; run with [metrics.trace] flows = [{flow}]"
                 ) from None
         else:
-            written = plots.plot_dir(directory)
+            try:
+                written = plots.plot_dir(directory)
+            except plots.NothingToPlot as e:
+                raise ConfigError(str(e)) from None
     print(f"wrote {', '.join(p.name for p in written)} to {directory}/")
 
 
@@ -408,7 +477,7 @@ def sweep(
         int | None, typer.Option(min=1, help="Run every point with run.seed = 1..N.")
     ] = None,
     out: Annotated[
-        Path | None,
+        str | None,
         typer.Option(help="Sweep directory [default: results/<config stem>-<sweep id>]."),
     ] = None,
     workers: Annotated[
@@ -423,6 +492,16 @@ def sweep(
         float,
         typer.Option(min=0.1, help="Seconds to wait for the Dask scheduler and a worker."),
     ] = sweeps.DEFAULT_CONNECT_TIMEOUT_S,
+    tls_ca_file: Annotated[
+        str | None,
+        typer.Option(help="Dask over TLS (tls://HOST:PORT): the CA certificate (PEM)."),
+    ] = None,
+    tls_cert: Annotated[
+        str | None, typer.Option(help="Dask over TLS: this client's certificate (PEM).")
+    ] = None,
+    tls_key: Annotated[
+        str | None, typer.Option(help="Dask over TLS: this client's private key (PEM).")
+    ] = None,
     set: SetOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress, no table.")] = False,
 ) -> None:
@@ -430,6 +509,11 @@ def sweep(
     with _user_errors():
         if workers is not None and scheduler is not None:
             raise ConfigError("give --workers or --scheduler, not both")
+        security = sweeps.tls_security(tls_ca_file, tls_cert, tls_key)
+        if security is not None and scheduler is None:
+            raise ConfigError(
+                "--tls-ca-file, --tls-cert and --tls-key go with --scheduler tls://..."
+            )
         try:
             result = _sweep_with_progress(
                 quiet,
@@ -440,13 +524,15 @@ def sweep(
                 workers=workers,
                 scheduler=scheduler,
                 connect_timeout=connect_timeout,
+                security=security,
                 set=parse_set(set or []),
             )
         except sweeps.SweepInterrupted as e:
             _fail(f"{e}; rerun the same command to run the rest", EXIT_INTERRUPTED)
     total = result.total
     if not quiet:
-        table = Table(title=f"pisanet sweep {config}", show_header=False, title_justify="left")
+        _title(f"pisanet sweep {config}")
+        table = Table(show_header=False)
         table.add_column("metric", style="bold")
         table.add_column("value", justify="right")
         for label, value in [
@@ -460,7 +546,10 @@ def sweep(
         where = result.directory
         out_console.print(
             f"wrote {where}/{database.DB_FILE} (runs table, flows view); "
-            f'next: pisanet query {where} "SELECT ..." or pisanet report {where}'
+            f'next: pisanet query {where} "SELECT ..." or pisanet report {where}',
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
         )
     if result.failed:
         _fail(
@@ -485,7 +574,8 @@ def query(
     with _user_errors():
         if format not in ("table", "csv", "json"):
             raise ConfigError(f"--format {format!r}: expected table, csv or json")
-        frame = database.query(directory, sql)
+        with _warnings_to_stderr():
+            frame = database.query(directory, sql)
     if format == "csv":
         sys.stdout.write(frame.to_csv(index=False))
     elif format == "json":
@@ -508,6 +598,6 @@ def report(
     """Write PNG plots and index.html comparing the schemes of a sweep into DIR/report/."""
     from pisanet import report as report_module
 
-    with _user_errors():
+    with _user_errors(), _warnings_to_stderr():
         written = report_module.write(directory)
     print(f"wrote {len(written)} files to {written[0].parent}/ (open index.html)")

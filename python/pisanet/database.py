@@ -36,6 +36,7 @@ import json
 import os
 import sys
 import time
+import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,15 @@ import pandas as pd
 
 from pisanet._core import ConfigError
 from pisanet.results import GOODPUT_FILE, PORT_RATES_FILE, QUEUES_FILE, TRACE_FILE
-from pisanet.sweeps import ERROR_FILE, MANIFEST, POINTS, SEED_KEY, read_manifest
+from pisanet.sweeps import (
+    ERROR_FILE,
+    MANIFEST,
+    POINTS,
+    SEED_KEY,
+    json_object,
+    read_finished,
+    read_manifest,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -85,8 +94,12 @@ def _cell(value: Any) -> Any:
     return json.dumps(value) if isinstance(value, (list, dict)) else value
 
 
-def runs_frame(directory: Path) -> pd.DataFrame:
-    """The `runs` table of a sweep directory, built from its point folders."""
+def runs_frame(directory: Path, left_out: list[str] | None = None) -> pd.DataFrame:
+    """The `runs` table of a sweep directory, built from its point folders.
+
+    A point whose files are corrupt is left out, with a line naming the file:
+    appended to `left_out`, or a RuntimeWarning when it is None.
+    """
     manifest = read_manifest(directory)
     # NOTE: `run.seed` is the `seed` column, varied or not.
     varied = [key for key, _ in manifest["vary"] if key != SEED_KEY]
@@ -95,14 +108,22 @@ def runs_frame(directory: Path) -> pd.DataFrame:
     for pid, values in manifest["points"].items():
         point_dir = directory / POINTS / pid
         summary_path, error_path = point_dir / "summary.json", point_dir / ERROR_FILE
-        if summary_path.is_file():
-            summary = json.loads(summary_path.read_text(encoding="utf-8"))
-            status, error = "ok", None
-        elif error_path.is_file():
-            summary = {}
-            error = json.loads(error_path.read_text(encoding="utf-8")).get("message")
-            status = "failed"
-        else:
+        try:
+            if summary_path.is_file():
+                summary = read_finished(point_dir)
+                status, error = "ok", None
+            elif error_path.is_file():
+                summary = {}
+                error = json_object(error_path).get("message")
+                status = "failed"
+            else:
+                continue
+        except (ValueError, OSError) as e:
+            message = f"{e}; point {pid} left out (a rerun of the sweep runs it again)"
+            if left_out is None:
+                warnings.warn(message, RuntimeWarning, stacklevel=2)
+            else:
+                left_out.append(message)
             continue
         try:
             resolved = tomllib.loads((point_dir / "config.resolved.toml").read_text("utf-8"))
@@ -163,17 +184,42 @@ def _file_view(name: str, file: str, paths: list[Path], front: list[str]) -> str
     )
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clear_dead_temp_files(directory: Path) -> list[Path]:
+    """Removes `.results.duckdb.<pid>.tmp` (and its `.wal`) left by a process that died."""
+    removed = []
+    for path in directory.glob(f".{DB_FILE}.*.tmp*"):
+        pid_text, _, rest = path.name[len(f".{DB_FILE}.") :].partition(".")
+        if not pid_text.isdigit() or rest not in ("tmp", "tmp.wal"):
+            continue
+        if int(pid_text) != os.getpid() and not _alive(int(pid_text)):
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
 def build(directory: str | os.PathLike[str]) -> Path:
     """(Re)builds `DIR/results.duckdb` from the point folders; returns its path."""
     import duckdb
 
     directory = Path(directory).resolve()
-    runs = runs_frame(directory)
+    left_out: list[str] = []
+    runs = runs_frame(directory, left_out)
     ok = runs.loc[runs["status"] == "ok", "point_id"].tolist() if len(runs) else []
     manifest = read_manifest(directory)
     front = ["point_id", *(column_name(k) for k, _ in manifest["vary"] if k != SEED_KEY), "seed"]
     front = list(dict.fromkeys(front))
     target = directory / DB_FILE
+    clear_dead_temp_files(directory)
     tmp = directory / f".{DB_FILE}.{os.getpid()}.tmp"
     tmp.unlink(missing_ok=True)
     try:
@@ -204,8 +250,8 @@ def build(directory: str | os.PathLike[str]) -> Path:
             # Jain's fairness index (docs/metrics.md, "Fairness").
             con.execute("CREATE MACRO jain(x) AS power(sum(x), 2) / (count(x) * sum(x * x))")
             con.execute(
-                "CREATE TABLE meta AS SELECT ? AS directory, ? AS built_unix_s",
-                [str(directory), time.time()],
+                "CREATE TABLE meta AS SELECT ? AS directory, ? AS built_unix_s, ? AS left_out",
+                [str(directory), time.time(), json.dumps(left_out)],
             )
         finally:
             con.close()
@@ -246,17 +292,35 @@ def is_stale(directory: Path) -> bool:
     return row is None or row[0] != str(directory.resolve())
 
 
+def _warn_left_out(con: Any) -> None:
+    """Warns (RuntimeWarning) of each point the database leaves out (corrupt files)."""
+    import duckdb
+
+    try:
+        row = con.execute("SELECT left_out FROM meta").fetchone()
+    except duckdb.Error:  # built by an older pisanet
+        return
+    for message in json.loads(row[0]) if row and row[0] else []:
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
 def query(directory: str | os.PathLike[str], sql: str) -> pd.DataFrame:
     """Runs SQL against a sweep's database (rebuilt first if stale); `ConfigError` if it fails."""
     import duckdb
 
     directory = Path(directory)
     read_manifest(directory)
+    if not sql.strip():
+        raise ConfigError('query: empty SQL; e.g. "SELECT * FROM runs"')
     if is_stale(directory):
         build(directory)
     con = duckdb.connect(str(directory / DB_FILE), read_only=True)
     try:
-        return con.execute(sql).df()
+        _warn_left_out(con)
+        result = con.execute(sql)
+        if result is None or result.description is None:
+            raise ConfigError(f"query: {sql.strip()!r} returns no rows; give a SELECT")
+        return result.df()
     except duckdb.Error as e:
         message = " ".join(str(e).split())
         raise ConfigError(f"query: {message}") from None

@@ -27,6 +27,10 @@ from pisanet.results import TRACE_FILE, read_flows, write_atomic
 CLASS_NAMES = {0: "short", 1: "large"}
 
 
+class NothingToPlot(ValueError):
+    """A result directory with no finished flow: every plot would be empty."""
+
+
 def save(fig: Figure, path: Path) -> Path:
     """Writes `fig` to `path` as PNG (atomically) and closes it."""
     write_atomic(path, lambda tmp: fig.savefig(tmp, format="png", dpi=120))
@@ -148,6 +152,11 @@ def plot_dir(directory: str | os.PathLike[str]) -> list[Path]:
     """Writes `fct_cdf.png` and `slowdown_by_size.png` into a result directory."""
     directory = Path(directory)
     flows = read_flows(directory)
+    if not flows["fct"].notna().any():
+        raise NothingToPlot(
+            f"{directory}: nothing to plot: no flow finished ({len(flows):,} had started) "
+            "(raise run.max_sim_time_ms, or look at flows.parquet's delivered bytes)"
+        )
     return [
         save(fct_cdf(flows), directory / "fct_cdf.png"),
         save(slowdown_by_size(flows), directory / "slowdown_by_size.png"),

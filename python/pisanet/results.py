@@ -14,7 +14,10 @@ directory, then `os.replace`, so a reader never sees a half-written file):
   received), and with `metrics.flow_stats` (else NaN / 0) `delay_mean`,
   `delay_p50`, `delay_p99`, `delay_max` (one-way delay of delivered data
   packets, microseconds), `rtt_mean`, `rtt_p99` (TCP RTT samples, microseconds),
-  `deadline_missed_packets` (docs/metrics.md).
+  `deadline_missed_packets` (docs/metrics.md),
+  `delivered` (bytes the receiver had in order: all of them for a finished flow,
+  those delivered so far for one still running when the run stopped at
+  `run.max_sim_time_ms`; flows that had not arrived by then have no row).
 - `goodput.parquet` (only with `metrics.goodput_interval_us` > 0): `time`
   (microseconds, the end of each interval), `flow`, `bytes` (payload bytes
   delivered to the receiving application in the interval), `gbps`; intervals in
@@ -84,6 +87,7 @@ FLOW_COLUMNS = {
     "rtt_mean_us": "rtt_mean",
     "rtt_p99_us": "rtt_p99",
     "deadline_missed_packets": "deadline_missed_packets",
+    "delivered": "delivered",
 }
 GOODPUT_COLUMNS = {"time_us": "time", "flow": "flow", "bytes": "bytes", "gbps": "gbps"}
 QUEUE_COLUMNS = {
@@ -104,6 +108,7 @@ UNITS = {
     "fct": "us",
     "time": "us",
     "bytes": "bytes",
+    "delivered": "bytes",
     "depth_bytes": "bytes",
     "size": "bytes",
     "seq": "bytes",
@@ -129,6 +134,8 @@ PORT_RATES_FILE = "port_rates.parquet"
 GOODPUT_FILE = "goodput.parquet"
 TRACE_FILE = "trace.parquet"
 PCAP_DIR = "pcap"
+# What `pisanet plot` writes into a result directory (`flow_<id>.png` too).
+PLOT_FILES = ("fct_cdf.png", "slowdown_by_size.png")
 
 
 @dataclass(frozen=True)
@@ -249,7 +256,10 @@ def write_atomic(path: Path, write: Callable[[Path], object]) -> None:
     On any failure (including KeyboardInterrupt) the temp file is removed and
     `path` is left as it was.
     """
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as e:
+        raise _naming(e, path) from None
     os.close(fd)
     tmp = Path(name)
     try:
@@ -259,9 +269,20 @@ def write_atomic(path: Path, write: Callable[[Path], object]) -> None:
         # NOTE: mkstemp creates the file 0600; results are ordinary files.
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise _naming(e, path) from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _naming(e: OSError, path: Path) -> OSError:
+    """An I/O error (a full disk, a permission) as one naming the file being written."""
+    # NOTE: pyarrow's and matplotlib's errors carry no file name, and the
+    # temp file's name would mean nothing to the user.
+    reason = e.strerror or " ".join(str(e).split()) or type(e).__name__
+    return OSError(e.errno, f"cannot write: {reason}", str(path))
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -281,10 +302,56 @@ def _write_parquet(path: Path, frame: pd.DataFrame) -> None:
     write_atomic(path, lambda tmp: pq.write_table(table.cast(schema), tmp))
 
 
-def write(out: str | os.PathLike[str], result: Result) -> list[Path]:
-    """Writes the result directory `out` (created if missing); returns the files written."""
+def _is_ours(entry: Path) -> bool:
+    """Whether a directory entry is one a pisanet run or `pisanet plot` writes."""
+    name = entry.name
+    return (
+        name in FILES
+        or name == "error.json"  # a failed sweep point's (pisanet.sweeps)
+        or name in (QUEUES_FILE, PORT_RATES_FILE, TRACE_FILE, PCAP_DIR, *PLOT_FILES)
+        or (name.startswith("flow_") and name.endswith(".png"))
+        or (name.startswith(".") and name.endswith(".tmp"))
+    )
+
+
+def check_out(out: str | os.PathLike[str]) -> Path:
+    """The result directory `out`, refused (`ConfigError`) when a run must not write there.
+
+    Refused: an empty path, a path that is a file, and a non-empty directory that
+    is not an earlier pisanet result (it holds files a run does not write).
+    """
+    from pisanet._core import ConfigError
+
+    if not os.fspath(out).strip():
+        raise ConfigError(
+            "--out: an empty path; name the result directory, e.g. --out results/run1"
+        )
     directory = Path(out)
-    directory.mkdir(parents=True, exist_ok=True)
+    if directory.exists() and not directory.is_dir():
+        raise ConfigError(f"{directory}: exists and is not a directory; choose another --out")
+    if directory.is_dir():
+        foreign = sorted(e.name for e in directory.iterdir() if not _is_ours(e))
+        if foreign:
+            shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+            raise ConfigError(
+                f"{directory}: not empty and not a pisanet result directory (holds {shown}); "
+                "choose another --out, or empty it to write there"
+            )
+    return directory
+
+
+def write(out: str | os.PathLike[str], result: Result) -> list[Path]:
+    """Writes the result directory `out` (created if missing); returns the files written.
+
+    `out` must be empty, missing or an earlier result directory (`check_out`);
+    the files of the earlier run that this one does not write (samples, pcaps,
+    plots) are removed.
+    """
+    directory = check_out(out)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise _naming(e, directory) from None
     # NOTE: a rewrite first unmarks the directory as complete, and drops the
     # samples of an earlier run that this one does not have, so no file of
     # the old run is read as part of the new one.
@@ -301,6 +368,14 @@ def write(out: str | os.PathLike[str], result: Result) -> list[Path]:
         for old in (directory / PCAP_DIR).glob("*.pcap"):
             if old.name[: -len(".pcap")] not in result.pcaps:
                 old.unlink()
+    # Plots and temp files of the earlier run (a killed writer's) describe other results.
+    for entry in directory.iterdir():
+        if entry.is_file() and (
+            entry.name in PLOT_FILES
+            or (entry.name.startswith("flow_") and entry.name.endswith(".png"))
+            or (entry.name.startswith(".") and entry.name.endswith(".tmp"))
+        ):
+            entry.unlink(missing_ok=True)
     written = []
 
     def text(name: str, content: str) -> None:

@@ -37,7 +37,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import Executor, Future, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -191,7 +191,12 @@ def parse_vary(items: Iterable[str]) -> dict[str, list[Any]]:
             raise ConfigError(
                 f"--vary {item!r}: expected KEY=V1,V2,..., e.g. workload.load=0.3,0.6"
             )
-        parse_set([f"{key}=0"])  # the key's syntax (one message for all options)
+        try:
+            parse_set([f"{key}=0"])  # the key's syntax
+        except ConfigError:
+            raise ConfigError(
+                f"--vary {item!r}: {key!r} is not a key path, e.g. workload.load"
+            ) from None
         if key in vary:
             raise ConfigError(f"--vary {key}: given twice; list all its values in one --vary")
         vary[key] = [parse_value(p) for p in parts]
@@ -348,6 +353,42 @@ def read_manifest(directory: Path) -> dict[str, Any]:
     return manifest
 
 
+LOCK_FILE = ".pisanet-sweep.lock"
+
+
+@contextlib.contextmanager
+def locked(directory: Path) -> Iterator[None]:
+    """Holds `DIR/.pisanet-sweep.lock` while a sweep writes DIR; a second sweep is refused.
+
+    An advisory `flock`: the kernel releases it when the holder exits, however
+    it ends (SIGKILL included), so a stale lock file never blocks a rerun.
+    """
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        reason = f"cannot create the sweep directory: {e.strerror}"
+        raise OSError(e.errno, reason, str(directory)) from None
+    try:
+        try:
+            import fcntl
+
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except ImportError:  # pragma: no cover (Windows: no lock)
+            pass
+        except OSError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "another process"
+            raise ConfigError(
+                f"{directory}: another sweep (pid {holder}) is writing this directory; "
+                "wait for it to end, or choose another --out"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
 def prepare(directory: Path, the_plan: Plan) -> None:
     """Creates the sweep directory, or checks that it holds this same sweep."""
     if (directory / MANIFEST).exists():
@@ -366,7 +407,7 @@ def prepare(directory: Path, the_plan: Plan) -> None:
         return
     if directory.exists() and not directory.is_dir():
         raise ConfigError(f"{directory}: exists and is not a directory")
-    if directory.is_dir() and any(directory.iterdir()):
+    if directory.is_dir() and any(e.name != LOCK_FILE for e in directory.iterdir()):
         raise ConfigError(
             f"{directory}: not empty and not a sweep directory (no {MANIFEST}); "
             "choose another --out"
@@ -382,8 +423,61 @@ def _describe(vary: Any) -> str:
         return "unreadable"
 
 
+def json_object(path: Path) -> dict[str, Any]:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: corrupt ({type(e).__name__})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: corrupt (not a JSON object)")
+    return value
+
+
+def read_finished(point_dir: Path) -> dict[str, Any]:
+    """A finished point's summary, after checking that its files can be read.
+
+    `ValueError` naming the first file that is corrupt or missing: such a point
+    is left out of the database (and a rerun of the sweep runs it again).
+    """
+    import pyarrow.parquet as pq
+
+    summary = json_object(point_dir / "summary.json")
+    ports = point_dir / "ports.json"
+    if ports.is_file():
+        json_list(ports)
+    for name in ("flows.parquet", results.QUEUES_FILE, results.PORT_RATES_FILE, results.TRACE_FILE):
+        path = point_dir / name
+        if name != "flows.parquet" and not path.is_file():
+            continue
+        try:
+            pq.read_metadata(path)
+        except FileNotFoundError:
+            raise ValueError(f"{path}: missing") from None
+        except Exception as e:  # pyarrow raises ArrowInvalid, OSError, ...
+            raise ValueError(f"{path}: corrupt ({type(e).__name__})") from None
+    return summary
+
+
+def json_list(path: Path) -> list[Any]:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: corrupt ({type(e).__name__})") from None
+    if not isinstance(value, list):
+        raise ValueError(f"{path}: corrupt (not a JSON list)")
+    return value
+
+
 def is_finished(point_dir: Path) -> bool:
-    return (point_dir / "summary.json").is_file()
+    """A point is finished when its summary.json is there and its files can be read
+    (`read_finished`); a corrupt one is run again."""
+    if not (point_dir / "summary.json").is_file():
+        return False
+    try:
+        read_finished(point_dir)
+    except (ValueError, OSError):
+        return False
+    return True
 
 
 def _clear_temp_files(point_dir: Path) -> None:
@@ -473,15 +567,112 @@ def _crashed(e: BaseException) -> Outcome:
     return "failed", {"type": type(e).__name__, "message": f"the worker died: {e}".strip()}
 
 
+def _worker_main(conn: multiprocessing.connection.Connection, stop: Any) -> None:
+    """A local worker process: runs the tasks it is sent until it is sent None."""
+    _init_worker(stop)
+    while True:
+        task = conn.recv()
+        if task is None:
+            return
+        conn.send(run_point(task))
+
+
+def _death(exitcode: int | None) -> str:
+    """Why a worker process ended without handing back its point's result."""
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        reason = f"the worker process was killed by {name}"
+        if -exitcode == signal.SIGKILL:
+            reason += (
+                " (the kernel's out-of-memory killer sends it when memory runs out: see "
+                "`dmesg`; give the point less to simulate, or run fewer --workers)"
+            )
+        return reason
+    return f"the worker process exited with code {exitcode} before it handed back the result"
+
+
+class _LocalPool:
+    """Worker processes, one point at a time each; a worker that dies (SIGKILL, the
+    OOM killer, a crash) fails only its own point, and a new worker takes its place.
+
+    NOTE: not a ProcessPoolExecutor: a dead worker breaks that whole pool and
+    every point queued on it.
+    """
+
+    def __init__(self, workers: int) -> None:
+        self.ctx = multiprocessing.get_context("spawn")
+        self.stop = self.ctx.Event()
+        self.size = workers
+        # conn -> (process, the task it runs)
+        self.busy: dict[Any, tuple[Any, Task]] = {}
+
+    def _spawn(self) -> tuple[Any, Any]:
+        parent, child = self.ctx.Pipe()
+        with _sigint_ignored():
+            proc = self.ctx.Process(target=_worker_main, args=(child, self.stop), daemon=True)
+            proc.start()
+        child.close()
+        return parent, proc
+
+    def run(self, tasks: list[Task], record: Record) -> None:
+        pending = list(reversed(tasks))
+        idle: list[tuple[Any, Any]] = []
+        try:
+            self._loop(pending, idle, record)
+        except KeyboardInterrupt:
+            # Stop the running points, drop the queued ones, keep what finishes meanwhile.
+            self.stop.set()
+            pending.clear()
+            with contextlib.suppress(KeyboardInterrupt):
+                self._loop(pending, idle, record)
+            raise
+        finally:
+            for conn, proc in idle + [(c, p) for c, (p, _) in self.busy.items()]:
+                with contextlib.suppress(OSError):
+                    conn.send(None)
+                proc.join(timeout=5)
+                if proc.is_alive():
+                    proc.kill()
+                    proc.join()
+                conn.close()
+
+    def _loop(self, pending: list[Task], idle: list[tuple[Any, Any]], record: Record) -> None:
+        while pending or self.busy:
+            while pending and (idle or len(self.busy) < self.size):
+                conn, proc = idle.pop() if idle else self._spawn()
+                task = pending.pop()
+                conn.send(task)
+                self.busy[conn] = (proc, task)
+            sentinels = {proc.sentinel: conn for conn, (proc, _) in self.busy.items()}
+            ready = multiprocessing.connection.wait([*self.busy, *sentinels])
+            for item in ready:
+                conn = sentinels.get(item, item)
+                if conn not in self.busy:
+                    continue
+                proc, task = self.busy.pop(conn)
+                outcome: Outcome | None = None
+                try:
+                    if conn.poll():
+                        outcome = conn.recv()
+                except (EOFError, OSError):
+                    outcome = None
+                if outcome is None:
+                    proc.join()
+                    conn.close()
+                    outcome = ("failed", {"type": "WorkerDied", "message": _death(proc.exitcode)})
+                elif proc.is_alive():
+                    idle.append((conn, proc))
+                else:
+                    proc.join()
+                    conn.close()
+                record(task.id, outcome)
+
+
 def _run_local(tasks: list[Task], workers: int, record: Record) -> None:
-    ctx = multiprocessing.get_context("spawn")
-    stop = ctx.Event()
-    with _sigint_ignored():
-        pool = ProcessPoolExecutor(
-            max_workers=workers, mp_context=ctx, initializer=_init_worker, initargs=(stop,)
-        )
-        futures = {pool.submit(run_point, t): t.id for t in tasks}
-    _collect(futures, record, on_interrupt=stop.set, shutdown=pool.shutdown)
+    _LocalPool(workers).run(tasks, record)
 
 
 def _run_executor(tasks: list[Task], executor: Executor, record: Record) -> None:
@@ -524,7 +715,28 @@ def _collect(
             shutdown(wait=True, cancel_futures=True)
 
 
-def _connect(scheduler: str, timeout: float) -> Any:
+def tls_security(ca_file: str | None, cert: str | None, key: str | None) -> Any:
+    """Dask's `Security` for a `tls://` scheduler: the CA that signed the cluster's
+    certificates, and this client's certificate and key (PEM files). None when no
+    file is given (then the connection is plain, unauthenticated TCP)."""
+    if ca_file is None and cert is None and key is None:
+        return None
+    if ca_file is None or cert is None:
+        raise ConfigError(
+            "--tls-ca-file and --tls-cert go together "
+            "(and --tls-key, unless the key is in the cert file)"
+        )
+    for flag, path in (("--tls-ca-file", ca_file), ("--tls-cert", cert), ("--tls-key", key)):
+        if path is not None and not Path(path).is_file():
+            raise ConfigError(f"{flag} {path}: no such file")
+    from distributed.security import Security
+
+    return Security(
+        tls_ca_file=ca_file, tls_client_cert=cert, tls_client_key=key, require_encryption=True
+    )
+
+
+def _connect(scheduler: str, timeout: float, security: Any = None) -> Any:
     import logging
 
     try:
@@ -535,9 +747,13 @@ def _connect(scheduler: str, timeout: float) -> Any:
         ) from None
 
     # NOTE: distributed logs its connection attempts; the one-line error says it all.
-    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    # (and its own loggers, whose levels its config sets one by one: a lost
+    # scheduler is a failed point, not a page of tracebacks).
+    for name in ["distributed", *logging.root.manager.loggerDict]:
+        if name == "distributed" or name.startswith("distributed."):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
     try:
-        client = Client(scheduler, timeout=timeout, set_as_default=False)
+        client = Client(scheduler, timeout=timeout, set_as_default=False, security=security)
     except Exception as e:
         reason = " ".join(str(e).split()) or type(e).__name__
         raise ConfigError(f"cannot reach the Dask scheduler at {scheduler}: {reason}") from None
@@ -569,6 +785,10 @@ def _run_dask(tasks: list[Task], client: Any, key_prefix: str, record: Record) -
             record(pid, future.result())
         elif future.status == "error":
             record(pid, _crashed(future.exception()))
+        else:  # cancelled or lost: the scheduler went away, or dropped the point
+            record(
+                pid, ("failed", {"type": "Lost", "message": f"the Dask point was {future.status}"})
+            )
 
     try:
         for future in dask_completed(list(futures), loop=client.loop):
@@ -581,6 +801,21 @@ def _run_dask(tasks: list[Task], client: Any, key_prefix: str, record: Record) -
             if future.done():
                 take(future)
         raise
+    except Exception as e:
+        # The scheduler went away: every point not handed back fails (a rerun
+        # resumes them), the finished ones are kept.
+        reason = " ".join(str(e).split()) or type(e).__name__
+        for future, pid in futures.items():
+            if pid not in recorded:
+                with contextlib.suppress(Exception):
+                    if future.status == "finished":
+                        take(future)
+                        continue
+                recorded.add(pid)
+                record(
+                    pid,
+                    ("failed", {"type": "Lost", "message": f"lost the Dask scheduler: {reason}"}),
+                )
 
 
 def _slots(client: Any) -> int:
@@ -603,6 +838,7 @@ def sweep(
     scheduler: str | None = None,
     executor: Executor | None = None,
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
+    security: Any = None,
     set: Iterable[str] = (),
     progress: Callable[[SweepProgress], object] | None = None,
     **overrides: Any,
@@ -616,7 +852,8 @@ def sweep(
     earlier call are not run again.
 
     Runs on `workers` local processes (default: one per core), on the Dask
-    cluster whose scheduler is at `scheduler` (`tcp://host:port`), or on a
+    cluster whose scheduler is at `scheduler` (`tcp://host:port`, or `tls://host:port`
+    with `security`, a `distributed.security.Security`; see `tls_security`), or on a
     `concurrent.futures.Executor` of yours (a `ThreadPoolExecutor` works well: a
     run releases the GIL). `progress(SweepProgress)` is called as points finish.
     NOTE: local worker processes are spawned, so a script (not a notebook) that
@@ -628,14 +865,33 @@ def sweep(
     finished point. A failed point does not raise: it is in `runs` with
     `status = 'failed'` and its `error`.
     """
-    from pisanet import database
 
     if sum(x is not None for x in (workers, scheduler, executor)) > 1:
         raise ConfigError("give at most one of workers, scheduler and executor")
     if workers is not None and (isinstance(workers, bool) or workers < 1):
         raise ConfigError(f"workers: expected a positive number, got {workers!r}")
     the_plan = plan(config, vary or {}, seeds=seeds, set=set, **overrides)
+    if out is not None and not os.fspath(out).strip():
+        raise ConfigError("--out: an empty path; name the sweep directory, e.g. --out results/s1")
     directory = Path(out) if out is not None else default_out(config, the_plan)
+    with locked(directory):
+        return _sweep_locked(
+            directory, the_plan, workers, scheduler, executor, connect_timeout, security, progress
+        )
+
+
+def _sweep_locked(
+    directory: Path,
+    the_plan: Plan,
+    workers: int | None,
+    scheduler: str | None,
+    executor: Executor | None,
+    connect_timeout: float,
+    security: Any,
+    progress: Callable[[SweepProgress], object] | None,
+) -> SweepResult:
+    from pisanet import database
+
     prepare(directory, the_plan)
 
     points_dir = directory / POINTS
@@ -649,7 +905,7 @@ def sweep(
 
     client = None
     if scheduler is not None and tasks:
-        client = _connect(scheduler, connect_timeout)
+        client = _connect(scheduler, connect_timeout, security)
     slots = (
         _slots(client)
         if client is not None

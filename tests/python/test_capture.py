@@ -200,7 +200,7 @@ def test_tshark_shows_the_same_fields(
     if tshark is None:
         pytest.skip(
             "tshark is not installed: the dissector is not checked here "
-            "(PISANET_TSHARK=install bash scripts/test.sh installs Debian's tshark)"
+            "(bash scripts/test.sh installs Debian's tshark when it can: apt-get install tshark)"
         )
     path, _ = captures[scheme]
     names = [f"pisanet_{scheme}.{f}" for f in TSHARK_FIELDS.get(scheme, [])]

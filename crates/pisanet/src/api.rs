@@ -22,10 +22,28 @@ pub struct Error {
 }
 
 impl Error {
+    /// An input error. Its message is kept to one line: a line break or
+    /// another control character quoted from the user's input (a key, a
+    /// file's row) is shown escaped (`\n`), never printed.
     pub fn input(message: impl Into<String>) -> Self {
+        let message: String = message.into();
+        let message = if message.chars().any(char::is_control) {
+            message
+                .chars()
+                .map(|c| {
+                    if c.is_control() {
+                        c.escape_default().to_string()
+                    } else {
+                        c.to_string()
+                    }
+                })
+                .collect()
+        } else {
+            message
+        };
         Error {
             kind: ErrorKind::Input,
-            message: message.into(),
+            message,
         }
     }
     pub fn invariant(message: impl Into<String>) -> Self {
@@ -77,6 +95,9 @@ pub struct FlowTable {
     pub rtt_mean_us: Vec<f64>,
     pub rtt_p99_us: Vec<f64>,
     pub deadline_missed_packets: Vec<u64>,
+    /// Bytes delivered in order to the receiver (all of them for a finished
+    /// flow; so far for one still running when the run stopped).
+    pub delivered: Vec<u64>,
 }
 
 /// Per-flow goodput series, as columns (present when `metrics.goodput_interval_us` > 0):

@@ -1257,6 +1257,14 @@ fn apply_override(root: &mut toml::Table, o: &str) -> Result<(), Error> {
     if key.is_empty() || key.split('.').any(|p| p.is_empty()) {
         return Err(Error::input(format!("--set {o:?}: must be key.path=value")));
     }
+    if !key
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+    {
+        return Err(Error::input(format!(
+            "--set {o:?}: a key is names of letters, digits, '_' and '-' joined by dots, e.g. workload.load"
+        )));
+    }
     let raw = raw.trim();
     let value = format!("v = {raw}")
         .parse::<toml::Table>()

@@ -150,10 +150,21 @@ pub fn available() -> Option<f64> {
             .map(|kb| kb * 1024.0)
     });
     let limits = std::fs::read_to_string("/proc/self/limits").ok();
+    // NOTE: the limit covers the address space already mapped (the Python
+    // interpreter and its libraries, say): only the rest is available.
+    let mapped = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmSize:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb * 1024.0);
     let as_limit = limits.as_deref().and_then(|l| {
         l.lines()
             .find(|l| l.starts_with("Max address space"))
             .and_then(|l| l.split_whitespace().nth(3)?.parse::<f64>().ok())
+            .map(|limit| (limit - mapped).max(0.0))
     });
     [avail, as_limit, budget]
         .into_iter()

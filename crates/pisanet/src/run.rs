@@ -644,6 +644,7 @@ fn finish(
         ft.rtt_mean_us.push(st.rtt_mean_us);
         ft.rtt_p99_us.push(st.rtt_p99_us);
         ft.deadline_missed_packets.push(st.deadline_missed_packets);
+        ft.delivered.push(f.delivered);
         for x in [
             id as u64,
             f.src as u64,

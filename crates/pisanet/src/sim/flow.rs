@@ -38,6 +38,9 @@ pub struct FlowRecord {
     /// Payload bytes of those packets.
     pub lost_bytes: u64,
     pub ideal: SimTime,
+    /// Bytes the receiver had in order when the flow completed or the run
+    /// stopped (reported per flow; not part of the digest).
+    pub delivered: u64,
 }
 
 /// A flow's congestion control or reaction point, by the name `cc` gives.
@@ -273,6 +276,7 @@ impl World {
             lost_packets: 0,
             lost_bytes: 0,
             ideal,
+            delivered: 0,
         });
         let src_addr = self.topo.host_addr[f.src as usize];
         let dst_addr = self.topo.host_addr[f.dst as usize];
@@ -507,6 +511,7 @@ impl World {
                 if let Some(e) = rx.delivery_error() {
                     self.violations.push(format!("flow {id}: {e}"));
                 }
+                rec.delivered = rx.delivered_bytes();
                 if rx.delivered_bytes() != rec.bytes {
                     self.violations.push(format!(
                         "flow {id}: completed with {} of {} bytes delivered to the receiving application",
@@ -518,6 +523,7 @@ impl World {
             Endpoints::Udp { tx, rx, .. } => {
                 rec.first_sent = tx.first_sent_at().or(rec.first_sent);
                 Self::udp_account(rec, &tx, &rx);
+                rec.delivered = rx.received_bytes();
                 if rx.received_bytes() > tx.sent_bytes() {
                     self.violations.push(format!(
                         "flow {id}: received {} bytes, more than the {} sent",
@@ -556,6 +562,7 @@ impl World {
                     rec.first_sent = tx.first_sent_at().or(rec.first_sent);
                     rec.lost_packets = af.lost_packets;
                     rec.lost_bytes = af.lost_bytes;
+                    rec.delivered = rx.delivered_bytes();
                 }
                 Endpoints::Udp { tx, rx, .. } => {
                     // NOTE: as before these columns existed, a running UDP
@@ -563,6 +570,7 @@ impl World {
                     if tx.is_complete() || rec.bytes == u64::MAX {
                         Self::udp_account(rec, tx, rx);
                     }
+                    rec.delivered = rx.received_bytes();
                 }
             }
         }
