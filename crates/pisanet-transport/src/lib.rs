@@ -4,8 +4,10 @@
 //! what comes back.
 //!
 //! * [`tcp`]: a TCP sender and receiver over 64-bit byte sequence numbers,
-//!   with NewReno (RFC 5681, RFC 6582) or DCTCP (RFC 8257) congestion
-//!   control and an RFC 6298 retransmission timer.
+//!   with NewReno (RFC 5681, RFC 6582), DCTCP (RFC 8257) or CUBIC
+//!   (RFC 9438) congestion control, optional classic ECN (RFC 3168), SACK
+//!   with RFC 6675 recovery, an application rate cap and close (iperf3
+//!   `-b` and `-t`), and an RFC 6298 retransmission timer.
 //! * [`udp`]: a constant-bit-rate UDP source and a counting sink.
 //! * [`rate`]: rate-based hosts (RoCEv2-like, over UDP): a paced sender whose
 //!   rate a pluggable [`rate::ReactionPoint`] sets from feedback, and a

@@ -175,6 +175,8 @@ pub enum TransportKind {
     /// UDP at `udp_rate_gbps`, paced by `transport.reaction_point` (default
     /// "fixed": constant bit rate).
     Udp,
+    /// TCP CUBIC (RFC 9438), with `cubic_c` and `cubic_beta`.
+    Cubic,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
@@ -182,28 +184,28 @@ pub enum TransportKind {
 pub struct TransportCfg {
     pub kind: TransportKind,
     /// Minimum retransmission timeout (us).
-    #[schemars(range(min = 1, max = 100000000), extend("x-unit" = "us"), extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp"]}))]
+    #[schemars(range(min = 1, max = 100000000), extend("x-unit" = "us"), extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
     pub min_rto_us: f64,
     /// Maximum retransmission timeout (us).
-    #[schemars(range(min = 1, max = 1000000000), extend("x-unit" = "us"), extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp"]}))]
+    #[schemars(range(min = 1, max = 1000000000), extend("x-unit" = "us"), extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
     pub max_rto_us: f64,
     /// RTO before any RTT sample (us).
-    #[schemars(range(min = 1, max = 1000000000), extend("x-unit" = "us"), extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp"]}))]
+    #[schemars(range(min = 1, max = 1000000000), extend("x-unit" = "us"), extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
     pub initial_rto_us: f64,
     /// Maximum segment size: payload bytes per packet.
     #[schemars(range(min = 64, max = 9000), extend("x-unit" = "bytes"))]
     pub mss: u32,
     /// Initial congestion window (segments).
-    #[schemars(range(min = 1, max = 1000000), extend("x-unit" = "segments"), extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp"]}))]
+    #[schemars(range(min = 1, max = 1000000), extend("x-unit" = "segments"), extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
     pub init_cwnd: u32,
     /// ACK every second segment, with a timer.
-    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp"]}))]
+    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
     pub delayed_ack: bool,
     /// Delayed-ACK timer (us).
     #[schemars(range(min = 0.001, max = 1000000), extend("x-unit" = "us"), extend("x-applies-when" = {"key": "transport.delayed_ack", "in": [true]}))]
     pub delayed_ack_us: f64,
     /// Receiver's advertised window (KB).
-    #[schemars(range(min = 0.064, max = 4294967), extend("x-unit" = "KB"), extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp"]}))]
+    #[schemars(range(min = 0.064, max = 4294967), extend("x-unit" = "KB"), extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
     pub rwnd_kb: f64,
     /// DCTCP: g = 1 / 2^dctcp_g_shift (RFC 8257: 1/16).
     #[schemars(range(min = 0, max = 16), extend("x-applies-when" = {"key": "transport.kind", "in": ["dctcp"]}))]
@@ -217,14 +219,14 @@ pub struct TransportCfg {
     /// `tcp_limit_output_bytes` default as TSQ introduced it: two 64 KB TSO
     /// packets). 0 disables the limit (a flow may fill the NIC with its whole
     /// window). Range >= 0. See docs/model.md, "Hosts".
-    #[schemars(range(min = 0, max = 10000000), extend("x-unit" = "KB"), extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp"]}))]
+    #[schemars(range(min = 0, max = 10000000), extend("x-unit" = "KB"), extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
     pub tsq_kb: f64,
     /// Open each TCP connection with a SYN / SYN-ACK before data (one RTT;
     /// the SYN's RTT is the first sample), as Linux and ns-3 do. Default false. See docs/model.md, "Hosts".
-    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp"]}))]
+    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
     pub handshake: bool,
     /// RFC 3042 limited transmit: the first two duplicate ACKs each send one new segment beyond cwnd, as Linux and ns-3 do. Default false. See docs/model.md, "Hosts".
-    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp"]}))]
+    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
     pub limited_transmit: bool,
     /// UDP flows: how long after a sender's last datagram has left its NIC
     /// the flow waits for stragglers before it ends, counting what did not
@@ -237,6 +239,24 @@ pub struct TransportCfg {
     /// row or group): "fixed" (default: constant rate, plain UDP) or "halve"
     /// (test: halves the rate on every feedback packet). See docs/model.md, "Rate-based hosts".
     pub reaction_point: ReactionPointKind,
+    /// Classic ECN (RFC 3168) for NewReno and CUBIC: data is sent ECT(0), the receiver echoes CE with ECE until it sees CWR, and the sender cuts its window as for a loss at most once per window of data, without retransmitting. DCTCP always uses ECN its own way. Default false. See docs/model.md, "Hosts".
+    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "cubic"]}))]
+    pub ecn: bool,
+    /// SACK (RFC 2018; up to 3 blocks per ACK, counted in its size) with RFC 6675 loss recovery. Linux and ns-3 have it on; default false keeps the results in docs/results. See docs/model.md, "Hosts".
+    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
+    pub sack: bool,
+    /// CUBIC: the constant C of W_cubic(t) = C (t - K)^3 + W_max, in segments per second cubed (RFC 9438 section 5: 0.4).
+    #[schemars(range(min = 0.000001, max = 1000000), extend("x-unit" = "segments/s^3"), extend("x-applies-when" = {"key": "transport.kind", "in": ["cubic"]}))]
+    pub cubic_c: f64,
+    /// CUBIC: multiplicative decrease factor beta_cubic (RFC 9438 section 5: 0.7).
+    #[schemars(range(min = 0.5, max = 0.99), extend("x-applies-when" = {"key": "transport.kind", "in": ["cubic"]}))]
+    pub cubic_beta: f64,
+    /// Application rate cap of every TCP flow (iperf3 -b): a token bucket in the sender lets new payload leave at most at this rate (Gb/s of payload). 0 (default) = no cap.
+    #[schemars(range(min = 0, max = 100000), extend("x-unit" = "Gb/s"), extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
+    pub app_rate_gbps: f64,
+    /// Depth of the application token bucket (KB = 1000 B of payload); 0 (default) = one MSS, so segments are paced one by one.
+    #[schemars(range(min = 0, max = 1000000), extend("x-unit" = "KB"), extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
+    pub app_burst_kb: f64,
 }
 
 /// `transport.reaction_point`: a rate-based sender's reaction point.
@@ -278,6 +298,12 @@ impl Default for TransportCfg {
             limited_transmit: false,
             udp_drain_us: 0.0,
             reaction_point: ReactionPointKind::Fixed,
+            ecn: false,
+            sack: false,
+            cubic_c: 0.4,
+            cubic_beta: 0.7,
+            app_rate_gbps: 0.0,
+            app_burst_kb: 0.0,
         }
     }
 }
@@ -417,21 +443,19 @@ pub struct GroupCfg {
     pub deadline_us: Option<f64>,
 }
 
-/// The names `cc` takes (flow rows, flow groups), with their transports.
-// MERGE(tcp): ("cubic", Transport::Tcp) joins this list with CcKind::Cubic
-// (and its arm in run.rs `cc_choice`).
+/// The names `cc` takes (flow rows, flow groups), with their transports
+/// (each built by run.rs `cc_choice`).
 pub const CC_NAMES: &[(&str, pisanet_workload::Transport)] = &[
     ("newreno", pisanet_workload::Transport::Tcp),
     ("dctcp", pisanet_workload::Transport::Tcp),
+    ("cubic", pisanet_workload::Transport::Tcp),
     ("fixed", pisanet_workload::Transport::Udp),
     ("halve", pisanet_workload::Transport::Udp),
 ];
 
-/// Why a TCP flow may not have a rate cap or a duration yet.
-// MERGE(tcp): `None` once TcpConfig has the rate cap and TcpSender::close.
-pub const TCP_LIMITS_REFUSED: Option<&str> = Some(
-    "not available for TCP flows in this build (only UDP flows take rate_gbps and duration_us)",
-);
+/// Why a TCP flow may not have a rate cap or a duration: `None`, both are
+/// supported (the sender's application token bucket, `TcpSender::close`).
+pub const TCP_LIMITS_REFUSED: Option<&str> = None;
 
 /// Why a deadline is refused without per-flow statistics.
 pub const DEADLINE_NEEDS_FLOW_STATS: &str =
@@ -1421,6 +1445,41 @@ kind = "ecmp"
         for e in [err(CONTRACT, &["topology.levaes=3"]), err("[run\n", &[])] {
             assert!(!e.contains('\n'), "{e}");
         }
+    }
+
+    #[test]
+    fn tcp_feature_keys_are_checked() {
+        let c = Config::parse(
+            CONTRACT,
+            &[
+                "transport.kind=cubic".into(),
+                "transport.ecn=true".into(),
+                "transport.sack=true".into(),
+                "transport.app_rate_gbps=2.5".into(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(c.transport.kind, TransportKind::Cubic);
+        assert!(c.transport.ecn && c.transport.sack);
+        assert_eq!(
+            err(CONTRACT, &["transport.kind=udp", "transport.ecn=true"]),
+            "transport.ecn: is read only when transport.kind = \"newreno\" or \"cubic\" (here \"udp\"); remove it, or set run.unused_keys = \"ignore\""
+        );
+        assert!(
+            err(CONTRACT, &["transport.kind=dctcp", "transport.ecn=true"])
+                .starts_with("transport.ecn: is read only when")
+        );
+        assert!(err(CONTRACT, &["transport.cubic_beta=0.8"])
+            .starts_with("transport.cubic_beta: is read only when transport.kind = \"cubic\""));
+        let e = err(
+            CONTRACT,
+            &["transport.kind=cubic", "transport.cubic_beta=1.0"],
+        );
+        assert!(e.starts_with("transport.cubic_beta: "), "{e}");
+        assert_eq!(e, "transport.cubic_beta: must be in [0.5, 0.99], got 1");
+        assert!(
+            err(CONTRACT, &["transport.app_rate_gbps=-1"]).starts_with("transport.app_rate_gbps: ")
+        );
     }
 
     #[test]

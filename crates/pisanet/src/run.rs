@@ -324,7 +324,10 @@ fn cc_choice(cfg: &Config, name: &str) -> CcChoice {
         "dctcp" => CcChoice::Tcp(CcKind::Dctcp {
             g_shift: cfg.transport.dctcp_g_shift,
         }),
-        // MERGE(tcp): "cubic" => CcChoice::Tcp(CcKind::Cubic { .. }),
+        "cubic" => CcChoice::Tcp(CcKind::Cubic {
+            c: cfg.transport.cubic_c,
+            beta: cfg.transport.cubic_beta,
+        }),
         other => {
             CcChoice::Rate(pisanet_transport::ReactionKind::from_name(other).unwrap_or_default())
         }
@@ -376,10 +379,18 @@ fn tcp_config(cfg: &Config) -> TcpConfig {
             TransportKind::Dctcp => CcKind::Dctcp {
                 g_shift: t.dctcp_g_shift,
             },
+            TransportKind::Cubic => CcKind::Cubic {
+                c: t.cubic_c,
+                beta: t.cubic_beta,
+            },
             _ => CcKind::NewReno,
         },
         handshake: t.handshake, // docs/model.md "Hosts"
         limited_transmit: t.limited_transmit,
+        ecn: t.ecn,
+        sack: t.sack,
+        app_rate_bps: (t.app_rate_gbps > 0.0).then(|| (t.app_rate_gbps * 1e9).round() as u64),
+        app_burst_bytes: (t.app_burst_kb * 1000.0).round() as u64,
     }
 }
 

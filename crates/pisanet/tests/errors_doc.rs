@@ -94,6 +94,18 @@ fn cases() -> Vec<(
         ),
         (
             "unused key",
+            "classic ECN with UDP",
+            vec!["transport.kind=udp", "transport.ecn=true"],
+            None,
+        ),
+        (
+            "range",
+            "a CUBIC beta of 1",
+            vec!["transport.kind=cubic", "transport.cubic_beta=1.0"],
+            None,
+        ),
+        (
+            "unused key",
             "a HULA setting with ECMP",
             vec!["scheme.hula.probe_interval_us=100"],
             None,

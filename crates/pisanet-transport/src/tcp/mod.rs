@@ -2,18 +2,29 @@
 //! bytes and a [`TcpReceiver`] that delivers them in order and acknowledges.
 //!
 //! Owns: segmentation, acknowledgement, loss recovery (fast retransmit and
-//! NewReno fast recovery, RFC 6582), the retransmission timer (RFC 6298,
+//! NewReno fast recovery, RFC 6582, or with [`TcpConfig::sack`] SACK,
+//! RFC 2018, and RFC 6675 recovery), the retransmission timer (RFC 6298,
 //! [`rto`]), congestion control ([`cc`]: NewReno per RFC 5681, DCTCP per
-//! RFC 8257) and ECN echo.
+//! RFC 8257, CUBIC per RFC 9438), ECN (DCTCP's, or classic RFC 3168 with
+//! [`TcpConfig::ecn`]), the FIN, and the application's rate cap
+//! ([`TcpConfig::app_rate_bps`]) and close ([`TcpSender::close`]).
 //!
 //! Simplifications, each deliberate (see docs/model.md):
-//! * Sequence numbers are 64-bit byte offsets starting at 0. There is no
-//!   FIN, and no SYN handshake unless [`TcpConfig::handshake`] asks for one
-//!   (the SYN and SYN-ACK then take no sequence number): data flows at once
-//!   (or after the SYN-ACK), and a flow is complete when every byte is
-//!   cumulatively acknowledged.
+//! * Sequence numbers are 64-bit byte offsets starting at 0. FIN rides on
+//!   the segment with the last byte and, like the SYN of the optional
+//!   handshake ([`TcpConfig::handshake`]), takes no sequence number: data
+//!   flows at once (or after the SYN-ACK), and a flow is complete when
+//!   every byte is cumulatively acknowledged.
 //! * Data goes one way. The receiver sends pure ACKs (seq 0, no payload).
-//! * No SACK, no timestamps, no window scaling (the window is a u32 of bytes).
+//! * No timestamps, no window scaling (the window is a u32 of bytes); SACK
+//!   is the only option, and only with [`TcpConfig::sack`].
+//!
+//! Duration-limited flows (iperf3 `-t`): create the sender and receiver
+//! with `u64::MAX` bytes, and call [`TcpSender::close`] when the time is
+//! up: no byte beyond those sent goes, a FIN tells the receiver where the
+//! flow ends ([`TcpReceiver::set_size`] does too), and the flow completes
+//! when what was sent is acknowledged. With a rate cap the sender needs its
+//! timer while the token bucket holds it back: `timer_deadline` covers it.
 //!
 //! Guarantees: the sender never has more than `min(cwnd, rwnd)` bytes in
 //! flight (`snd_nxt - snd_una`), where `rwnd` is the window of the latest

@@ -44,7 +44,7 @@ pub struct FlowRecord {
 }
 
 /// A flow's congestion control or reaction point, by the name `cc` gives.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum CcChoice {
     Tcp(CcKind),
     Rate(ReactionKind),
@@ -120,6 +120,9 @@ pub(crate) enum Endpoints {
 pub(crate) struct ActiveFlow {
     pub(crate) ends: Endpoints,
     pub(crate) src_addr: u32,
+    /// A duration-limited TCP flow: when its application closes it
+    /// (`TcpSender::close`); `None` once closed or without a duration.
+    pub(crate) close_at: Option<SimTime>,
     pub(crate) tx_timer: Option<SimTime>,
     pub(crate) rx_timer: Option<SimTime>,
     /// TSQ: wire bytes of the sender's packets waiting in its host's NIC
@@ -178,12 +181,12 @@ impl World {
                     Some(CcChoice::Tcp(k)) => k,
                     _ => self.hosts.tcp_cc,
                 };
-                // Per-flow overrides are struct updates of the config's TcpConfig.
-                // MERGE(tcp): the application rate cap (`a.rate_bps`) goes here as
-                // a TcpConfig field; until then run.rs refuses rate_gbps on TCP flows.
+                // Per-flow overrides are struct updates of the config's TcpConfig;
+                // a flow's rate_gbps is its application rate cap (iperf3 -b).
                 Plan::Tcp(TcpConfig {
                     mss: a.mss.unwrap_or(self.tcp.mss),
                     cc,
+                    app_rate_bps: a.rate_bps.or(self.tcp.app_rate_bps),
                     ..self.tcp
                 })
             }
@@ -301,9 +304,8 @@ impl World {
                     // Nothing of this flow is in the NIC yet.
                     tx.set_send_budget(limit);
                 }
-                // MERGE(tcp): a duration (`f.attrs.duration`) closes the sender
-                // with `TcpSender::close(now)` at start + duration; until then
-                // run.rs refuses duration_us on TCP flows.
+                // A duration (iperf3 -t) closes the sender at start + duration
+                // (`on_flow_timer`).
                 tx.on_start(now, &mut out);
                 Endpoints::Tcp { tx, rx }
             }
@@ -339,9 +341,14 @@ impl World {
             .meter
             .as_deref_mut()
             .map(|m| m.new_flow(id, f.attrs.deadline));
+        let close_at = match &ends_state {
+            Endpoints::Tcp { .. } => f.attrs.duration.map(|d| now + d),
+            Endpoints::Udp { .. } => None,
+        };
         self.active[id as usize] = Some(Box::new(ActiveFlow {
             ends: ends_state,
             src_addr,
+            close_at,
             tx_timer: None,
             rx_timer: None,
             nic_bytes: 0,
@@ -398,9 +405,17 @@ impl World {
                 .tsq_bytes
                 .map(|limit| limit.saturating_sub(af.nic_bytes));
             match &mut af.ends {
-                Endpoints::Tcp { tx, .. } => {
+                Endpoints::Tcp { tx, rx } => {
                     if let Some(b) = budget {
                         tx.set_send_budget(b);
+                    }
+                    if af.close_at.is_some_and(|c| c <= now) {
+                        // The application's duration is over (iperf3 -t): no
+                        // new data; the flow's size is what was sent.
+                        af.close_at = None;
+                        tx.close(now, &mut out);
+                        rx.set_size(now, tx.size_bytes());
+                        self.flows[id as usize].bytes = tx.size_bytes();
                     }
                     tx.on_timer(now, &mut out);
                     af.tsq_blocked = tx.is_budget_blocked();
@@ -473,7 +488,13 @@ impl World {
             return;
         };
         let (tx_deadline, rx_deadline) = match &af.ends {
-            Endpoints::Tcp { tx, rx } => (tx.timer_deadline(), rx.timer_deadline()),
+            Endpoints::Tcp { tx, rx } => (
+                match (tx.timer_deadline(), af.close_at) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                },
+                rx.timer_deadline(),
+            ),
             Endpoints::Udp {
                 tx, rx, drain_at, ..
             } => (tx.timer_deadline().or(*drain_at), rx.timer_deadline()),
