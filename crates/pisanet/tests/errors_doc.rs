@@ -163,6 +163,22 @@ fn cases() -> Vec<(
             ],
             None,
         ),
+        (
+            "file",
+            "a CDF that is a device and never ends",
+            vec!["workload.cdf=\"/dev/zero\""],
+            None,
+        ),
+        (
+            "file",
+            "a topology file that is a directory",
+            vec![
+                "topology.kind=custom",
+                "run.unused_keys=ignore",
+                "topology.file=\"/tmp\"",
+            ],
+            None,
+        ),
         ("syntax", "invalid TOML", vec![], Some("[run\n")),
         ("syntax", "an override without '='", vec!["nonsense"], None),
         (
