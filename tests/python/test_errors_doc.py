@@ -37,6 +37,8 @@ CASES: list[tuple[str, str, list[str], int, str]] = [
     ("--vary", "a value out of range", ["sweep", "tiny.toml", "--vary", "workload.load=0.3,-1"], 2, "error"),
     ("--vary", "a key twice", ["sweep", "tiny.toml", "--vary", "workload.load=0.3", "--vary", "workload.load=0.6"], 2, "error"),
     ("--vary", "run.seed and --seeds", ["sweep", "tiny.toml", "--vary", "run.seed=1,2", "--seeds", "2"], 2, "error"),
+    ("--vary", "a key no point reads", ["sweep", "tiny.toml", "--vary", "scheme.hula.tor_slots=4,8"], 2, "error"),
+    ("--vary", "a value that fails when the switches are built", ["sweep", "tiny.toml", "--set", "scheme.kind=hula", "--vary", "scheme.hula.tor_slots=1,8"], 2, "error"),
     ("--vary", "a key with a line break", ["sweep", "tiny.toml", "--vary", "work\nload.load=0.3"], 2, "error"),
     ("Dask", "--workers and --scheduler", ["sweep", "tiny.toml", "--vary", "workload.load=0.3", "--workers", "2", "--scheduler", "tcp://x:1"], 2, "error"),
     ("Dask", "an unreachable scheduler", ["sweep", "tiny.toml", "--vary", "workload.load=0.3", "--out", "s2", "--scheduler", "tcp://127.0.0.1:9", "--connect-timeout", "0.5"], 2, "error"),

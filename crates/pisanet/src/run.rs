@@ -39,18 +39,36 @@ fn read_file(key: &str, base: Option<&Path>, p: &str) -> Result<String, Error> {
     let path = resolve_path(base, p);
     let fail =
         |e: std::io::Error| Error::input(format!("{key}: cannot read {}: {e}", path.display()));
-    let size = std::fs::metadata(&path).map_err(fail)?.len();
+    let file = std::fs::File::open(&path).map_err(fail)?;
+    let meta = file.metadata().map_err(fail)?;
+    // NOTE: a device (/dev/zero), a FIFO or a directory has no size to check
+    // and may never end: only regular files are read.
+    if !meta.is_file() {
+        return Err(Error::input(format!(
+            "{key}: {} is not a regular file",
+            path.display()
+        )));
+    }
     let limit = crate::memory::available()
         .map_or(MAX_INPUT_BYTES, |a| ((a / 4.0) as u64).min(MAX_INPUT_BYTES));
-    if size > limit {
-        return Err(Error::input(format!(
+    let too_big = |size: u64| {
+        Error::input(format!(
             "{key}: {} is {:.1} MB, more than the {:.1} MB an input file may have here",
             path.display(),
             size as f64 / 1e6,
             limit as f64 / 1e6
-        )));
+        ))
+    };
+    if meta.len() > limit {
+        return Err(too_big(meta.len()));
     }
-    let bytes = std::fs::read(&path).map_err(fail)?;
+    // A file that grows while it is read is cut at the limit, and refused.
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    std::io::Read::read_to_end(&mut std::io::Read::take(file, limit + 1), &mut bytes)
+        .map_err(fail)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_big(bytes.len() as u64));
+    }
     String::from_utf8(bytes).map_err(|e| {
         Error::input(format!(
             "{key}: {} is not UTF-8 text (byte {})",
