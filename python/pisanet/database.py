@@ -7,7 +7,8 @@ running SQL against it. Holds:
   (`ok` or `failed`), one column per varied key (dots become underscores:
   `workload.load` -> `workload_load`; `workload_load` is there even when the
   load is not varied), `seed`, every summary figure flattened the same way
-  (`fct_us_mean`, `fct_us_short_p99`, `packets_dropped`, ...), and `error` (the
+  (`fct_us_mean`, `fct_us_short_p99`, `packets_dropped`, with PFC on
+  `pfc_pause_frames_sent`, `pfc_paused_time_us`, ...), and `error` (the
   message of a failed point, else NULL).
 - `flows` (view): every finished point's `flows.parquet`, with `point_id`, the
   varied keys and `seed` in front.
@@ -22,7 +23,9 @@ running SQL against it. Holds:
   `sum(x)^2 / (count(x) * sum(x^2))`, e.g. per point and interval:
   `SELECT point_id, time, jain(gbps) FROM goodput GROUP BY ALL` (an interval in
   which a flow delivered nothing has no row, so such a flow does not count there).
-- `ports` (table): every finished point's `ports.json`, with `point_id`.
+- `ports` (table): every finished point's `ports.json`, with `point_id` (with
+  PFC on also `pause_sent`, `pause_received`, `paused_us`, ... per port, and
+  per lossless priority as `pause_sent_p0`, ...; NULL for points without PFC).
 - `meta` (table): the directory the views read from, and when it was built.
 
 The database is derived data: it is rebuilt (into a temp file, then renamed)

@@ -236,14 +236,14 @@ fn ring() -> (String, String) {
 #[test]
 fn a_cyclic_buffer_dependency_is_reported_as_a_deadlock_naming_the_cycle() {
     let (topo, flows) = ring();
-    let e = try_run(
+    let Err(e) = try_run(
         "deadlock",
         &topo,
         &flows,
         "topology.pfc.enabled=true\ntopology.pfc.deadlock_ms=1\ntopology.buffer_kb=50",
-    )
-    .err()
-    .expect("the ring deadlocks");
+    ) else {
+        panic!("the ring did not deadlock");
+    };
     assert_eq!(e.kind, ErrorKind::Invariant);
     assert!(e.message.starts_with("PFC deadlock: s"), "{}", e.message);
     // The cycle is the ring, all five links, in order.
