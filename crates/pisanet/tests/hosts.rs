@@ -300,7 +300,7 @@ fn bad_flow_attributes_are_refused_with_row_and_field() {
         (
             "start_us,src,dst,bytes,cc\n0,0,3,5,vegas\n",
             vec![],
-            "line 2: cc must be one of newreno, dctcp, fixed, halve, got 'vegas'",
+            "line 2: cc must be one of newreno, dctcp, cubic, fixed, halve, got 'vegas'",
         ),
         (
             "start_us,src,dst,bytes,deadline_us\n0,0,3,5,\n0,0,3,5,10\n",
@@ -311,11 +311,6 @@ fn bad_flow_attributes_are_refused_with_row_and_field() {
             "start_us,src,dst,bytes,priority\n0,0,3,5,1\n",
             vec![],
             "line 2: priority must be a whole number below topology.priorities = 1",
-        ),
-        (
-            "start_us,src,dst,bytes,transport,rate_gbps\n0,0,3,5,tcp,1\n",
-            vec![],
-            "line 2: rate_gbps: not available for TCP flows",
         ),
         (
             "start_us,src,dst,bytes,priority\n0,0,3,5,3\n",

@@ -461,6 +461,10 @@ impl World {
     fn udp_done(&mut self, now: SimTime, id: FlowId) -> bool {
         let p = &self.ports[self.port_base[self.flows[id as usize].src as usize] as usize];
         let nic = p.busy_until.saturating_sub(now) + p.rate.tx_time(p.queue.bytes());
+        // A NIC still holding packets (its backlog, or a PFC pause holding
+        // it) has not let the flow's last datagram go: the drain has not
+        // started, so look again once the backlog could have left.
+        let nic_holds = p.queue.bytes() > 0;
         let Some(Some(af)) = self.active.get_mut(id as usize) else {
             return false;
         };
@@ -478,6 +482,10 @@ impl World {
         }
         if rx.received_bytes() >= tx.sent_bytes() {
             return true;
+        }
+        if nic_holds {
+            *drain_at = Some(now + nic.max(SimTime::from_us(1)) + *drain);
+            return false;
         }
         let at = *drain_at.get_or_insert(now + nic + *drain);
         now >= at
