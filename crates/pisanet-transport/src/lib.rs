@@ -62,6 +62,7 @@
 //! assert_eq!(tx.completed_at(), Some(SimTime::from_us(10)));
 //! ```
 
+pub mod params;
 pub mod tcp;
 pub mod udp;
 
