@@ -67,6 +67,7 @@
 //! assert_eq!(tx.completed_at(), Some(SimTime::from_us(10)));
 //! ```
 
+pub mod params;
 pub mod rate;
 pub mod tcp;
 pub mod udp;

@@ -382,34 +382,7 @@ fn build_flows(
 }
 
 fn tcp_config(cfg: &Config) -> TcpConfig {
-    let t = &cfg.transport;
-    TcpConfig {
-        mss: t.mss,
-        init_cwnd_segments: t.init_cwnd,
-        min_rto: SimTime::from_us_f64(t.min_rto_us),
-        max_rto: SimTime::from_us_f64(t.max_rto_us),
-        initial_rto: SimTime::from_us_f64(t.initial_rto_us),
-        delayed_ack: t.delayed_ack,
-        delayed_ack_timeout: SimTime::from_us_f64(t.delayed_ack_us),
-        rwnd_bytes: (t.rwnd_kb * 1000.0) as u32,
-        dupack_threshold: 3,
-        cc: match t.kind {
-            TransportKind::Dctcp => CcKind::Dctcp {
-                g_shift: t.dctcp_g_shift,
-            },
-            TransportKind::Cubic => CcKind::Cubic {
-                c: t.cubic_c,
-                beta: t.cubic_beta,
-            },
-            _ => CcKind::NewReno,
-        },
-        handshake: t.handshake, // docs/model.md "Hosts"
-        limited_transmit: t.limited_transmit,
-        ecn: t.ecn,
-        sack: t.sack,
-        app_rate_bps: (t.app_rate_gbps > 0.0).then(|| (t.app_rate_gbps * 1e9).round() as u64),
-        app_burst_bytes: (t.app_burst_kb * 1000.0).round() as u64,
-    }
+    cfg.transport.tcp_config()
 }
 
 /// Builds and runs; returns the results.

@@ -1,0 +1,224 @@
+//! The user-facing parameters of the hosts' transport (`[transport]` in a
+//! run's TOML), declared once here, next to the model that reads them: each
+//! with its doc comment, default, unit (`x-unit`), range and, for keys only
+//! some transports read, `x-applies-when`. The simulator's config composes
+//! this struct ([`TransportParams`]); `pisanet schema` shows it.
+//!
+//! Units follow the TOML keys (microseconds, KB = 1000 B, Gb/s);
+//! [`TransportParams::tcp_config`] converts them into a [`TcpConfig`].
+
+use crate::tcp::{CcKind, TcpConfig};
+use pisanet_engine::SimTime;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum TransportKind {
+    /// TCP NewReno (RFC 5681, RFC 6582).
+    Newreno,
+    /// DCTCP (RFC 8257).
+    Dctcp,
+    /// UDP at `udp_rate_gbps`, paced by `transport.reaction_point` (default
+    /// "fixed": constant bit rate).
+    Udp,
+    /// TCP CUBIC (RFC 9438), with `cubic_c` and `cubic_beta`.
+    Cubic,
+}
+
+/// `[transport]`: the hosts' transport, for every flow of a run. Keys,
+/// units and ranges are those of the TOML file; [`TransportParams::tcp_config`]
+/// turns them into the [`TcpConfig`] the endpoints take.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "TransportCfg")]
+#[serde(deny_unknown_fields, default)]
+pub struct TransportParams {
+    pub kind: TransportKind,
+    /// Minimum retransmission timeout (us).
+    #[schemars(range(min = 1, max = 100000000), extend("x-unit" = "us"), extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
+    pub min_rto_us: f64,
+    /// Maximum retransmission timeout (us).
+    #[schemars(range(min = 1, max = 1000000000), extend("x-unit" = "us"), extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
+    pub max_rto_us: f64,
+    /// RTO before any RTT sample (us).
+    #[schemars(range(min = 1, max = 1000000000), extend("x-unit" = "us"), extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
+    pub initial_rto_us: f64,
+    /// Maximum segment size: payload bytes per packet.
+    #[schemars(range(min = 64, max = 9000), extend("x-unit" = "bytes"))]
+    pub mss: u32,
+    /// Initial congestion window (segments).
+    #[schemars(range(min = 1, max = 1000000), extend("x-unit" = "segments"), extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
+    pub init_cwnd: u32,
+    /// ACK every second segment, with a timer.
+    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
+    pub delayed_ack: bool,
+    /// Delayed-ACK timer (us).
+    #[schemars(range(min = 0.001, max = 1000000), extend("x-unit" = "us"), extend("x-applies-when" = {"key": "transport.delayed_ack", "in": [true]}))]
+    pub delayed_ack_us: f64,
+    /// Receiver's advertised window (KB).
+    #[schemars(range(min = 0.064, max = 4294967), extend("x-unit" = "KB"), extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
+    pub rwnd_kb: f64,
+    /// DCTCP: g = 1 / 2^dctcp_g_shift (RFC 8257: 1/16).
+    #[schemars(range(min = 0, max = 16), extend("x-applies-when" = {"key": "transport.kind", "in": ["dctcp"]}))]
+    pub dctcp_g_shift: u8,
+    /// UDP: sending rate of each flow (Gb/s).
+    #[schemars(range(min = 0.000001, max = 100000), extend("x-unit" = "Gb/s"), extend("x-applies-when" = {"key": "transport.kind", "in": ["udp"]}))]
+    pub udp_rate_gbps: f64,
+    /// TCP Small Queues: wire bytes (KB = 1000 B) of one TCP flow's packets
+    /// its host's NIC queue may hold; the sender waits for its packets to
+    /// leave before sending more. Default 131.072 (131072 B, Linux's
+    /// `tcp_limit_output_bytes` default as TSQ introduced it: two 64 KB TSO
+    /// packets). 0 disables the limit (a flow may fill the NIC with its whole
+    /// window). Range >= 0. See docs/model.md, "Hosts".
+    #[schemars(range(min = 0, max = 10000000), extend("x-unit" = "KB"), extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
+    pub tsq_kb: f64,
+    /// Open each TCP connection with a SYN / SYN-ACK before data (one RTT;
+    /// the SYN's RTT is the first sample), as Linux and ns-3 do. Default false. See docs/model.md, "Hosts".
+    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
+    pub handshake: bool,
+    /// RFC 3042 limited transmit: the first two duplicate ACKs each send one new segment beyond cwnd, as Linux and ns-3 do. Default false. See docs/model.md, "Hosts".
+    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
+    pub limited_transmit: bool,
+    /// Classic ECN (RFC 3168) for NewReno and CUBIC: data is sent ECT(0), the receiver echoes CE with ECE until it sees CWR, and the sender cuts its window as for a loss at most once per window of data, without retransmitting. DCTCP always uses ECN its own way. Default false. See docs/model.md, "Hosts".
+    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "cubic"]}))]
+    pub ecn: bool,
+    /// SACK (RFC 2018; up to 3 blocks per ACK, counted in its size) with RFC 6675 loss recovery. Linux and ns-3 have it on; default false keeps the results in docs/results. See docs/model.md, "Hosts".
+    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
+    pub sack: bool,
+    /// CUBIC: the constant C of W_cubic(t) = C (t - K)^3 + W_max, in segments per second cubed (RFC 9438 section 5: 0.4).
+    #[schemars(range(min = 0.000001, max = 1000000), extend("x-unit" = "segments/s^3"), extend("x-applies-when" = {"key": "transport.kind", "in": ["cubic"]}))]
+    pub cubic_c: f64,
+    /// CUBIC: multiplicative decrease factor beta_cubic (RFC 9438 section 5: 0.7).
+    #[schemars(range(min = 0.5, max = 0.99), extend("x-applies-when" = {"key": "transport.kind", "in": ["cubic"]}))]
+    pub cubic_beta: f64,
+    /// Application rate cap of every TCP flow (iperf3 -b): a token bucket in the sender lets new payload leave at most at this rate (Gb/s of payload). 0 (default) = no cap.
+    #[schemars(range(min = 0, max = 100000), extend("x-unit" = "Gb/s"), extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
+    pub app_rate_gbps: f64,
+    /// Depth of the application token bucket (KB = 1000 B of payload); 0 (default) = one MSS, so segments are paced one by one.
+    #[schemars(range(min = 0, max = 1000000), extend("x-unit" = "KB"), extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
+    pub app_burst_kb: f64,
+    /// UDP flows: how long after a sender's last datagram has left its NIC
+    /// the flow waits for stragglers before it ends, counting what did not
+    /// arrive as lost (us). 0 (default) = automatic: the worst-case time
+    /// across the flow's path with every switch buffer full (docs/metrics.md,
+    /// "UDP flows"). Read by every run (flows may be UDP per row or group).
+    #[schemars(range(min = 0, max = 1e10), extend("x-unit" = "us"))]
+    pub udp_drain_us: f64,
+    /// Reaction point of rate-based UDP flows that name none (`cc` of a flow
+    /// row or group): "fixed" (default: constant rate, plain UDP) or "halve"
+    /// (test: halves the rate on every feedback packet). See docs/model.md, "Rate-based hosts".
+    pub reaction_point: ReactionPointKind,
+}
+
+/// `transport.reaction_point`: a rate-based sender's reaction point.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ReactionPointKind {
+    /// No reaction: the configured rate throughout.
+    #[default]
+    Fixed,
+    /// Halves the rate on every feedback packet (a test reaction point).
+    Halve,
+}
+
+impl ReactionPointKind {
+    pub fn kind(self) -> crate::rate::ReactionKind {
+        match self {
+            ReactionPointKind::Fixed => crate::rate::ReactionKind::Fixed,
+            ReactionPointKind::Halve => crate::rate::ReactionKind::Halve,
+        }
+    }
+}
+
+impl Default for TransportParams {
+    fn default() -> Self {
+        TransportParams {
+            kind: TransportKind::Dctcp,
+            min_rto_us: 1000.0,
+            max_rto_us: 1_000_000.0,
+            initial_rto_us: 3000.0,
+            mss: 1460,
+            init_cwnd: 10,
+            delayed_ack: false,
+            delayed_ack_us: 40.0,
+            rwnd_kb: 4096.0,
+            dctcp_g_shift: 4,
+            udp_rate_gbps: 1.0,
+            tsq_kb: 131.072,
+            handshake: false,
+            limited_transmit: false,
+            ecn: false,
+            sack: false,
+            cubic_c: 0.4,
+            cubic_beta: 0.7,
+            app_rate_gbps: 0.0,
+            app_burst_kb: 0.0,
+            udp_drain_us: 0.0,
+            reaction_point: ReactionPointKind::Fixed,
+        }
+    }
+}
+
+impl TransportParams {
+    /// The TCP endpoints' configuration these parameters give.
+    pub fn tcp_config(&self) -> TcpConfig {
+        TcpConfig {
+            mss: self.mss,
+            init_cwnd_segments: self.init_cwnd,
+            min_rto: SimTime::from_us_f64(self.min_rto_us),
+            max_rto: SimTime::from_us_f64(self.max_rto_us),
+            initial_rto: SimTime::from_us_f64(self.initial_rto_us),
+            delayed_ack: self.delayed_ack,
+            delayed_ack_timeout: SimTime::from_us_f64(self.delayed_ack_us),
+            rwnd_bytes: (self.rwnd_kb * 1000.0) as u32,
+            dupack_threshold: 3,
+            cc: match self.kind {
+                TransportKind::Dctcp => CcKind::Dctcp {
+                    g_shift: self.dctcp_g_shift,
+                },
+                TransportKind::Cubic => CcKind::Cubic {
+                    c: self.cubic_c,
+                    beta: self.cubic_beta,
+                },
+                _ => CcKind::NewReno,
+            },
+            handshake: self.handshake, // docs/model.md "Hosts"
+            limited_transmit: self.limited_transmit,
+            ecn: self.ecn,
+            sack: self.sack,
+            app_rate_bps: (self.app_rate_gbps > 0.0)
+                .then(|| (self.app_rate_gbps * 1e9).round() as u64),
+            app_burst_bytes: (self.app_burst_kb * 1000.0).round() as u64,
+        }
+    }
+
+    /// The rules between keys (single-key ranges are in the schema).
+    /// `packet` is the wire size of a full segment (MSS plus headers).
+    /// The error is one line naming the key and what is allowed.
+    pub fn check(&self, packet: u64) -> Result<(), String> {
+        if self.kind != TransportKind::Udp {
+            if self.max_rto_us < self.min_rto_us {
+                return Err(format!(
+                    "transport.max_rto_us: must be at least transport.min_rto_us ({}), got {}",
+                    self.min_rto_us, self.max_rto_us
+                ));
+            }
+            if ((self.rwnd_kb * 1000.0) as u64) < self.mss as u64 {
+                return Err(format!(
+                    "transport.rwnd_kb: must hold one segment (transport.mss = {} bytes, so at least {}), got {}",
+                    self.mss,
+                    self.mss as f64 / 1000.0,
+                    self.rwnd_kb
+                ));
+            }
+            if self.tsq_kb > 0.0 && (self.tsq_kb * 1000.0).round() < packet as f64 {
+                return Err(format!(
+                    "transport.tsq_kb: must be 0 (off) or hold one full packet (transport.mss + headers = {packet} bytes, so at least {}), got {}",
+                    packet as f64 / 1000.0,
+                    self.tsq_kb
+                ));
+            }
+        }
+        Ok(())
+    }
+}
