@@ -67,7 +67,7 @@ pub struct P4qosParams {
     /// a bottleneck (us; Alg. 1 line 3; the paper gives no value: default
     /// 1200 us, one 1500-byte packet at 10 Mb/s).
     #[serde(rename = "sensitivity_us", with = "units::us")]
-    #[schemars(with = "f64", range(min = 0, max = 1e7), extend("x-unit" = "us"))]
+    #[schemars(with = "f64", range(min = 0, max = 1e6), extend("x-unit" = "us"))]
     pub sensitivity: SimTime,
     /// Target-update back-off: "none" (default), "fixed" or "adaptive".
     pub backoff: Backoff,

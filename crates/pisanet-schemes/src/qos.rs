@@ -287,9 +287,10 @@ pub struct QosParams {
     #[schemars(range(min = 0, max = 20))]
     pub time_shift: u8,
     /// An upstream switch stamps an LLEP timestamp on a data packet leaving
-    /// a port at most this often (us; section II.A: "periodically").
+    /// a port at most this often (us; section II.A: "periodically"; at
+    /// most 4 s, as the stamps are 32-bit nanoseconds).
     #[serde(rename = "llep_interval_us", with = "units::us")]
-    #[schemars(with = "f64", range(min = 0.001, max = 1e8), extend("x-unit" = "us"))]
+    #[schemars(with = "f64", range(min = 0.001, max = 4e6), extend("x-unit" = "us"))]
     pub llep_interval: SimTime,
     /// A packet past its deadline: "mark" (count, flag and forward) or "drop".
     pub late: LateAction,
