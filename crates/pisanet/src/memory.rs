@@ -105,7 +105,9 @@ pub fn estimate(cfg: &Config) -> (f64, &'static str) {
     }
     for g in &cfg.workload.groups {
         if !matches!(g.pattern(), PatternKind::File | PatternKind::Incast) {
-            let flows = g.flows.unwrap_or(crate::config::WorkloadCfg::default().flows);
+            let flows = g
+                .flows
+                .unwrap_or(crate::config::WorkloadCfg::default().flows);
             parts.push((flows as f64 * PER_FLOW, "workload.groups[].flows"));
         }
     }
