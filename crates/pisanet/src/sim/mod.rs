@@ -148,6 +148,10 @@ pub struct World {
     /// beyond it send priority 0. Empty unless a caller sets it (the PFC
     /// tests; a flow list's `priority` column is issue 13's).
     pub flow_prio: Vec<u8>,
+    /// PFC: the switch ingress port of the arrival being processed, which
+    /// what it queues is charged to (`NO_PFC` for packets a switch makes
+    /// on its own); read only with PFC on (sim/pfc.rs).
+    pub(crate) pfc_in: u32,
 }
 
 /// How a run ended.
@@ -288,6 +292,7 @@ impl World {
             tap: None,
             pfc: None,
             flow_prio: Vec::new(),
+            pfc_in: pisanet_net::queue::NO_PFC,
         }
     }
 
@@ -369,9 +374,7 @@ impl World {
             Ev::Sample => self.on_sample(now),
             Ev::RateSample => self.on_rate_sample(now),
             Ev::SwitchTimer(sw) => self.on_switch_timer(now, sw),
-            Ev::PfcExpire(p) => self.on_pfc_expire(now, p),
-            Ev::PfcRefresh(p) => self.on_pfc_refresh(now, p),
-            Ev::PfcCheck => self.on_pfc_check(now),
+            Ev::PfcExpire(_) | Ev::PfcRefresh(_) | Ev::PfcCheck => self.on_pfc_event(now, ev),
         }
     }
 
