@@ -261,16 +261,14 @@ impl EgressQueue {
 
     /// Removes the head of the highest-priority non-empty queue (strict
     /// priority). O(priorities).
+    // NOTE: inline: with it out of line (it grew past what rustc inlines
+    // across crates by itself) the demo ran 14% more instructions.
+    #[inline]
     pub fn dequeue(&mut self, shared: Option<&mut SharedBuffer>) -> Option<Queued> {
         let q = if self.paused == 0 {
             self.queues.iter_mut().find_map(|q| q.pop_front())?
         } else {
-            // PFC: a paused priority does not send; the others do.
-            let paused = self.paused;
-            self.queues
-                .iter_mut()
-                .enumerate()
-                .find_map(|(i, q)| (paused & (1 << i) == 0).then(|| q.pop_front()).flatten())?
+            self.pop_unpaused()?
         };
         let size = q.pkt.size as u64;
         self.bytes -= size;
@@ -279,6 +277,17 @@ impl EgressQueue {
             sb.used_bytes -= size;
         }
         Some(q)
+    }
+
+    /// PFC: the head of the highest-priority queue not paused.
+    #[cold]
+    #[inline(never)]
+    fn pop_unpaused(&mut self) -> Option<Queued> {
+        let paused = self.paused;
+        self.queues
+            .iter_mut()
+            .enumerate()
+            .find_map(|(i, q)| (paused & (1 << i) == 0).then(|| q.pop_front()).flatten())
     }
 
     /// Empties the queues (link failure), returning what they held.

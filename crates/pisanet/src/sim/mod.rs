@@ -148,6 +148,10 @@ pub struct World {
     pub tap: Option<Box<crate::capture::Tap>>,
     /// Priority flow control (sim/pfc.rs); `None` when off.
     pub pfc: Option<Box<Pfc>>,
+    /// PFC: the switch ingress port of the arrival being processed, which
+    /// what it queues is charged to (`NO_PFC` for packets a switch makes
+    /// on its own); read only with PFC on (sim/pfc.rs).
+    pub(crate) pfc_in: u32,
 }
 
 /// How a run ended.
@@ -289,6 +293,7 @@ impl World {
             tsq_out: Vec::with_capacity(64),
             tap: None,
             pfc: None,
+            pfc_in: pisanet_net::queue::NO_PFC,
         }
     }
 
@@ -375,9 +380,7 @@ impl World {
             Ev::Sample => self.on_sample(now),
             Ev::RateSample => self.on_rate_sample(now),
             Ev::SwitchTimer(sw) => self.on_switch_timer(now, sw),
-            Ev::PfcExpire(p) => self.on_pfc_expire(now, p),
-            Ev::PfcRefresh(p) => self.on_pfc_refresh(now, p),
-            Ev::PfcCheck => self.on_pfc_check(now),
+            Ev::PfcExpire(_) | Ev::PfcRefresh(_) | Ev::PfcCheck => self.on_pfc_event(now, ev),
         }
     }
 

@@ -69,9 +69,6 @@ pub struct Pfc {
     /// lossless drops are then counted, not invariant violations.
     pub small_headroom: bool,
     pub deadlock_after: Option<SimTime>,
-    /// The switch ingress port of the packet being processed (`NO_PFC`
-    /// outside a switch arrival).
-    pub(crate) cur_in: u32,
     // Per (port, priority), index port * 8 + priority.
     pub(crate) ingress: Vec<u64>,
     pub(crate) xoff_on: Vec<bool>,
@@ -177,7 +174,6 @@ impl Pfc {
             small_headroom: small,
             deadlock_after: (cfg.deadlock_ms > 0.0)
                 .then(|| SimTime::from_us_f64(cfg.deadlock_ms * 1000.0)),
-            cur_in: NO_PFC,
             ingress: vec![0; k],
             xoff_on: vec![false; k],
             refresh_at: vec![NEVER; k],
@@ -215,17 +211,31 @@ impl Pfc {
 }
 
 impl World {
+    /// The PFC events, out of the loop's way.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn on_pfc_event(&mut self, now: SimTime, ev: Ev) {
+        match ev {
+            Ev::PfcExpire(p) => self.on_pfc_expire(now, p),
+            Ev::PfcRefresh(p) => self.on_pfc_refresh(now, p),
+            Ev::PfcCheck => self.on_pfc_check(now),
+            _ => {}
+        }
+    }
+
     /// Enqueue at a switch port with PFC on: a lossless packet that came
     /// in on a port is admitted by that (port, priority)'s account (XOFF +
     /// headroom), not by the egress port's limits; crossing XOFF sends a
     /// PAUSE up that port.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn pfc_enqueue(&mut self, now: SimTime, p: PortIdx, mut q: Queued) {
         let Some(pfc) = self.pfc.as_deref_mut() else {
             return self.enqueue_plain(now, p, q);
         };
         let port = &mut self.ports[p as usize];
         let c = port.queue.queue_of(q.pkt.prio);
-        let inp = pfc.cur_in;
+        let inp = self.pfc_in;
         if inp == NO_PFC || pfc.lossless & (1 << c) == 0 {
             return self.enqueue_plain(now, p, q);
         }
@@ -260,7 +270,14 @@ impl World {
 
     /// A packet a PFC account holds left its queue (sent or drained).
     #[cold]
-    pub(crate) fn pfc_dequeued(&mut self, now: SimTime, inp: u32, c: usize, size: u32) {
+    #[inline(never)]
+    pub(crate) fn pfc_dequeued(
+        &mut self,
+        now: SimTime,
+        p: PortIdx,
+        (inp, prio, size): (u32, u8, u32),
+    ) {
+        let c = self.ports[p as usize].queue.queue_of(prio);
         let Some(pfc) = self.pfc.as_deref_mut() else {
             return;
         };
@@ -330,7 +347,8 @@ impl World {
     }
 
     /// Sends the next PAUSE frame waiting at port `p`, if any (before data).
-    #[inline]
+    #[cold]
+    #[inline(never)]
     pub(crate) fn pfc_tx_ctrl(&mut self, now: SimTime, p: PortIdx) -> bool {
         let Some(pfc) = self.pfc.as_deref_mut() else {
             return false;
@@ -349,6 +367,8 @@ impl World {
     }
 
     /// A PAUSE frame reached port `p` (whose egress it pauses or resumes).
+    #[cold]
+    #[inline(never)]
     pub(crate) fn pfc_receive(&mut self, now: SimTime, p: PortIdx, pkt: Packet) {
         self.counts.consumed += 1;
         let Some(pfc) = self.pfc.as_deref_mut() else {

@@ -109,11 +109,9 @@ impl World {
             let Some(q) = port.queue.dequeue(shared) else {
                 return;
             };
-            if q.pfc_in != pisanet_net::queue::NO_PFC {
-                let c = port.queue.queue_of(q.pkt.prio);
-                self.pfc_dequeued(now, q.pfc_in, c, q.pkt.size);
-            }
-            let port = &mut self.ports[p as usize];
+            // PFC: the ingress account is credited once the packet is
+            // handled (scalars kept here, so the packet moves as before).
+            let credit = (q.pfc_in, q.pkt.prio, q.pkt.size);
             let pkt = if !port.egress_pass {
                 q.pkt
             } else {
@@ -152,6 +150,9 @@ impl World {
                         self.apply_egress_emits(now, sw, &mut emits);
                         self.emits = emits;
                         self.arm_switch(sw);
+                        if credit.0 != pisanet_net::queue::NO_PFC {
+                            self.pfc_dequeued(now, p, credit);
+                        }
                         return;
                     }
                     None => {
@@ -159,6 +160,9 @@ impl World {
                         self.apply_egress_emits(now, sw, &mut emits);
                         self.emits = emits;
                         self.arm_switch(sw);
+                        if credit.0 != pisanet_net::queue::NO_PFC {
+                            self.pfc_dequeued(now, p, credit);
+                        }
                         continue;
                     }
                 }
@@ -170,6 +174,9 @@ impl World {
             self.transmit(now, p, pkt);
             if let Some((flow, src, size)) = from_host {
                 self.host_nic_dequeued(now, flow, src, size);
+            }
+            if credit.0 != pisanet_net::queue::NO_PFC {
+                self.pfc_dequeued(now, p, credit);
             }
             return;
         }
@@ -250,15 +257,9 @@ impl World {
             self.host_receive(now, node, pkt);
         } else {
             let in_port = peer_port.port_no;
-            if let Some(pfc) = self.pfc.as_deref_mut() {
-                // What this arrival queues is charged to (peer, priority).
-                pfc.cur_in = peer;
-                self.switch_receive(now, node, in_port, pkt);
-                if let Some(pfc) = self.pfc.as_deref_mut() {
-                    pfc.cur_in = pisanet_net::queue::NO_PFC;
-                }
-                return;
-            }
+            // PFC: what this arrival queues is charged to (peer, priority)
+            // (a plain store, so the loop does not branch on PFC here).
+            self.pfc_in = peer;
             self.switch_receive(now, node, in_port, pkt);
         }
     }

@@ -68,14 +68,9 @@ impl World {
     /// account holds those copies (a packet being received may have
     /// started this transmission).
     pub(crate) fn apply_egress_emits(&mut self, now: SimTime, sw: u32, emits: &mut Vec<Emit>) {
-        let saved = self
-            .pfc
-            .as_deref_mut()
-            .map(|f| std::mem::replace(&mut f.cur_in, pisanet_net::queue::NO_PFC));
+        let saved = std::mem::replace(&mut self.pfc_in, pisanet_net::queue::NO_PFC);
         self.apply_emits(now, sw, emits);
-        if let (Some(f), Some(s)) = (self.pfc.as_deref_mut(), saved) {
-            f.cur_in = s;
-        }
+        self.pfc_in = saved;
     }
 
     /// Schedules the switch's wake-up if its pending work moved earlier.
@@ -104,6 +99,8 @@ impl World {
         };
         let mut emits = std::mem::take(&mut self.emits);
         emits.clear();
+        // What a switch makes on its own is no ingress port's (PFC).
+        self.pfc_in = pisanet_net::queue::NO_PFC;
         switches[sw as usize].on_timer(now, &mut emits);
         self.apply_emits(now, sw, &mut emits);
         self.emits = emits;
