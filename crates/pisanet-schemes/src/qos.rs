@@ -816,3 +816,58 @@ pub fn mark_or_drop(pkt: &mut Packet, sm: &mut StandardMetadata) -> bool {
         false
     }
 }
+
+/// The QoS program without AQM: carries the QoS header, runs LLEP and
+/// accounts deadlines, never marks or drops. `noaqm` runs it as it is;
+/// `prio` with [`QosCore::set_prio`] (the first switch picks the packet's
+/// queue by its deadline's rank).
+pub struct PlainQos {
+    pub core: QosCore,
+}
+
+impl pisanet_pisa::DataPlane for PlainQos {
+    fn has_parser(&self) -> bool {
+        false
+    }
+
+    fn ingress(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        pkt: &mut Packet,
+        sm: &mut StandardMetadata,
+        meta: &mut UserMeta,
+    ) {
+        if let Arrival::Ctl(..) = self.core.ingress(ctx, pkt, sm, meta) {
+            sm.mark_to_drop();
+        }
+    }
+
+    fn egress(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        pkt: &mut Packet,
+        sm: &mut StandardMetadata,
+        meta: &mut UserMeta,
+    ) {
+        if self.core.egress_llep(ctx, pkt, sm, meta) {
+            return;
+        }
+        if let Some(v) = self.core.egress_account(ctx, pkt, sm, meta) {
+            self.core.egress_finish(ctx, pkt, sm, &v);
+        }
+    }
+}
+
+/// Declares [`PlainQos`] (`set_prio`: queue by deadline rank, as `prio`).
+pub fn declare_plain(
+    pipe: &mut Pipeline,
+    params: &crate::SchemeParams,
+    info: &SwitchInfo,
+    set_prio: bool,
+) -> Result<crate::Program, String> {
+    let mut core = QosCore::declare(pipe, &params.qos, info, params.ecmp_hash_per_tier);
+    core.set_prio = set_prio;
+    pipe.stages(3, 2);
+    let a = QosAgent::new(core, &params.qos, Vec::new());
+    Ok((Box::new(PlainQos { core }), Box::new(a)))
+}
