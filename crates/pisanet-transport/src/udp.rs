@@ -96,29 +96,7 @@ impl UdpCbrSource {
         let remaining = self.total - self.sent_bytes;
         let payload = u64::from(self.payload).min(remaining) as u32;
         let size = Packet::udp_wire_size(payload);
-        out.push(Packet {
-            uid: 0,
-            flow: self.ends.flow,
-            size,
-            ip: Ipv4 {
-                src: self.ends.src_addr,
-                dst: self.ends.dst_addr,
-                proto: PROTO_UDP,
-                dscp: self.ends.dscp,
-                ecn: Ecn::NotEct,
-                ttl: 64,
-            },
-            l4: L4::Udp(Udp {
-                sport: self.ends.sport,
-                dport: self.ends.dport,
-                payload,
-            }),
-            ext: None,
-            tcp_sack: None,
-            sent_at: now,
-            prio: self.ends.prio,
-            switch_made: false,
-        });
+        out.push(datagram(&self.ends, now, payload, Ecn::NotEct));
         self.sent_bytes += u64::from(payload);
         self.sent_packets += 1;
         self.last_sent_at = Some(now);
@@ -127,6 +105,34 @@ impl UdpCbrSource {
         } else {
             Some(due + self.rate.tx_time(u64::from(size)))
         };
+    }
+}
+
+/// A datagram of the flow `ends` carrying `payload` bytes, sent at `now`
+/// (every header built; `uid` 0, the host assigns it).
+pub fn datagram(ends: &FlowEnds, now: SimTime, payload: u32, ecn: Ecn) -> Packet {
+    Packet {
+        uid: 0,
+        flow: ends.flow,
+        size: Packet::udp_wire_size(payload),
+        ip: Ipv4 {
+            src: ends.src_addr,
+            dst: ends.dst_addr,
+            proto: PROTO_UDP,
+            dscp: ends.dscp,
+            ecn,
+            ttl: 64,
+        },
+        l4: L4::Udp(Udp {
+            sport: ends.sport,
+            dport: ends.dport,
+            payload,
+        }),
+        ext: None,
+        tcp_sack: None,
+        sent_at: now,
+        prio: ends.prio,
+        switch_made: false,
     }
 }
 

@@ -37,7 +37,7 @@
 
 use crate::tcp::FlowEnds;
 use pisanet_engine::{BitRate, SimTime};
-use pisanet_net::packet::{Ecn, Ipv4, Packet, Udp, L4, PROTO_UDP};
+use pisanet_net::packet::{Ecn, Packet, L4};
 
 /// A rate-based sender's reaction point: sets the sending rate from feedback.
 pub trait ReactionPoint {
@@ -348,29 +348,7 @@ impl RateSender {
         } else {
             Ecn::NotEct
         };
-        out.push(Packet {
-            uid: 0,
-            flow: self.ends.flow,
-            size,
-            ip: Ipv4 {
-                src: self.ends.src_addr,
-                dst: self.ends.dst_addr,
-                proto: PROTO_UDP,
-                dscp: self.ends.dscp,
-                ecn,
-                ttl: 64,
-            },
-            l4: L4::Udp(Udp {
-                sport: self.ends.sport,
-                dport: self.ends.dport,
-                payload,
-            }),
-            ext: None,
-            tcp_sack: None,
-            sent_at: now,
-            prio: self.ends.prio,
-            switch_made: false,
-        });
+        out.push(crate::udp::datagram(&self.ends, now, payload, ecn));
         self.sent_bytes += u64::from(payload);
         self.sent_packets += 1;
         self.last_sent_at = Some(now);

@@ -1,4 +1,5 @@
 use super::*;
+use pisanet_net::packet::PROTO_UDP;
 
 fn ends() -> FlowEnds {
     FlowEnds {
