@@ -20,7 +20,8 @@ pub struct Queued {
     pub pkt: Packet,
     /// v1model `enq_timestamp`.
     pub enq_time: SimTime,
-    /// v1model `enq_qdepth`: packets in this port's queues on arrival.
+    /// v1model `enq_qdepth`: packets ahead of this one in its priority
+    /// queue on arrival (the port's depth when the port has one queue).
     pub enq_qdepth: u32,
     /// User metadata carried from ingress to egress.
     pub user_meta: [u64; 2],
@@ -172,8 +173,8 @@ impl EgressQueue {
                 self.counters.ecn_marks += 1;
             }
         }
-        q.enq_qdepth = self.packets;
         let prio = self.queue_of(q.pkt.prio);
+        q.enq_qdepth = self.queues[prio].len() as u32;
         self.queues[prio].push_back(q);
         self.bytes += size;
         self.packets += 1;
@@ -205,8 +206,8 @@ impl EgressQueue {
                 self.counters.ecn_marks += 1;
             }
         }
-        q.enq_qdepth = self.packets;
         let prio = self.queue_of(q.pkt.prio);
+        q.enq_qdepth = self.queues[prio].len() as u32;
         self.queues[prio].push_back(q);
         self.bytes += size;
         self.packets += 1;
@@ -238,6 +239,12 @@ impl EgressQueue {
     /// Packets of queue `i`, head first.
     pub fn iter_queue(&self, i: usize) -> impl Iterator<Item = &Queued> {
         self.queues.get(i).into_iter().flatten()
+    }
+
+    /// Packets in queue `i` (v1model `deq_qdepth` of a packet just dequeued from it).
+    #[inline]
+    pub fn queue_packets(&self, i: usize) -> u32 {
+        self.queues.get(i).map_or(0, |q| q.len() as u32)
     }
 
     /// Bytes in queue `i` (O(packets of it): for samples, not the hot path).
@@ -419,6 +426,25 @@ mod tests {
             .map(|q| q.enq_qdepth)
             .collect();
         assert_eq!(depths, vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn enq_qdepth_counts_the_packets_own_priority_queue() {
+        // Two priority queues: a priority-1 packet behind three priority-0
+        // packets sees an empty queue of its own (Tofino's per-queue depth).
+        let mut q = EgressQueue::new(cfg(100_000, None, 2));
+        for _ in 0..3 {
+            q.enqueue(pkt(100, 0, Ecn::NotEct), None).unwrap();
+        }
+        q.enqueue(pkt(100, 1, Ecn::NotEct), None).unwrap();
+        q.enqueue(pkt(100, 1, Ecn::NotEct), None).unwrap();
+        assert_eq!(q.queue_packets(0), 3);
+        assert_eq!(q.queue_packets(1), 2);
+        assert_eq!(q.queue_packets(7), 0);
+        let depths: Vec<(u8, u32)> = std::iter::from_fn(|| q.dequeue(None))
+            .map(|q| (q.pkt.prio, q.enq_qdepth))
+            .collect();
+        assert_eq!(depths, vec![(0, 0), (0, 1), (0, 2), (1, 0), (1, 1)]);
     }
 
     #[test]

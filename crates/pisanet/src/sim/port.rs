@@ -122,7 +122,7 @@ impl World {
                 let deq = DeqInfo {
                     enq_timestamp: q.enq_time,
                     enq_qdepth: q.enq_qdepth,
-                    deq_qdepth: port.queue.packets(),
+                    deq_qdepth: port.queue.queue_packets(port.queue.queue_of(q.pkt.prio)),
                     deq_timedelta: now.saturating_sub(q.enq_time),
                     meta: QueueMeta {
                         user: q.user_meta,
