@@ -9,8 +9,9 @@ Reads the sweep's database (`pisanet.database`) and writes, every file atomicall
 - `retransmissions_vs_load.png`: retransmitted packets against load per scheme.
 - `uplink_load_sd.png`: per switch, the standard deviation of the bytes sent on
   its uplinks (from `ports.json`), per scheme, one panel per load.
-- `queue_depth_cdf.png` (only when points sampled queues): queue-depth CDF per
-  scheme, one panel per load.
+- `queue_depth_cdf.png` (only when points sampled queues): CDF of the sampled
+  ports' depths (all priority queues of a port together) per scheme, one panel
+  per load.
 - `index.html`: the plots and the `runs` table.
 
 A series is a scheme plus any other varied key (not the load, not the seed). A
@@ -375,7 +376,14 @@ def write(directory: str | os.PathLike[str]) -> list[Path]:
     ports = database.query(directory, "SELECT * FROM ports")
     if {"uplink", "name", "tx_bytes"} <= set(ports.columns) and ports["uplink"].any():
         pngs.append(save(uplink_sd(ports, runs, styles), out / "uplink_load_sd.png"))
-    queues = database.query(directory, "SELECT * FROM queues")
+    # One depth per port and sample: with several priority queues a port has a
+    # row per queue, and the CDF is of the port's depth (their sum).
+    queues = database.query(directory, "SELECT * FROM queues LIMIT 0")
+    if "depth_bytes" in queues.columns:
+        queues = database.query(
+            directory,
+            "SELECT point_id, time, port, sum(depth_bytes) AS depth_bytes FROM queues GROUP BY ALL",
+        )
     if "depth_bytes" in queues.columns and len(queues) > 0:
         figure = cdf_by_load(
             queues[["point_id", "depth_bytes"]], "depth_bytes", runs, styles,

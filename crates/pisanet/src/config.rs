@@ -866,9 +866,8 @@ fn given_keys(prefix: &str, table: &toml::Table, out: &mut Vec<String>) {
         } else {
             format!("{prefix}.{k}")
         };
-        let descend = matches!(v, toml::Value::Table(_)) && !path.starts_with("scheme.");
         match v {
-            toml::Value::Table(t) if descend => given_keys(&path, t, out),
+            toml::Value::Table(t) => given_keys(&path, t, out),
             _ => out.push(path),
         }
     }
@@ -959,19 +958,23 @@ impl Config {
             given_keys("", t, &mut keys);
         }
         for key in keys {
-            let why = if let Some(sub) = key.strip_prefix("scheme.") {
-                (!cfg.scheme.kind.reads(sub)).then(|| {
-                    let readers = SchemeKind::readers(sub);
-                    format!(
-                        "scheme.kind = {} (here {:?})",
-                        readers
-                            .iter()
-                            .map(|r| format!("{r:?}"))
-                            .collect::<Vec<_>>()
-                            .join(" or "),
-                        cfg.scheme.kind.name()
-                    )
-                })
+            // A `[scheme]` key (or its sub-table, e.g. `scheme.hula`) is read
+            // when the registry row of scheme.kind says so; then a key inside
+            // the sub-table may still apply only with some settings of it.
+            let scheme_key = key
+                .strip_prefix("scheme.")
+                .map(|s| s.split('.').next().unwrap_or(s));
+            let why = if let Some(sub) = scheme_key.filter(|sub| !cfg.scheme.kind.reads(sub)) {
+                let readers = SchemeKind::readers(sub);
+                Some(format!(
+                    "scheme.kind = {} (here {:?})",
+                    readers
+                        .iter()
+                        .map(|r| format!("{r:?}"))
+                        .collect::<Vec<_>>()
+                        .join(" or "),
+                    cfg.scheme.kind.name()
+                ))
             } else {
                 unread(&schema, &resolved, &key)
             };
@@ -1081,8 +1084,10 @@ impl Config {
             given_keys("", &table, &mut keys);
             for key in keys {
                 let drop = match key.strip_prefix("scheme.") {
-                    Some(sub) => !self.scheme.kind.reads(sub),
-                    None => unread(&schema, &resolved, &key).is_some(),
+                    Some(sub) if !self.scheme.kind.reads(sub.split('.').next().unwrap_or(sub)) => {
+                        true
+                    }
+                    _ => unread(&schema, &resolved, &key).is_some(),
                 };
                 if drop {
                     remove_path(&mut table, &key.split('.').collect::<Vec<_>>());
@@ -1256,7 +1261,7 @@ kind = "ecmp"
         );
         assert_eq!(
             err(CONTRACT, &["scheme.hula.probe_interval_us=100"]),
-            "scheme.hula: is read only when scheme.kind = \"hula\" (here \"ecmp\"); remove it, or set run.unused_keys = \"ignore\""
+            "scheme.hula.probe_interval_us: is read only when scheme.kind = \"hula\" (here \"ecmp\"); remove it, or set run.unused_keys = \"ignore\""
         );
         let c = Config::parse(
             CONTRACT,
@@ -1266,7 +1271,7 @@ kind = "ecmp"
             ],
         )
         .unwrap();
-        assert_eq!(c.unused, vec!["scheme.hula".to_string()]);
+        assert_eq!(c.unused, vec!["scheme.hula.probe_interval_us".to_string()]);
         // Progress must be possible: limits below one packet are refused with the minimum.
         assert_eq!(
             err(CONTRACT, &["transport.tsq_kb=0.0001"]),

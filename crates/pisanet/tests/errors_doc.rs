@@ -112,6 +112,12 @@ fn cases() -> Vec<(
         ),
         (
             "unused key",
+            "a P4QoS back-off interval without a back-off",
+            vec!["scheme.kind=p4qos", "scheme.p4qos.update_interval_us=1000"],
+            None,
+        ),
+        (
+            "unused key",
             "leaf-spine keys on a fat tree",
             vec!["topology.kind=fat_tree"],
             None,
