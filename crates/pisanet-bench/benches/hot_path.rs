@@ -89,6 +89,50 @@ load = 0.5
     g.finish();
 }
 
+/// A 10 000-flow run (the demo config: 4x4 leaf-spine, 16 hosts, DCTCP,
+/// websearch at load 0.6): the whole loop with realistic queue and event
+/// heap sizes. Slow (seconds per iteration); alone with
+/// `cargo bench -p pisanet-bench -- run_10k`.
+fn run_10k(c: &mut Criterion) {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../experiments/demo/leaf_spine_ecmp.toml"
+    );
+    let text = std::fs::read_to_string(path).expect("demo config");
+    let sets = ["workload.flows=10000".to_string()];
+    let mut g = c.benchmark_group("run_10k");
+    g.sample_size(10);
+    g.bench_function("leaf_spine_demo_10000_flows", |b| {
+        b.iter(|| pisanet::run_toml(&text, None, &sets, &mut |_| true).expect("run"))
+    });
+    g.finish();
+}
+
+/// One ingress pass of every scheme that builds with default parameters on
+/// a k=8 fat tree's edge switch (the others need a planned configuration),
+/// over packets to every host.
+fn scheme_pass(c: &mut Criterion) {
+    let mut g = c.benchmark_group("scheme_pass");
+    for kind in pisanet_schemes::SchemeKind::all() {
+        let Some((mut switch, _, _, pkts)) = pisanet_bench::scheme_fixture(kind) else {
+            continue;
+        };
+        g.throughput(Throughput::Elements(pkts.len() as u64));
+        let mut out = Vec::with_capacity(4);
+        g.bench_function(kind.name(), |b| {
+            b.iter(|| {
+                for p in &pkts {
+                    out.clear();
+                    let mut p = p.clone();
+                    let _ = switch.ingress_unicast(SimTime::ZERO, 0, &mut p, &mut out);
+                }
+                out.len()
+            })
+        });
+    }
+    g.finish();
+}
+
 /// One ingress pass of the `ecmp` program against the hand-written reference
 /// ECMP, on an edge switch of a k=8 fat tree, over packets to every host: the
 /// model's per-pass cost with hot caches.
@@ -149,6 +193,8 @@ criterion_group!(
     egress_queue,
     small_run,
     pipeline_pass,
-    crc_small
+    scheme_pass,
+    crc_small,
+    run_10k
 );
 criterion_main!(benches);

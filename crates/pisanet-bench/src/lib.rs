@@ -18,6 +18,22 @@ pub struct PassFixture {
 }
 
 pub fn pass_fixture() -> PassFixture {
+    let fx = scheme_fixture(pisanet_schemes::SchemeKind::default()).expect("ecmp builds");
+    PassFixture {
+        switch: fx.0,
+        native: fx.1,
+        sw: fx.2,
+        pkts: fx.3,
+    }
+}
+
+/// Edge switch 0 of a k=8 fat tree running scheme `kind` with its default
+/// parameters, the reference ECMP, the switch index and one TCP packet from
+/// host 0 to every host; `None` if the scheme does not build on that switch
+/// with default parameters (e.g. one that needs a planned configuration).
+pub fn scheme_fixture(
+    kind: pisanet_schemes::SchemeKind,
+) -> Option<(Switch, NativeEcmp, u32, Vec<Packet>)> {
     let topo = pisanet_net::topology::fat_tree(
         8,
         BitRate::from_gbps(10.0),
@@ -29,8 +45,11 @@ pub fn pass_fixture() -> PassFixture {
     let sw = 0u32;
     let info = pisanet::forward::switch_info(&topo, &routes, &pisanet::forward::pods(&topo), sw);
     let rng = RngStreams::new(1).stream(StreamKind::Switch, 0);
-    let switch = pisanet_schemes::build(&Default::default(), &info, rng, Default::default())
-        .expect("ecmp builds");
+    let params = pisanet_schemes::SchemeParams {
+        kind,
+        ..Default::default()
+    };
+    let switch = pisanet_schemes::build(&params, &info, rng, Default::default()).ok()?;
     let native = NativeEcmp::new(&topo, true);
     let pkts = (0..topo.n_hosts)
         .map(|h| Packet {
@@ -49,10 +68,5 @@ pub fn pass_fixture() -> PassFixture {
             ..Default::default()
         })
         .collect();
-    PassFixture {
-        switch,
-        native,
-        sw,
-        pkts,
-    }
+    Some((switch, native, sw, pkts))
 }

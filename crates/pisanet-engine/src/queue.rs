@@ -17,24 +17,50 @@ struct Entry<E> {
     event: E,
 }
 
+impl<E> Entry<E> {
+    /// (time, seq) as one 128-bit number: the heap compares it with one
+    /// wide comparison (no branch between the two halves); same order.
+    #[inline(always)]
+    fn key(&self) -> u128 {
+        (u128::from(self.time.ps()) << 64) | u128::from(self.seq)
+    }
+}
+
 impl<E> PartialEq for Entry<E> {
+    #[inline(always)]
     fn eq(&self, other: &Self) -> bool {
-        self.time == other.time && self.seq == other.seq
+        self.key() == other.key()
     }
 }
 impl<E> Eq for Entry<E> {}
 impl<E> PartialOrd for Entry<E> {
+    #[inline(always)]
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
+    // Reversed: the heap is a max-heap and we want the earliest first.
+    #[inline(always)]
+    fn le(&self, other: &Self) -> bool {
+        other.key() <= self.key()
+    }
+    #[inline(always)]
+    fn lt(&self, other: &Self) -> bool {
+        other.key() < self.key()
+    }
+    #[inline(always)]
+    fn ge(&self, other: &Self) -> bool {
+        other.key() >= self.key()
+    }
+    #[inline(always)]
+    fn gt(&self, other: &Self) -> bool {
+        other.key() > self.key()
+    }
 }
 impl<E> Ord for Entry<E> {
-    // Reversed: BinaryHeap is a max-heap and we want the earliest first.
+    // Reversed: the heap is a max-heap and we want the earliest first.
+    #[inline(always)]
     fn cmp(&self, other: &Self) -> Ordering {
-        other
-            .time
-            .cmp(&self.time)
-            .then_with(|| other.seq.cmp(&self.seq))
+        other.key().cmp(&self.key())
     }
 }
 

@@ -254,11 +254,11 @@ pub fn write_frame(
     out: &mut Vec<u8>,
 ) -> usize {
     out.clear();
-    let ext = pkt.ext.as_deref();
+    let ext = pkt.ext();
     let def = ext.and_then(|e| headers.header(e.kind));
     let (l4_bytes, payload) = match pkt.l4 {
         L4::Tcp(t) => (
-            20 + pkt.tcp_sack.as_ref().map_or(0, |o| o.wire_bytes() as usize),
+            20 + pkt.sack().map_or(0, |o| o.wire_bytes() as usize),
             t.payload as usize,
         ),
         L4::Udp(u) => (8, u.payload as usize),
@@ -327,7 +327,7 @@ pub fn write_frame(
             out.push(t.flags);
             out.extend_from_slice(&(t.window.min(0xffff) as u16).to_be_bytes());
             out.extend_from_slice(&[0, 0, 0, 0]);
-            if let Some(o) = pkt.tcp_sack.as_deref() {
+            if let Some(o) = pkt.sack() {
                 // RFC 2018 section 3: kind 5, length 2 + 8n, then each
                 // block's left and right edges (mod 2^32, like seq), after
                 // two NOPs (kind 1) that align it as Linux does.

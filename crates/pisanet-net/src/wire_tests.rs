@@ -178,7 +178,7 @@ fn header_fields_pack_msb_first() {
 #[test]
 fn header_after_ipv4_names_itself_in_the_protocol_field() {
     let mut pkt = tcp_packet();
-    pkt.ext = Some(Box::new(ExtHeader {
+    pkt.set_ext(Some(ExtHeader {
         kind: 0x7777,
         bytes: 4,
         fields: [0x000a_bc0f, 0x15, 0, 0],
@@ -203,7 +203,7 @@ fn header_before_ipv4_takes_the_ethertype() {
     let mut def = TEST_HEADER;
     def.placement = Placement::EtherType(ETHERTYPE_EXPERIMENTAL_1);
     let mut pkt = tcp_packet();
-    pkt.ext = Some(Box::new(ExtHeader {
+    pkt.set_ext(Some(ExtHeader {
         kind: 0x7777,
         bytes: 4,
         fields: [0, 0, 0, 0],
@@ -234,7 +234,7 @@ fn sack_option_follows_the_tcp_header_and_counts_in_its_length() {
             end: (1 << 32) + 7000,
         },
     ];
-    pkt.tcp_sack = Some(Box::new(SackOption::new(&blocks)));
+    pkt.set_sack(Some(SackOption::new(&blocks)));
     pkt.size = Packet::tcp_wire_size_with_options(0, 20);
     let mut out = Vec::new();
     let orig = write_frame(&pkt, ENDS, &[], 65_535, &mut out);

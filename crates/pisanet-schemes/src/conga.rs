@@ -193,7 +193,7 @@ pub struct CongaHeader {
 
 impl CongaHeader {
     pub fn of(pkt: &Packet) -> Option<CongaHeader> {
-        let h = pkt.ext.as_ref().filter(|h| h.kind == CONGA_HEADER)?;
+        let h = pkt.ext().filter(|h| h.kind == CONGA_HEADER)?;
         let f = &h.fields;
         Some(CongaHeader {
             src_leaf: CONGA_SRC_LEAF.get(f) as u32,
@@ -222,7 +222,7 @@ impl CongaHeader {
     /// Encapsulates: the packet grows by the header.
     pub fn push(&self, pkt: &mut Packet) {
         pkt.size += CONGA_HEADER_BYTES as u32;
-        pkt.ext = Some(Box::new(ExtHeader {
+        pkt.set_ext(Some(ExtHeader {
             kind: CONGA_HEADER,
             bytes: CONGA_HEADER_BYTES,
             fields: self.fields(),
@@ -230,14 +230,14 @@ impl CongaHeader {
     }
 
     fn write(&self, pkt: &mut Packet) {
-        if let Some(h) = pkt.ext.as_mut() {
+        if let Some(h) = pkt.ext_mut() {
             h.fields = self.fields();
         }
     }
 
     /// Decapsulates.
     pub fn pop(pkt: &mut Packet) {
-        if pkt.ext.take().is_some() {
+        if pkt.take_ext().is_some() {
             pkt.size -= CONGA_HEADER_BYTES as u32;
         }
     }

@@ -33,7 +33,7 @@ use crate::l3::{self, RouteAgent, FIVE_TUPLE_FIELDS, L3};
 use crate::SchemeParams;
 use pisanet_engine::{units, SimTime};
 use pisanet_net::wire::{FieldDef, HeaderDef, Placement};
-use pisanet_net::{ExtHeader, Packet, PortNo, MIN_FRAME_BYTES};
+use pisanet_net::{ExtHeader, Packet, PacketExtra, PortNo, MIN_FRAME_BYTES};
 use pisanet_pisa::{
     matches, ActionCall, ActionId, ControlAgent, CounterId, CounterKind, CounterSpec, CpuApi, Ctx,
     DataPlane, EstimatorId, EstimatorSpec, HashAlgo, HashId, HashSpec, KeyField, MatchKind,
@@ -251,11 +251,11 @@ pub fn probe(tor: u32, util: u64) -> Packet {
     let mut p = Packet {
         size: MIN_FRAME_BYTES,
         flow: Packet::NO_FLOW,
-        ext: Some(Box::new(ExtHeader {
+        extra: PacketExtra::of_ext(ExtHeader {
             kind: HULA_HEADER,
             bytes: HULA_HEADER_BYTES,
             fields,
-        })),
+        }),
         ..Default::default()
     };
     p.ip.proto = PROTO_HULA;
@@ -265,7 +265,7 @@ pub fn probe(tor: u32, util: u64) -> Packet {
 
 /// The HULA header of a packet, if it is a probe: (tor_id, min_util).
 pub fn probe_header(pkt: &Packet) -> Option<(u32, u64)> {
-    match &pkt.ext {
+    match pkt.ext() {
         Some(h) if pkt.ip.proto == PROTO_HULA && h.kind == HULA_HEADER => Some((
             HULA_TOR_ID.get(&h.fields) as u32,
             HULA_MIN_UTIL.get(&h.fields),
@@ -515,7 +515,7 @@ impl Hula {
             ctx.count(self.best_hop_changes, 0, sm.packet_length);
         }
         // Fig. 3b line 13: the probe carries this switch's best path onward.
-        if let Some(h) = pkt.ext.as_mut() {
+        if let Some(h) = pkt.ext_mut() {
             HULA_MIN_UTIL.set(&mut h.fields, best);
         }
         // Stage 3: hula_mcast (section 4.1): replicate, or end the journey.

@@ -634,7 +634,7 @@ fn conga_feedback_loop_steers_new_flowlets() {
     out.clear();
     b.ingress(us(20), 3, c2, &mut out);
     let (port, pkt) = enq(&out);
-    assert_eq!((port, pkt.ext.is_none(), pkt.size), (0, true, 1518));
+    assert_eq!((port, pkt.ext().is_none(), pkt.size), (0, true, 1518));
     assert_eq!(b.pipeline().read_register(hb.congestion_from_leaf, 1), 5);
     // 3. B's reverse traffic to A carries the entries round robin: lbtag 0
     // (metric 0), then lbtag 1 (metric 5).

@@ -90,7 +90,7 @@ const VALID: u64 = 1 << 48;
 
 /// The header of a P4QCN feedback packet, if `pkt` is one: (qdepth, cpid).
 pub fn feedback_header(pkt: &Packet) -> Option<(u64, u64)> {
-    match pkt.ext.as_deref() {
+    match pkt.ext() {
         Some(h) if h.kind == P4QCN_FB_KIND => {
             Some((FB_QDEPTH.get(&h.fields), FB_CPID.get(&h.fields)))
         }
@@ -273,7 +273,7 @@ impl P4qcn {
         let mut fields = [0; 4];
         FB_QDEPTH.set(&mut fields, q);
         FB_CPID.set(&mut fields, self.cpid);
-        pkt.ext = Some(Box::new(ExtHeader {
+        pkt.set_ext(Some(ExtHeader {
             kind: P4QCN_FB_KIND,
             bytes: P4QCN_FB_BYTES,
             fields,
@@ -327,7 +327,7 @@ impl DataPlane for P4qcn {
         // NOTE: feedback only for UDP data (RoCEv2 runs over UDP; a TCP
         // sender has no reaction point and would read an FBP as a segment),
         // never for feedback itself.
-        if pkt.ip.proto != PROTO_UDP || pkt.ext.is_some() {
+        if pkt.ip.proto != PROTO_UDP || pkt.ext().is_some() {
             return;
         }
         // Eq. 1 on queueing_metadata.enq_qdepth (Table 1).

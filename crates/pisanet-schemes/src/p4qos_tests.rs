@@ -353,7 +353,7 @@ fn the_first_switch_pushes_the_header_and_the_last_pops_it() {
     net.run(SimTime::from_ms(1));
     assert_eq!(net.at_b.len(), 1);
     let (_, got) = &net.at_b[0];
-    assert!(got.ext.is_none(), "popped before the host");
+    assert!(got.ext().is_none(), "popped before the host");
     assert_eq!(got.size, Packet::tcp_wire_size(1000), "size restored");
 }
 
@@ -495,7 +495,7 @@ fn the_last_switch_computes_alg1_target_and_sends_the_update_back() {
     // The data goes on to B without its header, CE-marked: queued 2 ms >
     // the new target 0.768 ms.
     let d = transmitted(&out);
-    assert!(d.ext.is_none());
+    assert!(d.ext().is_none());
     assert_eq!(d.ip.ecn, Ecn::Ce);
     let (t, id) = target_of(&sw, &h, 1);
     assert_eq!(t, 768_000);

@@ -158,7 +158,7 @@ impl QosHdr {
     /// The packet's QoS header, if it has one.
     #[inline]
     pub fn of(pkt: &Packet) -> Option<QosHdr> {
-        let e = pkt.ext.as_deref().filter(|e| e.kind == QOS_HEADER)?;
+        let e = pkt.ext().filter(|e| e.kind == QOS_HEADER)?;
         let f = &e.fields;
         Some(QosHdr {
             deadline: QOS_DEADLINE.get(f),
@@ -171,12 +171,10 @@ impl QosHdr {
 
     /// Writes the fields into the packet's QoS header (each cut to its width).
     pub fn put(&self, pkt: &mut Packet) {
-        let e = pkt.ext.get_or_insert_with(|| {
-            Box::new(ExtHeader {
-                kind: QOS_HEADER,
-                bytes: QOS_BYTES,
-                fields: [0; 4],
-            })
+        let e = pkt.ext_or_insert_with(|| ExtHeader {
+            kind: QOS_HEADER,
+            bytes: QOS_BYTES,
+            fields: [0; 4],
         });
         e.kind = QOS_HEADER;
         e.bytes = QOS_BYTES;
@@ -196,8 +194,8 @@ impl QosHdr {
 
     /// `hdr.qos.setInvalid()` (the last switch, before the host).
     pub fn pop(pkt: &mut Packet) {
-        if pkt.ext.as_deref().is_some_and(|e| e.kind == QOS_HEADER) {
-            pkt.ext = None;
+        if pkt.ext().is_some_and(|e| e.kind == QOS_HEADER) {
+            pkt.set_ext(None);
             pkt.size -= QOS_BYTES as u32;
         }
     }
@@ -206,7 +204,7 @@ impl QosHdr {
 /// A control packet's (type, a, b), if `pkt` is one.
 #[inline]
 pub fn ctl_of(pkt: &Packet) -> Option<(u64, u64, u64)> {
-    let e = pkt.ext.as_deref().filter(|e| e.kind == QOS_CTL)?;
+    let e = pkt.ext().filter(|e| e.kind == QOS_CTL)?;
     Some((
         CTL_TYPE.get(&e.fields),
         CTL_A.get(&e.fields),
@@ -222,7 +220,7 @@ pub fn make_ctl(pkt: &mut Packet, ty: u64, a: u64, b: u64) {
     CTL_TYPE.set(&mut fields, ty);
     CTL_A.set(&mut fields, a);
     CTL_B.set(&mut fields, b);
-    pkt.ext = Some(Box::new(ExtHeader {
+    pkt.set_ext(Some(ExtHeader {
         kind: QOS_CTL,
         bytes: CTL_BYTES,
         fields,
@@ -577,7 +575,7 @@ impl QosCore {
             meta[0] |= M_FROM_HOST;
             // Section II: the QoS header with the flow's deadline d, and
             // t_t initialized to d (section II.B).
-            if pkt.ext.is_none() {
+            if pkt.ext().is_none() {
                 let (src, dst, _, _, dport) = pkt.five_tuple();
                 let key = [src as u64, dst as u64, dport as u64, pkt.ip.dscp as u64];
                 let hit = ctx.apply(self.qos_deadline, key);

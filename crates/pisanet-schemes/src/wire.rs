@@ -253,7 +253,7 @@ mod tests {
     }
 
     fn emitted(pkt: &pisanet_net::Packet) -> Vec<u8> {
-        let e = pkt.ext.as_deref().expect("a scheme header");
+        let e = pkt.ext().expect("a scheme header");
         let def = HEADERS
             .iter()
             .find(|d| d.kind == e.kind)
@@ -347,11 +347,11 @@ mod tests {
         FB_QDEPTH.set(&mut fields, 0x0102);
         FB_CPID.set(&mut fields, 0xa0b0);
         let p = pisanet_net::Packet {
-            ext: Some(Box::new(pisanet_net::ExtHeader {
+            extra: pisanet_net::PacketExtra::of_ext(pisanet_net::ExtHeader {
                 kind: P4QCN_FB_KIND,
                 bytes: P4QCN_FB_BYTES,
                 fields,
-            })),
+            }),
             ..Default::default()
         };
         // qdepth then cpid, big-endian.

@@ -798,7 +798,7 @@ impl DataPlane for P4te {
 impl Shim {
     /// The shim header of `pkt`, if it carries one.
     pub fn of(pkt: &Packet) -> Option<Shim> {
-        pkt.ext.as_deref().filter(|e| e.kind == SHIM_KIND).map(|e| {
+        pkt.ext().filter(|e| e.kind == SHIM_KIND).map(|e| {
             let flags = SHIM_FLAGS.get(&e.fields);
             let fack = flags & Shim::FACK != 0;
             let word = SHIM_INFLIGHT.get(&e.fields);
@@ -819,7 +819,7 @@ impl Shim {
         fields[1] = self.ack;
         let fack = self.flags & Shim::FACK != 0;
         SHIM_INFLIGHT.set(&mut fields, if fack { self.trigger } else { self.inflight });
-        pkt.ext = Some(Box::new(ExtHeader {
+        pkt.set_ext(Some(ExtHeader {
             kind: SHIM_KIND,
             bytes: SHIM_BYTES as u16,
             fields,
@@ -828,8 +828,8 @@ impl Shim {
 
     /// Removes the shim before a packet reaches a host.
     pub fn strip(pkt: &mut Packet) {
-        if pkt.ext.as_deref().is_some_and(|e| e.kind == SHIM_KIND) {
-            pkt.ext = None;
+        if pkt.ext().is_some_and(|e| e.kind == SHIM_KIND) {
+            pkt.set_ext(None);
             pkt.size = pkt
                 .size
                 .saturating_sub(SHIM_BYTES)
@@ -839,7 +839,7 @@ impl Shim {
 
     /// Sets the ACTED flag, if the packet carries the shim.
     pub fn mark_acted(pkt: &mut Packet) {
-        if let Some(e) = pkt.ext.as_deref_mut().filter(|e| e.kind == SHIM_KIND) {
+        if let Some(e) = pkt.ext_mut().filter(|e| e.kind == SHIM_KIND) {
             let flags = SHIM_FLAGS.get(&e.fields);
             SHIM_FLAGS.set(&mut e.fields, flags | Shim::ACTED);
         }

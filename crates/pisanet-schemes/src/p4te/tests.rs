@@ -674,7 +674,7 @@ fn a_yellow_flow_on_a_green_port_gets_one_fack_raising_its_window_per_b_bytes() 
     // In flight: 13220 + 1460 - 3000 = 11680; raised by a quarter.
     assert_eq!(t.window, 11680 + 11680 / 4);
     assert_eq!(
-        (f.size, f.ext.is_none(), f.flow, f.switch_made),
+        (f.size, f.ext().is_none(), f.flow, f.switch_made),
         (64, true, 77, true)
     );
     // The leaf recorded the rate control at 13220: segments up to 23220 are
@@ -794,7 +794,7 @@ fn the_senders_leaf_records_a_returning_fack_and_stamps_its_freshest_ack() {
     let (port, out, _) = through(&mut sw, us(2), 3, f);
     assert_eq!(port, 0);
     assert_eq!(
-        (out.tcp().unwrap().ack, out.ext.is_none(), out.size),
+        (out.tcp().unwrap().ack, out.ext().is_none(), out.size),
         (9000, true, 64)
     );
     let (slot, _) = {

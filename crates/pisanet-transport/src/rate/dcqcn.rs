@@ -27,7 +27,7 @@
 
 use super::{mean, ReactionPoint};
 use pisanet_engine::{units, BitRate, SimTime};
-use pisanet_net::packet::{Ecn, ExtHeader, Packet, Udp, L4, PROTO_UDP};
+use pisanet_net::packet::{Ecn, ExtHeader, Packet, PacketExtra, Udp, L4, PROTO_UDP};
 use pisanet_net::wire::{FieldDef, HeaderDef, Placement};
 use pisanet_net::{ETH_BYTES, IPV4_BYTES, MIN_FRAME_BYTES, UDP_BYTES};
 use schemars::JsonSchema;
@@ -69,7 +69,7 @@ pub static CNP_WIRE: HeaderDef = HeaderDef {
 
 /// Whether `pkt` is a CNP.
 pub fn is_cnp(pkt: &Packet) -> bool {
-    pkt.ext.as_deref().is_some_and(|h| h.kind == CNP_KIND)
+    pkt.ext().is_some_and(|h| h.kind == CNP_KIND)
 }
 
 /// The CNP answering data packet `data` (at the receiver, at `now`): to its
@@ -89,11 +89,11 @@ pub fn cnp_for(now: SimTime, data: &Packet) -> Packet {
             dport: sport,
             payload: 0,
         }),
-        ext: Some(Box::new(ExtHeader {
+        extra: PacketExtra::of_ext(ExtHeader {
             kind: CNP_KIND,
             bytes: CNP_BYTES,
             fields,
-        })),
+        }),
         sent_at: now,
         prio: 0,
         ..Default::default()
@@ -182,7 +182,7 @@ impl DcqcnNotificationPoint {
         // time window was marked."
         if self.pending.is_none() {
             let mut template = pkt.clone();
-            template.ext = None;
+            template.set_ext(None);
             self.pending = Some(template);
         }
         None

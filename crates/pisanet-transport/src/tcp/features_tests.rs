@@ -36,7 +36,7 @@ fn sack_ack(ack: u64, blocks: &[(u64, u64)]) -> Packet {
         .iter()
         .map(|&(start, end)| SackBlock { start, end })
         .collect();
-    p.tcp_sack = Some(Box::new(SackOption::new(&b)));
+    p.set_sack(Some(SackOption::new(&b)));
     p
 }
 

@@ -53,7 +53,7 @@ pub use receiver::{ReceiverStats, TcpReceiver};
 pub use sender::{SenderStats, TcpSender};
 
 use pisanet_engine::SimTime;
-use pisanet_net::packet::{Ecn, FlowId, Ipv4, Packet, SackOption, Tcp, L4, PROTO_TCP};
+use pisanet_net::packet::{Ecn, FlowId, Ipv4, Packet, PacketExtra, SackOption, Tcp, L4, PROTO_TCP};
 use serde::{Deserialize, Serialize};
 
 /// The congestion control a sender runs.
@@ -295,7 +295,7 @@ pub(crate) fn build_packet_with_sack(
     ends: &FlowEnds,
     now: SimTime,
     s: SegmentSpec,
-    sack: Option<Box<SackOption>>,
+    sack: Option<SackOption>,
 ) -> Packet {
     let options = sack.as_ref().map_or(0, |o| o.wire_bytes());
     Packet {
@@ -319,8 +319,12 @@ pub(crate) fn build_packet_with_sack(
             window: s.window,
             payload: s.payload,
         }),
-        ext: None,
-        tcp_sack: sack,
+        extra: sack.map(|o| {
+            Box::new(PacketExtra {
+                ext: None,
+                sack: Some(o),
+            })
+        }),
         sent_at: now,
         prio: ends.prio,
         switch_made: false,

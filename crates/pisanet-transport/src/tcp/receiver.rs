@@ -389,7 +389,7 @@ impl TcpReceiver {
     /// exist, at most [`MAX_SACK_BLOCKS`]; `None` with no data held beyond
     /// `rcv_nxt` (RFC 2018: SACK only on ACKs that do not acknowledge the
     /// highest sequence received).
-    fn sack_option(&mut self) -> Option<Box<SackOption>> {
+    fn sack_option(&mut self) -> Option<SackOption> {
         if !self.sack || self.ooo.is_empty() {
             return None;
         }
@@ -418,7 +418,7 @@ impl TcpReceiver {
                 n = 1;
             }
         }
-        Some(Box::new(SackOption::new(&blocks[..n])))
+        Some(SackOption::new(&blocks[..n]))
     }
 
     fn send_ack(&mut self, now: SimTime, out: &mut Vec<Packet>) {

@@ -11,7 +11,7 @@
 
 use super::*;
 use crate::pfc::{headroom_bytes, pause_time, q_pfc, PfcCfg};
-use pisanet_net::packet::{ExtHeader, MIN_FRAME_BYTES};
+use pisanet_net::packet::{ExtHeader, PacketExtra, MIN_FRAME_BYTES};
 use pisanet_net::queue::{DropCause, NO_PFC};
 
 /// `ExtHeader::kind` of a PAUSE frame: the MAC control ethertype (802.3
@@ -23,12 +23,12 @@ pub const PAUSE_KIND: u16 = 0x8808;
 /// Whether `pkt` is a PFC PAUSE frame.
 #[inline]
 pub fn is_pause(pkt: &Packet) -> bool {
-    pkt.flow == Packet::NO_FLOW && pkt.ext.as_ref().is_some_and(|e| e.kind == PAUSE_KIND)
+    pkt.flow == Packet::NO_FLOW && pkt.ext().is_some_and(|e| e.kind == PAUSE_KIND)
 }
 
 /// (class-enable vector, quanta of each class) of a PAUSE frame.
 pub fn pause_fields(pkt: &Packet) -> (u8, [u16; 8]) {
-    let e = pkt.ext.as_deref().map(|e| e.fields).unwrap_or_default();
+    let e = pkt.ext().map(|e| e.fields).unwrap_or_default();
     let mut q = [0u16; 8];
     for (c, v) in q.iter_mut().enumerate() {
         *v = (e[1 + c / 4] >> (16 * (c % 4))) as u16;
@@ -316,11 +316,11 @@ impl World {
             uid: self.next_uid,
             flow: Packet::NO_FLOW,
             size: MIN_FRAME_BYTES,
-            ext: Some(Box::new(ExtHeader {
+            extra: PacketExtra::of_ext(ExtHeader {
                 kind: PAUSE_KIND,
                 bytes: 0,
                 fields,
-            })),
+            }),
             sent_at: now,
             switch_made: true,
             ..Default::default()
@@ -599,11 +599,11 @@ mod tests {
         fields[1 + c / 4] = 0xabcd << (16 * (c % 4));
         let p = Packet {
             flow: Packet::NO_FLOW,
-            ext: Some(Box::new(ExtHeader {
+            extra: PacketExtra::of_ext(ExtHeader {
                 kind: PAUSE_KIND,
                 bytes: 0,
                 fields,
-            })),
+            }),
             ..Default::default()
         };
         assert!(is_pause(&p));

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Paired speed comparison of two builds of the example runner (or any two
+# commands that print pisanet's summary.json on standard output).
+#
+#   scripts/bench-compare.sh [-n RUNS] [-w WARMUP] NEW_BIN OLD_BIN CONFIG [key=value ...]
+#
+# Runs NEW and OLD alternately (NEW OLD NEW OLD ...) on the same config and
+# overrides, after WARMUP unpaired runs of each, so that a drift in the
+# machine's speed hits both alike; takes the ratio NEW/OLD pair by pair, for
+# the CPU time (user + system, the kernel's accounting of the finished
+# child) and the wall time, and prints each ratio's median with its min and
+# max. A ratio below 1 means NEW is faster. Also checks that both builds give
+# the same digest (a speed-up that changes results is not one) and prints
+# packet-hops per CPU second. Uses python3's standard library only.
+#
+# Build the runner with: cargo build --release -p pisanet --example run
+# (target/release/examples/run). See docs/performance.md.
+set -euo pipefail
+runs=5
+warmup=1
+while getopts "n:w:" opt; do
+    case $opt in
+        n) runs=$OPTARG ;;
+        w) warmup=$OPTARG ;;
+        *) echo "usage: $0 [-n RUNS] [-w WARMUP] NEW_BIN OLD_BIN CONFIG [key=value ...]" >&2; exit 2 ;;
+    esac
+done
+shift $((OPTIND - 1))
+if [ $# -lt 3 ]; then
+    echo "usage: $0 [-n RUNS] [-w WARMUP] NEW_BIN OLD_BIN CONFIG [key=value ...]" >&2
+    exit 2
+fi
+exec python3 - "$runs" "$warmup" "$@" <<'PY'
+import json, os, re, statistics, subprocess, sys, time
+
+runs, warmup = int(sys.argv[1]), int(sys.argv[2])
+new, old, config, *sets = sys.argv[3:]
+
+
+def once(binary):
+    """One run: (cpu seconds, wall seconds, summary dict)."""
+    t0 = time.monotonic()
+    p = subprocess.Popen([binary, config, *sets], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    out = p.stdout.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.monotonic() - t0
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"{binary} exited with {os.waitstatus_to_exitcode(status)}")
+    text = out.decode()
+    # The runner prints summary.json; keep from its first '{'.
+    summary = json.loads(text[text.index("{"):])
+    return ru.ru_utime + ru.ru_stime, wall, summary
+
+
+for _ in range(warmup):
+    once(new)
+    once(old)
+rows = []
+for i in range(runs):
+    a, b = once(new), once(old)
+    if a[2].get("digest") != b[2].get("digest"):
+        sys.exit(f"digests differ: {a[2].get('digest')} (new) vs {b[2].get('digest')} (old)")
+    rows.append((a, b))
+    print(f"pair {i + 1}: cpu {a[0]:.3f} / {b[0]:.3f} s = {a[0] / b[0]:.3f}, "
+          f"wall {a[1]:.3f} / {b[1]:.3f} s = {a[1] / b[1]:.3f}", file=sys.stderr)
+
+
+def spread(xs):
+    return f"{statistics.median(xs):.3f} (min {min(xs):.3f}, max {max(xs):.3f}, n {len(xs)})"
+
+
+hops = rows[0][0][2].get("packet_hops", 0)
+print(f"config: {config} {' '.join(sets)}")
+print(f"digest: {rows[0][0][2].get('digest')} (same for both)")
+print(f"events: {rows[0][0][2].get('events')}, packet-hops: {hops}")
+print(f"cpu  ratio new/old: {spread([a[0] / b[0] for a, b in rows])}")
+print(f"wall ratio new/old: {spread([a[1] / b[1] for a, b in rows])}")
+print(f"speed-up old/new (cpu): {spread([b[0] / a[0] for a, b in rows])}")
+print(f"packet-hops per cpu second: new {hops / statistics.median(a[0] for a, _ in rows):,.0f}, "
+      f"old {hops / statistics.median(b[0] for _, b in rows):,.0f}")
+PY
