@@ -120,7 +120,11 @@ const THREE_POINT: &[&str] = &[
 fn p4qcn_cuts_loss_against_plain_udp() {
     let udp = fig10(&["scheme.kind=ecmp", "transport.kind=udp"]);
     let p4qcn = fig10(&[]);
-    assert!(lost(&udp) > 0, "the background must congest T4: {}", udp.summary);
+    assert!(
+        lost(&udp) > 0,
+        "the background must congest T4: {}",
+        udp.summary
+    );
     assert!(
         lost(&p4qcn) < lost(&udp),
         "P4QCN lost {}, plain UDP {}",
@@ -144,7 +148,11 @@ fn p4qcn_with_pfc_loses_nothing() {
     let mut with_pfc = late.to_vec();
     with_pfc.push("topology.pfc.enabled=true");
     let both = fig10(&with_pfc);
-    assert!(lost(&alone) > 0, "P4QCN alone at 16: {}", alone.summary["loss"]);
+    assert!(
+        lost(&alone) > 0,
+        "P4QCN alone at 16: {}",
+        alone.summary["loss"]
+    );
     assert_eq!(lost(&both), 0, "{}", both.summary["loss"]);
     assert_eq!(both.summary["packets"]["dropped"], 0);
     assert_eq!(both.summary["pfc"]["lossless_drops"], 0);
@@ -160,10 +168,16 @@ fn two_point_cuts_the_sources_rate_sooner_than_three_point() {
     qcn_np.push("transport.reaction_point=qcn_cnp");
     let three = first_cut_us(&fig10(&qcn_np));
     let mut dcqcn = THREE_POINT.to_vec();
-    dcqcn.extend(["transport.reaction_point=dcqcn", "transport.dcqcn.scale_to_line_rate=true"]);
+    dcqcn.extend([
+        "transport.reaction_point=dcqcn",
+        "transport.dcqcn.scale_to_line_rate=true",
+    ]);
     let three_dcqcn = first_cut_us(&fig10(&dcqcn));
     assert!(two < three, "2-point {two} us, 3-point (QCN RP) {three} us");
-    assert!(two < three_dcqcn, "2-point {two} us, 3-point (DCQCN) {three_dcqcn} us");
+    assert!(
+        two < three_dcqcn,
+        "2-point {two} us, 3-point (DCQCN) {three_dcqcn} us"
+    );
 }
 
 #[test]
@@ -176,7 +190,12 @@ fn fig10_overrides_give_the_baselines() {
     // A TCP foreground flow (capped at 4 Mb/s) among the UDP background.
     let tcp = fig10(&["scheme.kind=ecmp", "transport.kind=newreno"]);
     assert!(tcp.summary["retransmissions"].as_u64().unwrap() > 0);
-    assert!(tcp.summary["flow_stats"]["rtt_us"]["samples"].as_u64().unwrap() > 0);
+    assert!(
+        tcp.summary["flow_stats"]["rtt_us"]["samples"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
 }
 
 /// DCQCN's notification point on a fast fabric: CE marks are many, CNPs at

@@ -138,8 +138,14 @@ fn receiver_counts_and_the_none_notifier_says_nothing() {
 #[test]
 fn the_dcqcn_notifier_answers_ce_with_one_cnp_per_interval() {
     let p = RateParams::default();
-    assert!(matches!(ReactionKind::Dcqcn.notifier(&p), Notifier::Dcqcn(_)));
-    assert!(matches!(ReactionKind::QcnCnp.notifier(&p), Notifier::Dcqcn(_)));
+    assert!(matches!(
+        ReactionKind::Dcqcn.notifier(&p),
+        Notifier::Dcqcn(_)
+    ));
+    assert!(matches!(
+        ReactionKind::QcnCnp.notifier(&p),
+        Notifier::Dcqcn(_)
+    ));
     assert!(matches!(ReactionKind::Qcn.notifier(&p), Notifier::None));
     let mut rx = RateReceiver::new(ReactionKind::Dcqcn.notifier(&p));
     let mut s = RateSender::new(
@@ -159,7 +165,10 @@ fn the_dcqcn_notifier_answers_ce_with_one_cnp_per_interval() {
     for (i, d) in data.iter_mut().enumerate() {
         d.ip.ecn = Ecn::Ce;
         rx.on_packet(SimTime::from_us(10 * i as u64), d, &mut out);
-        while let Some(t) = rx.timer_deadline().filter(|&t| t <= SimTime::from_us(10 * i as u64 + 9)) {
+        while let Some(t) = rx
+            .timer_deadline()
+            .filter(|&t| t <= SimTime::from_us(10 * i as u64 + 9))
+        {
             rx.on_timer(t, &mut out);
         }
     }
@@ -180,7 +189,11 @@ fn the_qcn_reaction_points_react_to_feedback_by_name() {
         let mut fb = feedback();
         fb.ip.ecn = Ecn::Ce; // P4QCN's FBP: ECN 11
         rp.on_feedback(SimTime::ZERO, &fb);
-        assert_eq!(rp.rate(), BitRate::from_gbps(4.0), "{name}: beta = 1 halves");
+        assert_eq!(
+            rp.rate(),
+            BitRate::from_gbps(4.0),
+            "{name}: beta = 1 halves"
+        );
         assert_eq!(rp.ecn_capable(), name == "qcn_cnp");
     }
 }
