@@ -222,3 +222,20 @@ fn dcqcn_receivers_send_at_most_one_cnp_per_flow_per_interval() {
     // Every CNP reached its sender (or is still in flight / was dropped).
     assert!(rc["feedback_packets"].as_u64().unwrap() <= cnps);
 }
+
+/// `cc` per flow row: the foreground runs QCN's reaction point while the
+/// config's default is "fixed" and the background row says "fixed".
+#[test]
+fn the_reaction_point_is_chosen_per_flow_by_cc() {
+    let csv = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/p4qcn_cc_per_flow.csv");
+    let file = format!("workload.file={:?}", csv.display().to_string());
+    let per_flow = fig10(&["transport.reaction_point=fixed", &file]);
+    let rc = &per_flow.summary["rate_control"];
+    let cuts = rc["rate_cuts"].as_u64().unwrap();
+    assert!(cuts > 0, "{rc}");
+    // Feedback reaches the background's fixed-rate sender too; it ignores it.
+    assert!(rc["feedback_packets"].as_u64().unwrap() > cuts, "{rc}");
+    // Fig. 10's flows with every sender fixed: feedback, but no cut.
+    let fixed = fig10(&["scheme.kind=p4qcn", "transport.reaction_point=fixed"]);
+    assert_eq!(fixed.summary["rate_control"]["rate_cuts"], 0);
+}
