@@ -239,3 +239,29 @@ fn the_reaction_point_is_chosen_per_flow_by_cc() {
     let fixed = fig10(&["scheme.kind=p4qcn", "transport.reaction_point=fixed"]);
     assert_eq!(fixed.summary["rate_control"]["rate_cuts"], 0);
 }
+
+/// The 10/40/100 Gb/s versions (the documented scaling rule) run, and P4QCN
+/// still cuts the loss of plain UDP there.
+#[test]
+fn the_scaled_versions_run_and_p4qcn_cuts_loss() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/p4qcn");
+    for name in ["fig10_10g.toml", "fig10_40g.toml", "fig10_100g.toml"] {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap();
+        let go = |sets: &[&str]| {
+            let o: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+            let out = run_toml(&text, Some(&dir), &o, &mut |_| true)
+                .unwrap_or_else(|e| panic!("{name} {sets:?}: {e}"));
+            assert_eq!(out.summary["conservation_ok"], true);
+            out
+        };
+        let udp = go(&["scheme.kind=ecmp", "transport.kind=udp"]);
+        let p4qcn = go(&[]);
+        assert!(lost(&udp) > 0, "{name}");
+        assert!(
+            lost(&p4qcn) < lost(&udp),
+            "{name}: {} vs {}",
+            lost(&p4qcn),
+            lost(&udp)
+        );
+    }
+}
