@@ -13,7 +13,9 @@ lists of each background rate and seed are written by inputs.py into
 `OUT/<mode>/inputs/`.
 
 Modes: `--smoke` (the test suite's: one background rate, one seed; prints
-only), `--quick` (every figure, 3 seeds: about a minute; writes docs/),
+only), `--quick` (every figure, 3 seeds: 156 runs of well under a second each,
+about 10 minutes on a busy 2-core machine, nearly all of it starting the
+sweeps: each point has its own flow list, so its own sweep; writes docs/),
 full (10 seeds; writes docs/). The page says which mode wrote it.
 """
 
@@ -204,7 +206,7 @@ def plots(res, bgs, fig17, thresholds) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="3 seeds (about a minute)")
+    ap.add_argument("--quick", action="store_true", help="3 seeds (156 runs; minutes)")
     ap.add_argument("--smoke", action="store_true", help="one rate, one seed; prints only")
     P.add_arguments(ap, OUT)
     a = ap.parse_args()
