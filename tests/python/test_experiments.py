@@ -26,6 +26,7 @@ SCRIPTS = [
     ("hula/ablate.py", "| min RTO 1 ms |"),
     ("hula/mechanisms.py", "| asymmetric, 60% | HULA |"),
     ("p4te/run.py", "## Delta calibration (section 7)"),
+    ("p4qcn/run.py", "### Fig. 13b: packet loss, all flows (lost / sent)"),
 ]
 
 

@@ -73,8 +73,8 @@ pub mod tcp;
 pub mod udp;
 
 pub use rate::{
-    NotificationPoint, Notifier, RateReceiver, RateSender, Reaction, ReactionKind, ReactionPoint,
-    REACTION_POINTS,
+    NotificationPoint, Notifier, RateParams, RateReceiver, RateSender, Reaction, ReactionKind,
+    ReactionPoint, REACTION_POINTS,
 };
 pub use tcp::{CcKind, FlowEnds, ReceiverStats, SenderStats, TcpConfig, TcpReceiver, TcpSender};
 pub use udp::{UdpCbrSource, UdpSink};

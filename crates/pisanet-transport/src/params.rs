@@ -7,6 +7,9 @@
 //! Units follow the TOML keys (microseconds, KB = 1000 B, Gb/s);
 //! [`TransportParams::tcp_config`] converts them into a [`TcpConfig`].
 
+use crate::rate::dcqcn::{DcqcnNpParams, DcqcnParams};
+use crate::rate::qcn::QcnParams;
+use crate::rate::RateParams;
 use crate::tcp::{CcKind, TcpConfig};
 use pisanet_engine::SimTime;
 use schemars::JsonSchema;
@@ -105,9 +108,21 @@ pub struct TransportParams {
     #[schemars(range(min = 0, max = 1e10), extend("x-unit" = "us"))]
     pub udp_drain_us: f64,
     /// Reaction point of rate-based UDP flows that name none (`cc` of a flow
-    /// row or group): "fixed" (default: constant rate, plain UDP) or "halve"
-    /// (test: halves the rate on every feedback packet). See docs/model.md, "Rate-based hosts".
+    /// row or group): "fixed" (default: constant rate, plain UDP), "halve"
+    /// (test: halves the rate on every feedback packet), "qcn" (P4QCN's RP,
+    /// section 3.1.2), "qcn_cnp" (the same RP fed by CNPs from the
+    /// receiver's notification point: P4QCN's 3-point variant) or "dcqcn"
+    /// (DCQCN's RP and NP). See docs/model.md, "UDP and rate-based hosts".
     pub reaction_point: ReactionPointKind,
+    /// P4QCN's (QCN's) reaction point, for flows whose reaction point is
+    /// "qcn" or "qcn_cnp" (docs/schemes/p4qcn.md). Read by every run.
+    pub qcn: QcnParams,
+    /// DCQCN's reaction point, for flows whose reaction point is "dcqcn"
+    /// (docs/schemes/p4qcn.md). Read by every run.
+    pub dcqcn: DcqcnParams,
+    /// DCQCN's notification point at the receivers of "dcqcn" and "qcn_cnp"
+    /// flows. Read by every run.
+    pub dcqcn_np: DcqcnNpParams,
 }
 
 /// `transport.reaction_point`: a rate-based sender's reaction point.
@@ -119,13 +134,23 @@ pub enum ReactionPointKind {
     Fixed,
     /// Halves the rate on every feedback packet (a test reaction point).
     Halve,
+    /// P4QCN's reaction point (QCN's three-state machine, section 3.1.2).
+    Qcn,
+    /// P4QCN's reaction point fed by the receiver's CNPs (section 4.2.4).
+    QcnCnp,
+    /// DCQCN's reaction point, with its notification point at the receiver.
+    Dcqcn,
 }
 
 impl ReactionPointKind {
     pub fn kind(self) -> crate::rate::ReactionKind {
+        use crate::rate::ReactionKind as K;
         match self {
-            ReactionPointKind::Fixed => crate::rate::ReactionKind::Fixed,
-            ReactionPointKind::Halve => crate::rate::ReactionKind::Halve,
+            ReactionPointKind::Fixed => K::Fixed,
+            ReactionPointKind::Halve => K::Halve,
+            ReactionPointKind::Qcn => K::Qcn,
+            ReactionPointKind::QcnCnp => K::QcnCnp,
+            ReactionPointKind::Dcqcn => K::Dcqcn,
         }
     }
 }
@@ -155,6 +180,9 @@ impl Default for TransportParams {
             app_burst_kb: 0.0,
             udp_drain_us: 0.0,
             reaction_point: ReactionPointKind::Fixed,
+            qcn: QcnParams::default(),
+            dcqcn: DcqcnParams::default(),
+            dcqcn_np: DcqcnNpParams::default(),
         }
     }
 }
@@ -192,10 +220,25 @@ impl TransportParams {
         }
     }
 
+    /// The rate-based hosts' reaction and notification point parameters.
+    pub fn rate_params(&self) -> RateParams {
+        RateParams {
+            qcn: self.qcn.clone(),
+            dcqcn: self.dcqcn.clone(),
+            dcqcn_np: self.dcqcn_np.clone(),
+        }
+    }
+
     /// The rules between keys (single-key ranges are in the schema).
     /// `packet` is the wire size of a full segment (MSS plus headers).
     /// The error is one line naming the key and what is allowed.
     pub fn check(&self, packet: u64) -> Result<(), String> {
+        self.qcn
+            .validate()
+            .map_err(|e| format!("transport.qcn.{e}"))?;
+        self.dcqcn
+            .validate()
+            .map_err(|e| format!("transport.dcqcn.{e}"))?;
         if self.kind != TransportKind::Udp {
             if self.max_rto_us < self.min_rto_us {
                 return Err(format!(

@@ -287,8 +287,9 @@ pub struct GroupCfg {
     pub client_server_assignment: Option<ServerAssignmentKind>,
     /// The group's flows' transport: "tcp" or "udp". Default: `transport.kind`'s.
     pub transport: Option<FlowTransport>,
-    /// Congestion control ("newreno", "dctcp") or reaction point ("fixed",
-    /// "halve") of the group's flows; sets the transport when that is unset.
+    /// Congestion control ("newreno", "dctcp", "cubic") or reaction point
+    /// ("fixed", "halve", "qcn", "qcn_cnp", "dcqcn") of the group's flows;
+    /// sets the transport when that is unset.
     pub cc: Option<String>,
     /// UDP: the sending rate of each flow (Gb/s; a rate-based flow's initial rate).
     #[schemars(range(min = 0.000001, max = 100000), extend("x-unit" = "Gb/s"))]
@@ -315,6 +316,9 @@ pub const CC_NAMES: &[(&str, pisanet_workload::Transport)] = &[
     ("cubic", pisanet_workload::Transport::Tcp),
     ("fixed", pisanet_workload::Transport::Udp),
     ("halve", pisanet_workload::Transport::Udp),
+    ("qcn", pisanet_workload::Transport::Udp),
+    ("qcn_cnp", pisanet_workload::Transport::Udp),
+    ("dcqcn", pisanet_workload::Transport::Udp),
 ];
 
 /// Why a TCP flow may not have a rate cap or a duration: `None`, both are

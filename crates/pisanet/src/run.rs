@@ -450,6 +450,7 @@ pub fn build_world(cfg: &Config, base: Option<&Path>) -> Result<World, Error> {
                 .then(|| SimTime::from_us_f64(cfg.transport.udp_drain_us)),
             port_buffer_bytes: ((t.buffer_kb * 1000.0) as u64)
                 .max((t.shared_buffer_kb * 1000.0) as u64),
+            rate: cfg.transport.rate_params(),
         },
         total_flows,
         link_loss_rate: t.link_loss_rate,
@@ -796,6 +797,20 @@ fn finish(
         "digest": digest,
     });
     let mut summary = summary;
+    if c.rate_feedback + c.cnps > 0 {
+        // Rate-based hosts that got feedback (docs/metrics.md, "Rate control").
+        if let Some(s) = summary.as_object_mut() {
+            s.insert(
+                "rate_control".into(),
+                json!({
+                    "feedback_packets": c.rate_feedback,
+                    "rate_cuts": c.rate_cuts,
+                    "first_cut_us": c.first_rate_cut.map(|t| t.as_secs_f64() * 1e6),
+                    "cnps": c.cnps,
+                }),
+            );
+        }
+    }
     if let (Some(p), Some(s)) = (pfc_summary, summary.as_object_mut()) {
         s.insert("pfc".into(), p);
         if !pfc_warnings.is_empty() {

@@ -300,7 +300,7 @@ fn bad_flow_attributes_are_refused_with_row_and_field() {
         (
             "start_us,src,dst,bytes,cc\n0,0,3,5,vegas\n",
             vec![],
-            "line 2: cc must be one of newreno, dctcp, cubic, fixed, halve, got 'vegas'",
+            "line 2: cc must be one of newreno, dctcp, cubic, fixed, halve, qcn, qcn_cnp, dcqcn, got 'vegas'",
         ),
         (
             "start_us,src,dst,bytes,deadline_us\n0,0,3,5,\n0,0,3,5,10\n",

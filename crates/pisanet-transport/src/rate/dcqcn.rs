@@ -243,6 +243,10 @@ pub struct DcqcnParams {
     /// Floor of the current rate (Mb/s; 100, the ns-3 models' `MinRate`).
     #[schemars(range(min = 0.000001, max = 1e8), extend("x-unit" = "Mb/s"))]
     pub min_rate_mbps: f64,
+    /// Move R_AI, R_HAI, the minimum rate and B from DCQCN's 40 Gb/s to the
+    /// sender's line rate, in proportion (docs/schemes/p4qcn.md, "Scaling").
+    /// Default false: the values as given (DCQCN's published ones).
+    pub scale_to_line_rate: bool,
 }
 
 impl Default for DcqcnParams {
@@ -256,6 +260,7 @@ impl Default for DcqcnParams {
             rai_mbps: 5.0,
             rhai_mbps: 50.0,
             min_rate_mbps: 100.0,
+            scale_to_line_rate: false,
         }
     }
 }
@@ -331,8 +336,17 @@ impl DcqcnReactionPoint {
     /// The reaction point of a flow whose application sends at `app_rate`
     /// from a host on a `line_rate` link; it starts at the cap,
     /// min(`app_rate`, `line_rate`), with alpha = 1 (DCQCN's initial value).
+    /// With `scale_to_line_rate`, the rates and B are first scaled to
+    /// `line_rate` ([`DcqcnParams::scaled_to`]).
     pub fn new(params: &DcqcnParams, line_rate: BitRate, app_rate: BitRate) -> Self {
         let cap = app_rate.bps().min(line_rate.bps()).max(1);
+        let scaled;
+        let params = if params.scale_to_line_rate {
+            scaled = params.scaled_to(line_rate);
+            &scaled
+        } else {
+            params
+        };
         DcqcnReactionPoint {
             rc: cap,
             rt: cap,

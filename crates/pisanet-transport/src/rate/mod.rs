@@ -30,10 +30,12 @@
 //! (switch programs, the receiver's notification point), and when a flow is
 //! over once everything is sent (the simulator's drain time).
 //!
-//! Adding a reaction point (QCN's RP, DCQCN's RP): one file implementing
-//! [`ReactionPoint`], one variant in [`Reaction`] and [`ReactionKind`], one
-//! name in [`REACTION_POINTS`]. A notification point (DCQCN's NP): one file
-//! implementing [`NotificationPoint`] and one variant in [`Notifier`].
+//! Adding a reaction point: one file implementing [`ReactionPoint`], one
+//! variant in [`Reaction`] and [`ReactionKind`], one name in
+//! [`REACTION_POINTS`]. A notification point: one file implementing
+//! [`NotificationPoint`] and one variant in [`Notifier`];
+//! [`ReactionKind::notifier`] says which reaction points get one at their
+//! flow's receiver (DCQCN's, and QCN's fed by CNPs).
 
 use crate::tcp::FlowEnds;
 use pisanet_engine::{BitRate, SimTime};
@@ -66,7 +68,16 @@ pub(crate) fn mean(a: u64, b: u64) -> u64 {
 }
 
 /// The names `cc` takes for a rate-based flow, in [`ReactionKind`] order.
-pub const REACTION_POINTS: &[&str] = &["fixed", "halve"];
+pub const REACTION_POINTS: &[&str] = &["fixed", "halve", "qcn", "qcn_cnp", "dcqcn"];
+
+/// The parameters of the reaction and notification points that have some
+/// (`[transport.qcn]`, `[transport.dcqcn]`, `[transport.dcqcn_np]`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RateParams {
+    pub qcn: qcn::QcnParams,
+    pub dcqcn: dcqcn::DcqcnParams,
+    pub dcqcn_np: dcqcn::DcqcnNpParams,
+}
 
 /// Which reaction point a rate-based flow runs (chosen by name).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -76,6 +87,16 @@ pub enum ReactionKind {
     Fixed,
     /// A test reaction point: halves the rate on every feedback packet.
     Halve,
+    /// P4QCN's reaction point (QCN's three-state machine, P4QCN section
+    /// 3.1.2), fed by the congestion points' feedback (ECN 11) or CNPs.
+    Qcn,
+    /// P4QCN's reaction point fed by CNPs from a notification point at the
+    /// flow's receiver: the paper's own 3-point variant (section 4.2.4: the
+    /// NP takes over generating feedback, the RP stays). Data is ECT(0).
+    QcnCnp,
+    /// DCQCN's reaction point (Zhu et al. 2015, section 3.1), with DCQCN's
+    /// notification point at the flow's receiver. Data is ECT(0).
+    Dcqcn,
 }
 
 impl ReactionKind {
@@ -84,6 +105,9 @@ impl ReactionKind {
         match name {
             "fixed" => Some(ReactionKind::Fixed),
             "halve" => Some(ReactionKind::Halve),
+            "qcn" => Some(ReactionKind::Qcn),
+            "qcn_cnp" => Some(ReactionKind::QcnCnp),
+            "dcqcn" => Some(ReactionKind::Dcqcn),
             _ => None,
         }
     }
@@ -92,14 +116,43 @@ impl ReactionKind {
         match self {
             ReactionKind::Fixed => "fixed",
             ReactionKind::Halve => "halve",
+            ReactionKind::Qcn => "qcn",
+            ReactionKind::QcnCnp => "qcn_cnp",
+            ReactionKind::Dcqcn => "dcqcn",
         }
     }
 
-    /// A reaction point of this kind starting at `rate`.
+    /// A reaction point of this kind starting at `rate`, with default
+    /// parameters, on a link of that rate.
     pub fn build(self, rate: BitRate) -> Reaction {
+        self.build_for(&RateParams::default(), rate, rate)
+    }
+
+    /// A reaction point of this kind for a flow whose application sends at
+    /// `rate` from a host on a `line` link.
+    pub fn build_for(self, p: &RateParams, line: BitRate, rate: BitRate) -> Reaction {
         match self {
             ReactionKind::Fixed => Reaction::Fixed(Fixed { rate }),
             ReactionKind::Halve => Reaction::Halve(Halve { rate }),
+            ReactionKind::Qcn => Reaction::Qcn(qcn::QcnReactionPoint::new(&p.qcn, line, rate)),
+            ReactionKind::QcnCnp => {
+                Reaction::QcnCnp(qcn::QcnReactionPoint::new(&p.qcn, line, rate))
+            }
+            ReactionKind::Dcqcn => {
+                Reaction::Dcqcn(dcqcn::DcqcnReactionPoint::new(&p.dcqcn, line, rate))
+            }
+        }
+    }
+
+    /// The notification point a flow with this reaction point gets at its
+    /// receiver: DCQCN's NP (a CNP per CE-marked flow at most once per
+    /// interval, DCQCN section 3.1) for `dcqcn` and `qcn_cnp`, none else.
+    pub fn notifier(self, p: &RateParams) -> Notifier {
+        match self {
+            ReactionKind::Dcqcn | ReactionKind::QcnCnp => {
+                Notifier::Dcqcn(dcqcn::DcqcnNotificationPoint::new(&p.dcqcn_np))
+            }
+            ReactionKind::Fixed | ReactionKind::Halve | ReactionKind::Qcn => Notifier::None,
         }
     }
 }
@@ -109,15 +162,21 @@ impl ReactionKind {
 pub enum Reaction {
     Fixed(Fixed),
     Halve(Halve),
+    Qcn(qcn::QcnReactionPoint),
+    /// QCN's RP, data sent ECT(0) for the receiver's notification point.
+    QcnCnp(qcn::QcnReactionPoint),
+    Dcqcn(dcqcn::DcqcnReactionPoint),
 }
 
 impl Reaction {
     /// Whether the sender marks its datagrams ECN-capable (ECT(0)), so that
-    /// switches mark rather than drop them (DCQCN needs it; fixed and halve
-    /// do not).
+    /// switches mark rather than drop them): those whose feedback comes
+    /// from a notification point reading CE (DCQCN; QCN fed by CNPs). P4QCN's
+    /// congestion point needs no ECT (section 3.1.1), so `qcn` sends Not-ECT.
     pub fn ecn_capable(&self) -> bool {
         match self {
-            Reaction::Fixed(_) | Reaction::Halve(_) => false,
+            Reaction::QcnCnp(_) | Reaction::Dcqcn(_) => true,
+            Reaction::Fixed(_) | Reaction::Halve(_) | Reaction::Qcn(_) => false,
         }
     }
 }
@@ -127,6 +186,9 @@ macro_rules! dispatch {
         match $self {
             Reaction::Fixed($rp) => $e,
             Reaction::Halve($rp) => $e,
+            Reaction::Qcn($rp) => $e,
+            Reaction::QcnCnp($rp) => $e,
+            Reaction::Dcqcn($rp) => $e,
         }
     };
 }
@@ -379,32 +441,34 @@ pub trait NotificationPoint {
     fn on_timer(&mut self, now: SimTime, out: &mut Vec<Packet>);
 }
 
-/// Every notification point, dispatched by `match`.
-///
-/// NOTE: only `None` exists yet; DCQCN's NP is one more variant (a file
-/// implementing [`NotificationPoint`]), chosen by the reaction point's kind
-/// in the simulator (`sim/flow.rs`, where rate-based endpoints are built).
+/// Every notification point, dispatched by `match`; chosen by the flow's
+/// reaction point ([`ReactionKind::notifier`]).
 #[derive(Clone, Debug, Default)]
 pub enum Notifier {
     /// No feedback from the receiver (two-point CP-RP schemes, plain UDP).
     #[default]
     None,
+    /// DCQCN's notification point (DCQCN section 3.1).
+    Dcqcn(dcqcn::DcqcnNotificationPoint),
 }
 
 impl NotificationPoint for Notifier {
-    fn on_data(&mut self, _now: SimTime, _pkt: &Packet, _out: &mut Vec<Packet>) {
+    fn on_data(&mut self, now: SimTime, pkt: &Packet, out: &mut Vec<Packet>) {
         match self {
             Notifier::None => {}
+            Notifier::Dcqcn(np) => out.extend(np.on_packet(now, pkt)),
         }
     }
     fn timer_deadline(&self) -> Option<SimTime> {
         match self {
             Notifier::None => None,
+            Notifier::Dcqcn(np) => np.timer_deadline(),
         }
     }
-    fn on_timer(&mut self, _now: SimTime, _out: &mut Vec<Packet>) {
+    fn on_timer(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         match self {
             Notifier::None => {}
+            Notifier::Dcqcn(np) => out.extend(np.on_timer(now)),
         }
     }
 }

@@ -134,3 +134,66 @@ fn receiver_counts_and_the_none_notifier_says_nothing() {
     assert!(out.is_empty());
     assert_eq!(rx.timer_deadline(), None);
 }
+
+#[test]
+fn the_dcqcn_notifier_answers_ce_with_one_cnp_per_interval() {
+    let p = RateParams::default();
+    assert!(matches!(
+        ReactionKind::Dcqcn.notifier(&p),
+        Notifier::Dcqcn(_)
+    ));
+    assert!(matches!(
+        ReactionKind::QcnCnp.notifier(&p),
+        Notifier::Dcqcn(_)
+    ));
+    assert!(matches!(ReactionKind::Qcn.notifier(&p), Notifier::None));
+    let mut rx = RateReceiver::new(ReactionKind::Dcqcn.notifier(&p));
+    let mut s = RateSender::new(
+        ends(),
+        ReactionKind::Dcqcn.build(BitRate::from_gbps(1.0)),
+        500,
+        5000,
+        None,
+    );
+    let mut data = drive(&mut s, SimTime::from_ms(1));
+    // DCQCN's and qcn_cnp's data is ECN-capable, so a switch can mark it.
+    assert!(data.iter().all(|d| d.ip.ecn == Ecn::Ect0));
+    let mut out = Vec::new();
+    // Ten CE-marked datagrams 10 us apart (0-90 us): a CNP at once, the
+    // next when the 50 us window has passed (DCQCN section 3.1), and the
+    // mark pending after that not before 100 us.
+    for (i, d) in data.iter_mut().enumerate() {
+        d.ip.ecn = Ecn::Ce;
+        rx.on_packet(SimTime::from_us(10 * i as u64), d, &mut out);
+        while let Some(t) = rx
+            .timer_deadline()
+            .filter(|&t| t <= SimTime::from_us(10 * i as u64 + 9))
+        {
+            rx.on_timer(t, &mut out);
+        }
+    }
+    assert_eq!(out.len(), 2, "{out:?}");
+    assert!(out.iter().all(dcqcn::is_cnp));
+    assert_eq!(out[0].ip.dst, ends().src_addr);
+    // The CNPs cut the DCQCN sender's rate.
+    let before = s.rate();
+    s.on_packet(SimTime::from_us(200), &out[0]);
+    assert!(s.rate() < before);
+}
+
+#[test]
+fn the_qcn_reaction_points_react_to_feedback_by_name() {
+    for name in ["qcn", "qcn_cnp"] {
+        let kind = ReactionKind::from_name(name).unwrap();
+        let mut rp = kind.build(BitRate::from_gbps(8.0));
+        let mut fb = feedback();
+        fb.ip.ecn = Ecn::Ce; // P4QCN's FBP: ECN 11
+        rp.on_feedback(SimTime::ZERO, &fb);
+        assert_eq!(
+            rp.rate(),
+            BitRate::from_gbps(4.0),
+            "{name}: beta = 1 halves"
+        );
+        assert_eq!(rp.ecn_capable(), name == "qcn_cnp");
+    }
+}

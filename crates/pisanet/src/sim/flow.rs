@@ -10,7 +10,7 @@
 
 use super::meter::FlowMeter;
 use super::*;
-use pisanet_transport::{CcKind, Notifier, RateReceiver, RateSender, ReactionKind};
+use pisanet_transport::{CcKind, RateParams, RateReceiver, RateSender, ReactionKind};
 use pisanet_workload::Transport;
 
 /// What every flow leaves behind, kept for the results (small and
@@ -69,6 +69,8 @@ pub struct HostParams {
     pub udp_drain: Option<SimTime>,
     /// Largest buffer a switch port may hold (bytes), for the automatic drain.
     pub port_buffer_bytes: u64,
+    /// Parameters of the reaction and notification points (`[transport.qcn]`, ...).
+    pub rate: RateParams,
 }
 
 impl Default for HostParams {
@@ -81,6 +83,7 @@ impl Default for HostParams {
             cc: Vec::new(),
             udp_drain: None,
             port_buffer_bytes: 0,
+            rate: RateParams::default(),
         }
     }
 }
@@ -315,10 +318,13 @@ impl World {
                 payload,
             } => {
                 let stop_at = f.attrs.duration.map(|d| now + d);
-                let mut tx = RateSender::new(ends, reaction.build(rate), payload, f.bytes, stop_at);
-                // NOTE: the notification point of a reaction point that needs
-                // one (DCQCN's NP) is chosen here from `reaction`.
-                let rx = RateReceiver::new(Notifier::None);
+                // The reaction point's line rate is the sending host's link.
+                let line = self.ports[self.port_base[f.src as usize] as usize].rate;
+                let rp = reaction.build_for(&self.hosts.rate, line, rate);
+                let mut tx = RateSender::new(ends, rp, payload, f.bytes, stop_at);
+                // DCQCN's notification point at the receiver, for the
+                // reaction points fed by CNPs (`ReactionKind::notifier`).
+                let rx = RateReceiver::new(reaction.notifier(&self.hosts.rate));
                 tx.on_start(now, &mut out);
                 let drain = self
                     .hosts
@@ -429,7 +435,11 @@ impl World {
             host = self.flows[id as usize].dst;
             match &mut af.ends {
                 Endpoints::Tcp { rx, .. } => rx.on_timer(now, &mut out),
-                Endpoints::Udp { rx, .. } => rx.on_timer(now, &mut out),
+                Endpoints::Udp { rx, .. } => {
+                    rx.on_timer(now, &mut out);
+                    // A deferred CNP of the notification point.
+                    self.counts.cnps += out.len() as u64;
+                }
             }
         }
         self.send_from_host(now, host, &mut out);

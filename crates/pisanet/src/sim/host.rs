@@ -189,10 +189,20 @@ impl World {
             Endpoints::Udp { tx, rx, .. } => {
                 if to_sender {
                     // Feedback (a switch's, the receiver's) for the reaction point.
+                    let before = tx.rate();
                     tx.on_packet(now, pkt);
+                    let c = &mut self.counts;
+                    c.rate_feedback += 1;
+                    if tx.rate() < before {
+                        c.rate_cuts += 1;
+                        c.first_rate_cut.get_or_insert(now);
+                    }
                 } else {
                     let before = rx.received_bytes();
+                    let sent = out.len();
                     rx.on_packet(now, pkt, out);
+                    // Only the notification point answers a datagram (CNPs).
+                    self.counts.cnps += (out.len() - sent) as u64;
                     if let (Some(m), Some(fm)) = (meter, af.meter.as_deref_mut()) {
                         let got = rx.received_bytes() - before;
                         if got > 0 {

@@ -87,6 +87,13 @@ pub struct Counts {
     pub ecn_marked: u64,
     pub packet_hops: u64,
     pub late_packets: u64,
+    /// Packets of rate-based flows that reached their senders (feedback).
+    pub rate_feedback: u64,
+    /// Feedback packets after which a reaction point's rate was lower.
+    pub rate_cuts: u64,
+    pub first_rate_cut: Option<SimTime>,
+    /// CNPs sent by receivers' notification points.
+    pub cnps: u64,
 }
 
 pub struct LinkEventSpec {
