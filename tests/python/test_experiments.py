@@ -26,6 +26,7 @@ SCRIPTS = [
     ("hula/ablate.py", "| min RTO 1 ms |"),
     ("hula/mechanisms.py", "| asymmetric, 60% | HULA |"),
     ("p4te/run.py", "## Delta calibration (section 7)"),
+    ("dbb/run.py", "### Section IV on the reconstructed Fig. 6 testbed"),
 ]
 
 
