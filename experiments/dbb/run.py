@@ -371,7 +371,7 @@ def plots(mode: Mode, sec4: dict, windows: dict, asym: dict) -> str:
             ax.set_title(f"{fig}: {what}", fontsize=8)
             ax.set_xlabel(f"simulated time (ms; {mode.us_per_s / 1000:g} ms = 1 paper s)")
             ax.set_ylabel("total goodput (Gb/s)")
-            ax.set_ylim(0, 42)
+            ax.set_ylim(bottom=0)
             ax.grid(alpha=0.3)
         axes[0][0].legend(fontsize=7)
         f.tight_layout()
