@@ -14,7 +14,9 @@ directory, then `os.replace`, so a reader never sees a half-written file):
   received), and with `metrics.flow_stats` (else NaN / 0) `delay_mean`,
   `delay_p50`, `delay_p99`, `delay_max` (one-way delay of delivered data
   packets, microseconds), `rtt_mean`, `rtt_p99` (TCP RTT samples, microseconds),
-  `deadline_missed_packets` (docs/metrics.md),
+  `deadline_missed_packets`, `dup_acks`, `fast_retransmits`, `timeouts` (TCP
+  sender's duplicate ACKs, entries into fast recovery, RTO expiries; 0 for UDP)
+  (docs/metrics.md),
   `delivered` (bytes the receiver had in order: all of them for a finished flow,
   those delivered so far for one still running when the run stopped at
   `run.max_sim_time_ms`; flows that had not arrived by then have no row).
@@ -87,6 +89,9 @@ FLOW_COLUMNS = {
     "rtt_mean_us": "rtt_mean",
     "rtt_p99_us": "rtt_p99",
     "deadline_missed_packets": "deadline_missed_packets",
+    "dup_acks": "dup_acks",
+    "fast_retransmits": "fast_retransmits",
+    "timeouts": "timeouts",
     "delivered": "delivered",
 }
 GOODPUT_COLUMNS = {"time_us": "time", "flow": "flow", "bytes": "bytes", "gbps": "gbps"}
@@ -125,6 +130,9 @@ UNITS = {
     "rtt_mean": "us",
     "rtt_p99": "us",
     "deadline_missed_packets": "packets",
+    "dup_acks": "packets",
+    "fast_retransmits": "count",
+    "timeouts": "count",
     "gbps": "Gb/s",
 }
 

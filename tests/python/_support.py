@@ -59,6 +59,9 @@ FLOW_COLUMNS = [
     "rtt_mean",
     "rtt_p99",
     "deadline_missed_packets",
+    "dup_acks",
+    "fast_retransmits",
+    "timeouts",
     "delivered",
 ]
 

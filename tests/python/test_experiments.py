@@ -27,6 +27,7 @@ SCRIPTS = [
     ("hula/mechanisms.py", "| asymmetric, 60% | HULA |"),
     ("p4te/run.py", "## Delta calibration (section 7)"),
     ("p4qcn/run.py", "### Fig. 13b: packet loss, all flows (lost / sent)"),
+    ("dbb/run.py", "### Section IV on the reconstructed Fig. 6 testbed"),
 ]
 
 

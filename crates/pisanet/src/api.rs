@@ -95,6 +95,12 @@ pub struct FlowTable {
     pub rtt_mean_us: Vec<f64>,
     pub rtt_p99_us: Vec<f64>,
     pub deadline_missed_packets: Vec<u64>,
+    /// With `metrics.flow_stats` (else 0; 0 for UDP): the TCP sender's
+    /// duplicate ACKs (RFC 5681 section 2), fast retransmits and
+    /// retransmission timeouts.
+    pub dup_acks: Vec<u32>,
+    pub fast_retransmits: Vec<u32>,
+    pub timeouts: Vec<u32>,
     /// Bytes delivered in order to the receiver (all of them for a finished
     /// flow; so far for one still running when the run stopped).
     pub delivered: Vec<u64>,

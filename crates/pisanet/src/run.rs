@@ -647,6 +647,9 @@ fn finish(
         ft.rtt_mean_us.push(st.rtt_mean_us);
         ft.rtt_p99_us.push(st.rtt_p99_us);
         ft.deadline_missed_packets.push(st.deadline_missed_packets);
+        ft.dup_acks.push(st.tcp.dup_acks);
+        ft.fast_retransmits.push(st.tcp.fast_retransmits);
+        ft.timeouts.push(st.tcp.timeouts);
         ft.delivered.push(f.delivered);
         for x in [
             id as u64,

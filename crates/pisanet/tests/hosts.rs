@@ -329,3 +329,24 @@ fn bad_flow_attributes_are_refused_with_row_and_field() {
         assert!(!e.message.contains('\n'));
     }
 }
+
+#[test]
+fn a_tcp_flow_capped_above_its_nic_rate_still_closes_at_its_duration() {
+    // A 10 Gb/s cap on a 10 Gb/s NIC: TSQ, not the cap, holds the sender
+    // back. Its duration (2 ms) must still close it (the sender timer once
+    // stayed recorded at a past deadline and never fired again).
+    for cap in ["10", "5"] {
+        let out = run_flows(
+            &format!("tsq-close-{cap}"),
+            "[run]\nmax_sim_time_ms = 10\n",
+            &format!("start_us,src,dst,bytes,rate_gbps,duration_us\n0,0,3,,{cap},2000\n"),
+            &[],
+        );
+        let fin = out.flows.finish_us[0];
+        assert!(
+            (2000.0..3000.0).contains(&fin),
+            "cap {cap} Gb/s: finished at {fin} us"
+        );
+        assert_eq!(out.flows.delivered[0], out.flows.bytes[0]);
+    }
+}

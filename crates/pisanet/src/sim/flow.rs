@@ -147,6 +147,16 @@ pub(crate) struct ActiveFlow {
     pub(crate) meter: Option<Box<FlowMeter>>,
 }
 
+/// The sender's loss-recovery counters, for the per-flow measurement.
+fn tcp_counters(tx: &TcpSender) -> super::meter::TcpCounters {
+    let st = tx.stats();
+    super::meter::TcpCounters {
+        dup_acks: st.dup_acks,
+        fast_retransmits: st.fast_retransmits,
+        timeouts: st.timeouts,
+    }
+}
+
 /// The source port of connection `conn`: 10000 + its number (mod 50000),
 /// or, with a salt (`workload.source_ports = "random"`), a port in
 /// 10000..=59999 from a splitmix64 hash of the number and the salt. Two
@@ -517,16 +527,24 @@ impl World {
                 tx, rx, drain_at, ..
             } => (tx.timer_deadline().or(*drain_at), rx.timer_deadline()),
         };
+        // NOTE: a timer records the time its event was scheduled for (a
+        // deadline already past fires now): `on_flow_timer` clears it when
+        // that event fires. Recording a past deadline instead left it set
+        // forever, and no later, earlier-only deadline was ever scheduled (a
+        // duration-limited flow held back by TSQ never closed).
+        let now = self.q.now();
         if let Some(d) = tx_deadline {
+            let d = d.max(now);
             if af.tx_timer.is_none_or(|t| d < t) {
                 af.tx_timer = Some(d);
-                self.q.schedule(d.max(self.q.now()), Ev::SenderTimer(id));
+                self.q.schedule(d, Ev::SenderTimer(id));
             }
         }
         if let Some(d) = rx_deadline {
+            let d = d.max(now);
             if af.rx_timer.is_none_or(|t| d < t) {
                 af.rx_timer = Some(d);
-                self.q.schedule(d.max(self.q.now()), Ev::ReceiverTimer(id));
+                self.q.schedule(d, Ev::ReceiverTimer(id));
             }
         }
     }
@@ -536,6 +554,9 @@ impl World {
         self.active_count -= 1;
         self.completed += 1;
         if let (Some(m), Some(fm)) = (self.meter.as_deref_mut(), af.meter.as_deref_mut()) {
+            if let Endpoints::Tcp { tx, .. } = &af.ends {
+                fm.tcp = tcp_counters(tx);
+            }
             m.close(fm, id);
         }
         let rec = &mut self.flows[id as usize];
@@ -588,6 +609,9 @@ impl World {
         for (id, af) in self.active.iter_mut().enumerate() {
             let Some(af) = af else { continue };
             if let (Some(m), Some(fm)) = (self.meter.as_deref_mut(), af.meter.as_deref_mut()) {
+                if let Endpoints::Tcp { tx, .. } = &af.ends {
+                    fm.tcp = tcp_counters(tx);
+                }
                 m.close(fm, id as FlowId);
             }
             let rec = &mut self.flows[id];

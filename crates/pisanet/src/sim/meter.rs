@@ -161,6 +161,18 @@ pub struct FlowMeter {
     /// Goodput: the interval being filled and its bytes so far.
     pub bin: u64,
     pub bin_bytes: u64,
+    /// The TCP sender's loss-recovery counters, read when the flow closes.
+    pub tcp: TcpCounters,
+}
+
+/// A TCP sender's per-flow counters (`flow_stats` only; 0 for UDP): duplicate
+/// ACKs (RFC 5681 section 2), fast retransmits (entries into fast recovery)
+/// and retransmission timeouts.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TcpCounters {
+    pub dup_acks: u32,
+    pub fast_retransmits: u32,
+    pub timeouts: u32,
 }
 
 /// What the side table keeps of a flow (filled when it completes, or at
@@ -179,6 +191,7 @@ pub struct FlowStats {
     /// Delivered data packets whose one-way delay exceeded the flow's deadline.
     pub deadline_missed_packets: u64,
     pub has_deadline: bool,
+    pub tcp: TcpCounters,
 }
 
 impl Default for FlowStats {
@@ -194,6 +207,7 @@ impl Default for FlowStats {
             rtt_samples: 0,
             deadline_missed_packets: 0,
             has_deadline: false,
+            tcp: TcpCounters::default(),
         }
     }
 }
@@ -288,6 +302,7 @@ impl Meter {
                 rtt_samples: m.rtt.n as u32,
                 deadline_missed_packets: m.deadline_missed,
                 has_deadline: m.deadline.is_some(),
+                tcp: m.tcp,
             };
         }
     }
