@@ -87,6 +87,7 @@ FLOW_COLUMNS = {
     "rtt_mean_us": "rtt_mean",
     "rtt_p99_us": "rtt_p99",
     "deadline_missed_packets": "deadline_missed_packets",
+    "delay_packets": "delay_packets",
     "delivered": "delivered",
 }
 GOODPUT_COLUMNS = {"time_us": "time", "flow": "flow", "bytes": "bytes", "gbps": "gbps"}
@@ -125,6 +126,7 @@ UNITS = {
     "rtt_mean": "us",
     "rtt_p99": "us",
     "deadline_missed_packets": "packets",
+    "delay_packets": "packets",
     "gbps": "Gb/s",
 }
 

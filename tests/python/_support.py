@@ -59,6 +59,7 @@ FLOW_COLUMNS = [
     "rtt_mean",
     "rtt_p99",
     "deadline_missed_packets",
+    "delay_packets",
     "delivered",
 ]
 

@@ -66,6 +66,7 @@ def test_columns_cross_as_little_endian_buffers() -> None:
             rtt_mean_us=np.full(n, np.nan),
             rtt_p99_us=np.full(n, np.nan),
             deadline_missed_packets=np.zeros(n, dtype="<u8"),
+            delay_packets=np.zeros(n, dtype="<u8"),
             delivered=np.array([1000, 14600, 50], dtype="<u8"),
         )
     )

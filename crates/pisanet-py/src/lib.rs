@@ -113,6 +113,7 @@ fn flow_columns<'py>(py: Python<'py>, f: &pisanet::FlowTable) -> PyResult<Bound<
     put(&d, "rtt_mean_us", &f.rtt_mean_us)?;
     put(&d, "rtt_p99_us", &f.rtt_p99_us)?;
     put(&d, "deadline_missed_packets", &f.deadline_missed_packets)?;
+    put(&d, "delay_packets", &f.delay_packets)?;
     put(&d, "delivered", &f.delivered)?;
     Ok(d)
 }

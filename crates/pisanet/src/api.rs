@@ -95,6 +95,9 @@ pub struct FlowTable {
     pub rtt_mean_us: Vec<f64>,
     pub rtt_p99_us: Vec<f64>,
     pub deadline_missed_packets: Vec<u64>,
+    /// Delivered data packets whose one-way delay was measured (the
+    /// denominator of `deadline_missed_packets`).
+    pub delay_packets: Vec<u64>,
     /// Bytes delivered in order to the receiver (all of them for a finished
     /// flow; so far for one still running when the run stopped).
     pub delivered: Vec<u64>,

@@ -458,7 +458,9 @@ pub fn build_world(cfg: &Config, base: Option<&Path>) -> Result<World, Error> {
         sport_salt: (w.source_ports == SourcePortsKind::Random)
             .then(|| rand::RngCore::next_u64(&mut streams.stream(StreamKind::Workload, 1))),
     };
-    let fwd = crate::forward::build(cfg, &topo, &streams)?;
+    // Flows' deadline_us into the QoS schemes' qos_deadline table (P4QoS).
+    let qos_cfg = crate::qos_deadlines::with_flow_deadlines(cfg, &gen, &topo, params.sport_salt)?;
+    let fwd = crate::forward::build(qos_cfg.as_ref().unwrap_or(cfg), &topo, &streams)?;
     let mut world = World::new(topo, fwd, gen, params, &streams);
     if t.pfc.enabled {
         // Thresholds and headroom of every switch port (crates/pisanet/src/pfc.rs).
@@ -646,6 +648,7 @@ fn finish(
         ft.rtt_mean_us.push(st.rtt_mean_us);
         ft.rtt_p99_us.push(st.rtt_p99_us);
         ft.deadline_missed_packets.push(st.deadline_missed_packets);
+        ft.delay_packets.push(st.delay_packets);
         ft.delivered.push(f.delivered);
         for x in [
             id as u64,
