@@ -240,6 +240,8 @@ def fig3_plot(rows: list[dict], scale: str, mode: Mode) -> str | None:
                 ms.append(m)
                 hs.append(h)
             ax.errorbar(mode.d1, ms, yerr=hs, marker="o", capsize=3, label=NAMES[s])
+        if key == "delay_max":
+            ax.set_yscale("log")  # Prio's starved flow waits the whole run
         ax.set_xlabel(f"d1 ({u}; d2 = 2 d1)")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)

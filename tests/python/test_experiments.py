@@ -26,6 +26,10 @@ SCRIPTS = [
     ("hula/ablate.py", "| min RTO 1 ms |"),
     ("hula/mechanisms.py", "| asymmetric, 60% | HULA |"),
     ("p4te/run.py", "## Delta calibration (section 7)"),
+    (
+        "p4qos/run.py",
+        "**Fig. 4c: target updates per 60 s, late packets and utilization by back-off**",
+    ),
 ]
 
 
