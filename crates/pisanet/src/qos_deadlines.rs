@@ -79,7 +79,7 @@ pub fn with_flow_deadlines(
         return Ok(None);
     }
     let mut out = cfg.clone();
-    entries.extend(out.scheme.qos.deadlines.drain(..));
+    entries.append(&mut out.scheme.qos.deadlines);
     out.scheme.qos.deadlines = entries;
     Ok(Some(out))
 }

@@ -78,6 +78,23 @@ fn flow_deadlines_reach_the_switches_prio_serves_the_lower_deadline_first() {
 }
 
 #[test]
+fn a_flows_own_deadline_wins_over_a_configured_wildcard_entry() {
+    // A `[[scheme.qos.deadlines]]` entry matching every packet with 10 ms:
+    // were it first, both flows would share one deadline and one queue.
+    let mut text = std::fs::read_to_string(dir().join("single_bottleneck.toml")).unwrap();
+    text.push_str("\n[[scheme.qos.deadlines]]\ndeadline_us = 10000\n");
+    let o = run_toml(
+        &text,
+        Some(&dir()),
+        &["scheme.kind=prio".into(), "run.max_sim_time_ms=2000".into()],
+        &mut |_| true,
+    )
+    .unwrap_or_else(|e| panic!("run failed: {e}"));
+    let d = &o.flows.delivered;
+    assert!(d[0] > 5 * d[1], "delivered {d:?}");
+}
+
+#[test]
 fn fixed_backoff_sends_far_fewer_target_updates_than_none() {
     let none = run(&["scheme.kind=p4qos", "run.max_sim_time_ms=2000"]);
     let fixed = run(&[
