@@ -79,10 +79,11 @@ fn flow_deadlines_reach_the_switches_prio_serves_the_lower_deadline_first() {
 
 #[test]
 fn a_flows_own_deadline_wins_over_a_configured_wildcard_entry() {
-    // A `[[scheme.qos.deadlines]]` entry matching every packet with 10 ms:
-    // were it first, both flows would share one deadline and one queue.
+    // A `[[scheme.qos.deadlines]]` entry matching every packet with 60 ms
+    // (the highest of the three deadlines, so the flows' ranks stay 0 and
+    // 1): were it first, both flows would share one deadline and one queue.
     let mut text = std::fs::read_to_string(dir().join("single_bottleneck.toml")).unwrap();
-    text.push_str("\n[[scheme.qos.deadlines]]\ndeadline_us = 10000\n");
+    text.push_str("\n[[scheme.qos.deadlines]]\ndeadline_us = 60000\n");
     let o = run_toml(
         &text,
         Some(&dir()),
