@@ -92,6 +92,7 @@ FLOW_COLUMNS = {
     "dup_acks": "dup_acks",
     "fast_retransmits": "fast_retransmits",
     "timeouts": "timeouts",
+    "delay_packets": "delay_packets",
     "delivered": "delivered",
 }
 GOODPUT_COLUMNS = {"time_us": "time", "flow": "flow", "bytes": "bytes", "gbps": "gbps"}
@@ -133,6 +134,7 @@ UNITS = {
     "dup_acks": "packets",
     "fast_retransmits": "count",
     "timeouts": "count",
+    "delay_packets": "packets",
     "gbps": "Gb/s",
 }
 

@@ -62,6 +62,7 @@ FLOW_COLUMNS = [
     "dup_acks",
     "fast_retransmits",
     "timeouts",
+    "delay_packets",
     "delivered",
 ]
 

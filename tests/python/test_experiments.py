@@ -28,6 +28,10 @@ SCRIPTS = [
     ("p4te/run.py", "## Delta calibration (section 7)"),
     ("p4qcn/run.py", "### Fig. 13b: packet loss, all flows (lost / sent)"),
     ("dbb/run.py", "### Section IV on the reconstructed Fig. 6 testbed"),
+    (
+        "p4qos/run.py",
+        "**Fig. 4c: target updates per 60 s, late packets and utilization by back-off**",
+    ),
 ]
 
 

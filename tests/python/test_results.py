@@ -69,6 +69,7 @@ def test_columns_cross_as_little_endian_buffers() -> None:
             dup_acks=np.zeros(n, dtype="<u4"),
             fast_retransmits=np.zeros(n, dtype="<u4"),
             timeouts=np.zeros(n, dtype="<u4"),
+            delay_packets=np.zeros(n, dtype="<u8"),
             delivered=np.array([1000, 14600, 50], dtype="<u8"),
         )
     )

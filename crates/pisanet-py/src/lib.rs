@@ -116,6 +116,7 @@ fn flow_columns<'py>(py: Python<'py>, f: &pisanet::FlowTable) -> PyResult<Bound<
     put(&d, "dup_acks", &f.dup_acks)?;
     put(&d, "fast_retransmits", &f.fast_retransmits)?;
     put(&d, "timeouts", &f.timeouts)?;
+    put(&d, "delay_packets", &f.delay_packets)?;
     put(&d, "delivered", &f.delivered)?;
     Ok(d)
 }

@@ -137,6 +137,9 @@ pub struct P4qos {
     pub updates_applied: CounterId,
     pub marks: CounterId,
     pub drops: CounterId,
+    /// Instrumentation (Fig. 4b): QoS packets at a last switch by their
+    /// bottleneck count n_btl = 0, 1, 2, 3 or more.
+    pub n_btl_seen: [CounterId; 4],
     s_ns: u64,
     update_interval_ns: u64,
 }
@@ -192,6 +195,12 @@ impl P4qos {
         let updates_applied = counter(pipe, "p4qos_target_updates_applied");
         let marks = counter(pipe, "aqm_marks");
         let drops = counter(pipe, "aqm_drops");
+        let n_btl_seen = [
+            counter(pipe, "p4qos_nbtl_0"),
+            counter(pipe, "p4qos_nbtl_1"),
+            counter(pipe, "p4qos_nbtl_2"),
+            counter(pipe, "p4qos_nbtl_3plus"),
+        ];
         // ipv4_lpm and the selector, QoS header; egress: ll_est, target, AQM, llep_last.
         pipe.stages(3, 5);
         P4qos {
@@ -208,6 +217,7 @@ impl P4qos {
             updates_applied,
             marks,
             drops,
+            n_btl_seen,
             s_ns: ns_u64(p.sensitivity),
             update_interval_ns: ns_u64(p.update_interval),
         }
@@ -359,6 +369,7 @@ impl DataPlane for P4qos {
             // Lines 6-9: the last switch computes trgt_new, n_btl rounded
             // up to a power of two so the division is a shift.
             if v.last_switch {
+                ctx.count(self.n_btl_seen[v.hdr.n_btl.min(3) as usize], 0, 0);
                 let n = v.hdr.n_btl.clamp(1, NBTL_MAX);
                 let trgt_new =
                     ((v.hdr.target << shift) >> LOG2_CEIL[n as usize]).min(TRGT_NONE - 1);

@@ -59,6 +59,7 @@ fn params(kind: &str, deadline_us: u64) -> SchemeParams {
     p.qos.deadlines = vec![DeadlineEntry {
         src: None,
         dst: Some("10.0.1.1".into()),
+        sport: None,
         dport: None,
         dscp: None,
         deadline_us,
@@ -786,6 +787,7 @@ fn prio_puts_the_lower_deadline_in_the_higher_priority_queue() {
     p.qos.deadlines.push(DeadlineEntry {
         src: None,
         dst: Some("10.0.1.2".into()),
+        sport: None,
         dport: None,
         dscp: None,
         deadline_us: 5_000,

@@ -258,6 +258,11 @@ pub struct DeadlineEntry {
     /// Destination IPv4 address; absent = any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dst: Option<String>,
+    /// Source port; absent = any. (The entries made from the flows'
+    /// `deadline_us` name it: docs/schemes/p4qos.md.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 65535))]
+    pub sport: Option<u16>,
     /// Destination port; absent = any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 65535))]
@@ -276,8 +281,10 @@ pub struct DeadlineEntry {
 #[serde(deny_unknown_fields, default)]
 pub struct QosParams {
     /// Deadlines by flow, installed in the first switch's `qos_deadline`
-    /// table (first match in list order wins). A flow no entry matches
-    /// carries no QoS header. Empty (default): no packet gets a deadline.
+    /// table (first match in list order wins), after one exact entry per
+    /// flow with its own `deadline_us` (flow list or group). A flow no
+    /// entry matches carries no QoS header. Empty (default): only the
+    /// flows' own deadlines.
     pub deadlines: Vec<DeadlineEntry>,
     /// The header's time unit is 2^time_shift ns (default 10: 1.024 us, so a
     /// 16-bit deadline reaches 67 ms; 12 reaches 268 ms). Nanosecond
@@ -416,6 +423,8 @@ pub struct QosCore {
     pub llep_last: RegisterId,
     pub deadline_missed: CounterId,
     pub llep_replies: CounterId,
+    /// Each ll_est written (instrumentation: the estimate in ns as bytes).
+    pub llep_estimates: CounterId,
     pub time_shift: u8,
     llep_interval_ns: u64,
     late: LateAction,
@@ -456,10 +465,12 @@ impl QosCore {
                     kind: MatchKind::Ternary,
                     width: 32,
                 },
+                // The two ports as one 32-bit field (sport ++ dport; the
+                // model's keys have at most four fields).
                 KeyField {
-                    name: "l4.dport",
+                    name: "l4.sport ++ l4.dport",
                     kind: MatchKind::Ternary,
-                    width: 16,
+                    width: 32,
                 },
                 KeyField {
                     name: "hdr.ipv4.dscp",
@@ -468,7 +479,8 @@ impl QosCore {
                 },
             ],
             actions: vec!["set_deadline", "no_deadline"],
-            size: 1024,
+            // One entry per flow with a deadline (crates/pisanet/src/qos_deadlines.rs).
+            size: (qos.deadlines.len() as u32).max(1024),
             default_action: ActionCall::bare(NO_DEADLINE),
             direct_counter: false,
             direct_meter: None,
@@ -509,6 +521,14 @@ impl QosCore {
             kind: CounterKind::Packets,
             size: 1,
         });
+        // Instrumentation, not part of the paper's program: each ll_est
+        // written, its nanoseconds summed in the bytes field (mean estimate
+        // = bytes / packets; docs/schemes/p4qos.md "Counters").
+        let llep_estimates = pipe.counter(CounterSpec {
+            name: "qos_llep_estimate_ns",
+            kind: CounterKind::PacketsAndBytes,
+            size: 1,
+        });
         pipe.keep_original();
         QosCore {
             l3,
@@ -520,6 +540,7 @@ impl QosCore {
             llep_last,
             deadline_missed,
             llep_replies,
+            llep_estimates,
             time_shift: qos.time_shift,
             llep_interval_ns: ns32(qos.llep_interval),
             late: qos.late,
@@ -576,8 +597,9 @@ impl QosCore {
             // Section II: the QoS header with the flow's deadline d, and
             // t_t initialized to d (section II.B).
             if pkt.ext().is_none() {
-                let (src, dst, _, _, dport) = pkt.five_tuple();
-                let key = [src as u64, dst as u64, dport as u64, pkt.ip.dscp as u64];
+                let (src, dst, _, sport, dport) = pkt.five_tuple();
+                let ports = ((sport as u64) << 16) | dport as u64;
+                let key = [src as u64, dst as u64, ports, pkt.ip.dscp as u64];
                 let hit = ctx.apply(self.qos_deadline, key);
                 if hit.action.action == SET_DEADLINE {
                     let d = hit.action.params[0];
@@ -622,6 +644,7 @@ impl QosCore {
     ) -> bool {
         if meta[0] & M_LLEP_APPLY != 0 {
             ctx.register_write(self.ll_est, sm.egress_port as u32, meta[1]);
+            ctx.count(self.llep_estimates, 0, meta[1].min(u32::MAX as u64) as u32);
             sm.terminate();
             return true;
         }
@@ -745,12 +768,13 @@ impl QosAgent {
                     Some(v) => matches::ternary(v as u64, 0xffff_ffff),
                     None => matches::ternary(0, 0),
                 };
+                // sport ++ dport, each half a wildcard when absent.
+                let (sp, sm) = e.sport.map_or((0, 0), |p| ((p as u64) << 16, 0xffff_0000));
+                let (dp, dm) = e.dport.map_or((0, 0), |p| (p as u64, 0xffff));
                 let key = vec![
                     addr(&e.src),
                     addr(&e.dst),
-                    e.dport.map_or(matches::ternary(0, 0), |p| {
-                        matches::ternary(p as u64, 0xffff)
-                    }),
+                    matches::ternary(sp | dp, sm | dm),
                     e.dscp
                         .map_or(matches::ternary(0, 0), |d| matches::ternary(d as u64, 0x3f)),
                 ];

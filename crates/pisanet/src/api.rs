@@ -101,6 +101,9 @@ pub struct FlowTable {
     pub dup_acks: Vec<u32>,
     pub fast_retransmits: Vec<u32>,
     pub timeouts: Vec<u32>,
+    /// Delivered data packets whose one-way delay was measured (the
+    /// denominator of `deadline_missed_packets`).
+    pub delay_packets: Vec<u64>,
     /// Bytes delivered in order to the receiver (all of them for a finished
     /// flow; so far for one still running when the run stopped).
     pub delivered: Vec<u64>,

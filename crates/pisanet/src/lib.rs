@@ -11,6 +11,7 @@ mod dbb_plan;
 pub mod forward;
 pub mod memory;
 pub mod pfc;
+mod qos_deadlines;
 pub mod run;
 pub mod sim;
 

@@ -459,7 +459,9 @@ pub fn build_world(cfg: &Config, base: Option<&Path>) -> Result<World, Error> {
         sport_salt: (w.source_ports == SourcePortsKind::Random)
             .then(|| rand::RngCore::next_u64(&mut streams.stream(StreamKind::Workload, 1))),
     };
-    let fwd = crate::forward::build(cfg, &topo, &streams)?;
+    // Flows' deadline_us into the QoS schemes' qos_deadline table (P4QoS).
+    let qos_cfg = crate::qos_deadlines::with_flow_deadlines(cfg, &gen, &topo, params.sport_salt)?;
+    let fwd = crate::forward::build(qos_cfg.as_ref().unwrap_or(cfg), &topo, &streams)?;
     let mut world = World::new(topo, fwd, gen, params, &streams);
     if t.pfc.enabled {
         // Thresholds and headroom of every switch port (crates/pisanet/src/pfc.rs).
@@ -650,6 +652,7 @@ fn finish(
         ft.dup_acks.push(st.tcp.dup_acks);
         ft.fast_retransmits.push(st.tcp.fast_retransmits);
         ft.timeouts.push(st.tcp.timeouts);
+        ft.delay_packets.push(st.delay_packets);
         ft.delivered.push(f.delivered);
         for x in [
             id as u64,

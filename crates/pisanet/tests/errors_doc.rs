@@ -283,6 +283,12 @@ fn cases() -> Vec<(
         ),
         (
             "flow group",
+            "a deadline the QoS header cannot hold (a QoS scheme)",
+            vec![],
+            Some("[scheme]\nkind = \"p4qos\"\n[metrics]\nflow_stats = true\n[workload]\nflows = 5\n[[workload.groups]]\nflows = 5\ndeadline_us = 100000\n"),
+        ),
+        (
+            "flow group",
             "a cc of the other transport",
             vec![],
             Some("[[workload.groups]]\ntransport = \"tcp\"\ncc = \"halve\"\n"),
