@@ -155,6 +155,15 @@ pub struct TcpConfig {
     /// IsLost and NextSeg instead of RFC 6582. Default false (Linux and
     /// ns-3 default to on; see docs/model.md "Hosts").
     pub sack: bool,
+    /// Clock granularity G in RFC 6298's RTO <- SRTT + max(G, 4 RTTVAR)
+    /// (sections 2.2-2.3), before the clamp to `[min_rto, max_rto]`.
+    /// ns-3 3.44 uses 1 ms (`TcpSocketBase::ClockGranularity`), so its RTO
+    /// is at least SRTT + 1 ms; Linux's is SRTT + max(4 mdev, rto_min)
+    /// (`tcp_set_rto`), i.e. G = the minimum RTO. Default zero: one tick
+    /// of our clock (1 ps), so RTO = max(min_rto, SRTT + 4 RTTVAR), the
+    /// model before this option. See docs/model.md, "Hosts".
+    #[serde(with = "sim_time_ps")]
+    pub rto_granularity: SimTime,
     /// Application rate cap (iperf3 `-b`): a token bucket in the sender
     /// lets new payload bytes leave at most at this rate (bits/s) with a
     /// burst of `app_burst_bytes`. `None` (default): no cap. Range > 0.
@@ -181,6 +190,7 @@ impl Default for TcpConfig {
             limited_transmit: false,
             ecn: false,
             sack: false,
+            rto_granularity: SimTime::ZERO,
             app_rate_bps: None,
             app_burst_bytes: 0,
         }

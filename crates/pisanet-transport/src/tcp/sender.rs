@@ -247,7 +247,8 @@ impl TcpSender {
             last_window: cfg.rwnd_bytes,
             win: Window::new(mss, u64::from(cfg.init_cwnd_segments.max(1))),
             cc: Cc::new(cfg.cc),
-            rto: RtoEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto),
+            rto: RtoEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto)
+                .with_granularity(cfg.rto_granularity),
             dupacks: 0,
             in_recovery: false,
             recover: None,
