@@ -97,6 +97,13 @@ def main() -> None:
     for key, value in spec["attrs"].items():
         ns.Config.SetDefault(key, ns.StringValue(str(value)))
 
+    # A segment must fit the links' 1500 B MTU, or IP fragments it and the
+    # packet-counted queues hold two packets per segment (checked, not fixed).
+    seg = int(spec["attrs"].get("ns3::TcpSocket::SegmentSize", 536))
+    ts = str(spec["attrs"].get("ns3::TcpSocketBase::Timestamp", "true")).lower() != "false"
+    if seg + 40 + (12 if ts else 0) > 1500:
+        sys.exit(f"ns3_sim: SegmentSize {seg} with timestamps {ts} exceeds the 1500 B MTU")
+
     names = [n["name"] for n in spec["nodes"]]
     kinds = {n["name"]: n["kind"] for n in spec["nodes"]}
     hosts = [n for n in names if kinds[n] == "host"]

@@ -23,13 +23,15 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import crosscheck as xc
 import numpy as np
 
-import crosscheck as xc
 import pisanet
 
 
-def ns3_round(cc: str, size: int, extra: dict[str, str]) -> tuple[list[float], dict[int, dict[str, Any]], int]:
+def ns3_round(
+    cc: str, size: int, extra: dict[str, str]
+) -> tuple[list[float], dict[int, dict[str, Any]], int]:
     nodes, links = xc.topology("incast")
     flows = incast_flows(size)
     attrs = {**xc.NS3_ATTRS, **extra}
@@ -39,8 +41,8 @@ def ns3_round(cc: str, size: int, extra: dict[str, str]) -> tuple[list[float], d
         queue["ecn_k_pkts"] = xc.K_PKTS
     py = xc.ensure_ns3()
     with tempfile.TemporaryDirectory() as tmp:
-        trace = Path(tmp) / "trace.txt"
         global NS3_TRACE_TEXT
+        trace = Path(tmp) / "trace.txt"
         spec = {
             "nodes": nodes,
             "links": links,
@@ -63,7 +65,15 @@ def ns3_round(cc: str, size: int, extra: dict[str, str]) -> tuple[list[float], d
         res = json.loads(out.read_text())
         NS3_TRACE_TEXT = trace.read_text()
         per: dict[int, dict[str, Any]] = defaultdict(
-            lambda: {"tx": 0, "seqs": set(), "resent": 0, "recoveries": 0, "rtos": 0, "rto_ns": [], "rtt_ns": []}
+            lambda: {
+                "tx": 0,
+                "seqs": set(),
+                "resent": 0,
+                "recoveries": 0,
+                "rtos": 0,
+                "rto_ns": [],
+                "rtt_ns": [],
+            }
         )
         drops = 0
         for line in trace.read_text().splitlines():
@@ -84,7 +94,7 @@ def ns3_round(cc: str, size: int, extra: dict[str, str]) -> tuple[list[float], d
                 f["recoveries"] += 1
             elif ev == "cong" and int(b) == 4:
                 f["rtos"] += 1
-                f.setdefault("rto_at_us", []).append((int(t) / 1000 - 1000))
+                f.setdefault("rto_at_us", []).append(int(t) / 1000 - 1000)
             elif ev == "rto":
                 f["rto_ns"].append(int(b))
             elif ev == "rtt":
@@ -105,13 +115,16 @@ def incast_flows(size: int) -> list[dict[str, Any]]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--cc", default="newreno")
     ap.add_argument("--size", type=int, default=32_000)
     ap.add_argument("--ns3", action="append", default=[], help="ns-3 attribute KEY=VALUE")
     ap.add_argument("--set", action="append", default=[], help="pisanet override KEY=VALUE")
     ap.add_argument("--skip-ns3", action="store_true")
     ap.add_argument("--dump", type=int, default=-1, help="print this flow's events in both")
+    ap.add_argument("--save-ns3-trace", help="write ns-3's per-socket trace to this file")
     ap.add_argument("--jitter-ns", type=int, default=0, help="sender i starts i * this later")
     args = ap.parse_args()
     global JITTER_NS
@@ -119,8 +132,12 @@ def main() -> None:
     if not args.skip_ns3:
         extra = dict(kv.split("=", 1) for kv in args.ns3)
         fct, per, drops = ns3_round(args.cc, args.size, extra)
-        print(f"ns-3 {args.cc} {args.size} B x 16 {extra or ''}: drops {drops}, FCT mean {np.mean(fct):.0f} us max {np.max(fct):.0f} us")
-        print("  flow  fct_us  segs  resent  recoveries  rtos  rto_at_us  last_rto_us  rtt_samples(us)")
+        print(
+            f"ns-3 {args.cc} {args.size} B x 16 {extra or ''}: drops {drops}, FCT mean {np.mean(fct):.0f} us max {np.max(fct):.0f} us"
+        )
+        print(
+            "  flow  fct_us  segs  resent  recoveries  rtos  rto_at_us  last_rto_us  rtt_samples(us)"
+        )
         for i, node in enumerate(range(1, 17)):
             f = per[node]
             rtts = sorted({round(x / 1000, 1) for x in f["rtt_ns"]})
@@ -129,6 +146,8 @@ def main() -> None:
                 f"  {','.join(f'{x:.0f}' for x in f.get('rto_at_us', [])) or '-':>9}"
                 f"  {(f['rto_ns'][-1] / 1000 if f['rto_ns'] else float('nan')):10.0f}  {rtts[:6]}"
             )
+        if args.save_ns3_trace:
+            Path(args.save_ns3_trace).write_text(NS3_TRACE_TEXT)
         if args.dump >= 0:
             node = args.dump + 1
             for line in NS3_TRACE_TEXT.splitlines():
@@ -138,7 +157,9 @@ def main() -> None:
     pisanet_trace(args.cc, args.size, args.set, args.dump)
 
 
-def pisanet_trace(cc: str, size: int, sets: list[str], dump: int = -1) -> tuple[list[float], None, int]:
+def pisanet_trace(
+    cc: str, size: int, sets: list[str], dump: int = -1
+) -> tuple[list[float], None, int]:
     nodes, links = xc.topology("incast")
     flows = incast_flows(size)
     over: dict[str, Any] = {**xc.PISANET_BASE, **xc.NS3_LIKE}
@@ -151,13 +172,27 @@ def pisanet_trace(cc: str, size: int, sets: list[str], dump: int = -1) -> tuple[
         for n in nodes:
             lines += ["[[nodes]]", f'name = "{n["name"]}"', f'kind = "{n["kind"]}"']
         for lk in links:
-            lines += ["[[links]]", f'a = "{lk["a"]}"', f'b = "{lk["b"]}"', f"gbps = {lk['gbps']}", f"delay_us = {lk['delay_us']}"]
+            lines += [
+                "[[links]]",
+                f'a = "{lk["a"]}"',
+                f'b = "{lk["b"]}"',
+                f"gbps = {lk['gbps']}",
+                f"delay_us = {lk['delay_us']}",
+            ]
         topo.write_text("\n".join(lines) + "\n")
         csv = Path(tmp) / "flows.csv"
-        csv.write_text("".join(f"{f['start_us']},{f['src']},{f['dst']},{f['bytes']}\n" for f in flows))
+        csv.write_text(
+            "".join(f"{f['start_us']},{f['src']},{f['dst']},{f['bytes']}\n" for f in flows)
+        )
         cfg: dict[str, Any] = {
             "run": {"seed": 1, "max_sim_time_ms": 100},
-            "topology": {"kind": "custom", "file": str(topo), "host_link_gbps": 10.0, "fabric_link_gbps": 10.0, "link_delay_us": 1.0},
+            "topology": {
+                "kind": "custom",
+                "file": str(topo),
+                "host_link_gbps": 10.0,
+                "fabric_link_gbps": 10.0,
+                "link_delay_us": 1.0,
+            },
             "transport": {"kind": cc},
             "workload": {"pattern": "file", "file": str(csv)},
             "metrics": {"trace": {"flows": list(range(16))}},
@@ -168,7 +203,9 @@ def pisanet_trace(cc: str, size: int, sets: list[str], dump: int = -1) -> tuple[
     tr = r.trace
     assert tr is not None
     drops = int(r.summary["packets"]["dropped"])
-    print(f"pisanet {cc} {size} B x 16 {extra or ''}: drops {drops}, FCT mean {fl['fct'].mean():.0f} us max {fl['fct'].max():.0f} us")
+    print(
+        f"pisanet {cc} {size} B x 16 {extra or ''}: drops {drops}, FCT mean {fl['fct'].mean():.0f} us max {fl['fct'].max():.0f} us"
+    )
     print("  flow  fct_us  segs  resent  drops  resent_after_gap>=500us")
     data = tr[(tr["size"] > 100)]
     for i, row in enumerate(fl.itertuples()):
@@ -184,8 +221,12 @@ def pisanet_trace(cc: str, size: int, sets: list[str], dump: int = -1) -> tuple[
     if dump >= 0:
         d = tr[tr["flow"] == dump]
         for row in d.itertuples():
-            if row.node in (f"h{dump + 1}", "h0") and row.event in ("enqueue", "drop") or row.event == "drop":
-                print(f"    pisanet {row.time - 1000:9.3f} {row.node} {row.event} seq {row.seq} size {row.size}")
+            if (
+                row.node in (f"h{dump + 1}", "h0") and row.event in ("enqueue", "drop")
+            ) or row.event == "drop":
+                print(
+                    f"    pisanet {row.time - 1000:9.3f} {row.node} {row.event} seq {row.seq} size {row.size}"
+                )
     return fl["fct"].tolist(), None, drops
 
 

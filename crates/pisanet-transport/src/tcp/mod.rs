@@ -164,6 +164,17 @@ pub struct TcpConfig {
     /// model before this option. See docs/model.md, "Hosts".
     #[serde(with = "sim_time_ps")]
     pub rto_granularity: SimTime,
+    /// ns-3's CA_CWR: after an ECN window reduction (DCTCP's cut, or
+    /// classic ECN's) outside loss recovery, until an ACK passes the
+    /// highest byte sent at the reduction, duplicate ACKs are counted but
+    /// start neither limited transmit nor fast retransmit, so a loss in
+    /// that window waits for the RTO. ns-3 3.44 does this
+    /// (`TcpSocketBase::DupAck` acts only in CA_OPEN, CA_DISORDER and
+    /// CA_RECOVERY); Linux does not (`tcp_fastretrans_alert` enters
+    /// Recovery from CWR), nor does RFC 3168 section 6.1.2, which limits
+    /// window reductions, not loss recovery. Default false. See
+    /// docs/model.md, "Hosts".
+    pub cwr_ignores_dupacks: bool,
     /// Application rate cap (iperf3 `-b`): a token bucket in the sender
     /// lets new payload bytes leave at most at this rate (bits/s) with a
     /// burst of `app_burst_bytes`. `None` (default): no cap. Range > 0.
@@ -191,6 +202,7 @@ impl Default for TcpConfig {
             ecn: false,
             sack: false,
             rto_granularity: SimTime::ZERO,
+            cwr_ignores_dupacks: false,
             app_rate_bps: None,
             app_burst_bytes: 0,
         }
