@@ -301,6 +301,7 @@ def run_pisanet(
         "summary": r.summary,
         "drops": int(r.summary["packets"]["dropped"]),
         "ecn_marks": int(r.summary["packets"]["ecn_marked"]),
+        "trace": r.trace,
     }
 
 
