@@ -31,6 +31,60 @@ from ns import ns  # type: ignore[import-not-found]
 
 SINK_PORT = 5000
 
+# Optional per-socket trace (spec["trace"] = output path): every TCP socket's
+# congestion-state changes (CA_OPEN 0, CA_DISORDER 1, CA_CWR 2, CA_RECOVERY 3,
+# CA_LOSS 4: an RTO), RTO and RTT updates, segments sent and received, one
+# line each: "time_ns path event a b" (rx: ACK number and payload bytes of a
+# received segment; tx: sequence number and payload of a sent one). Connected at each flow start.
+TRACE_CPP = r"""
+#include <fstream>
+#include <set>
+namespace xc {
+using namespace ns3;
+static std::ofstream out;
+static std::set<Object*> seen;
+static void Cong(std::string ctx, TcpSocketState::TcpCongState_t a, TcpSocketState::TcpCongState_t b) {
+  out << Simulator::Now().GetNanoSeconds() << " " << ctx << " cong " << int(a) << " " << int(b) << "\n";
+}
+static void Rto(std::string ctx, Time a, Time b) {
+  out << Simulator::Now().GetNanoSeconds() << " " << ctx << " rto " << a.GetNanoSeconds() << " " << b.GetNanoSeconds() << "\n";
+}
+static void Rtt(std::string ctx, Time a, Time b) {
+  out << Simulator::Now().GetNanoSeconds() << " " << ctx << " rtt " << a.GetNanoSeconds() << " " << b.GetNanoSeconds() << "\n";
+}
+static void Tx(std::string ctx, Ptr<const Packet> p, const TcpHeader& h, Ptr<const TcpSocketBase> s) {
+  if (p->GetSize() > 0)
+    out << Simulator::Now().GetNanoSeconds() << " " << ctx << " tx " << h.GetSequenceNumber().GetValue() << " " << p->GetSize() << "\n";
+}
+static void Rx(std::string ctx, Ptr<const Packet> p, const TcpHeader& h, Ptr<const TcpSocketBase> s) {
+  out << Simulator::Now().GetNanoSeconds() << " " << ctx << " rx " << h.GetAckNumber().GetValue() << " " << p->GetSize() << "\n";
+}
+static void Drop(std::string ctx, Ptr<const QueueDiscItem> item) {
+  out << Simulator::Now().GetNanoSeconds() << " " << ctx << " drop 0 0\n";
+}
+void Open(std::string path) { out.open(path); }
+void Close() { out.close(); }
+void ConnectAll() {
+  Config::MatchContainer m = Config::LookupMatches("/NodeList/*/$ns3::TcpL4Protocol/SocketList/*");
+  for (uint32_t i = 0; i < m.GetN(); i++) {
+    Ptr<Object> o = m.Get(i);
+    if (seen.count(PeekPointer(o))) continue;
+    seen.insert(PeekPointer(o));
+    std::string ctx = m.GetMatchedPath(i);
+    o->TraceConnect("CongState", ctx, MakeCallback(&Cong));
+    o->TraceConnect("RTO", ctx, MakeCallback(&Rto));
+    o->TraceConnect("RTT", ctx, MakeCallback(&Rtt));
+    o->TraceConnect("Tx", ctx, MakeCallback(&Tx));
+    o->TraceConnect("Rx", ctx, MakeCallback(&Rx));
+  }
+}
+void ScheduleConnect(uint64_t at_ns) { Simulator::Schedule(NanoSeconds(at_ns), &ConnectAll); }
+void ConnectDrops(Ptr<QueueDisc> q, std::string ctx) {
+  q->TraceConnect("Drop", ctx, MakeCallback(&Drop));
+}
+}
+"""
+
 
 def main() -> None:
     spec = json.loads(Path(sys.argv[1]).read_text())
@@ -42,6 +96,13 @@ def main() -> None:
     )
     for key, value in spec["attrs"].items():
         ns.Config.SetDefault(key, ns.StringValue(str(value)))
+
+    # A segment must fit the links' 1500 B MTU, or IP fragments it and the
+    # packet-counted queues hold two packets per segment (checked, not fixed).
+    seg = int(spec["attrs"].get("ns3::TcpSocket::SegmentSize", 536))
+    ts = str(spec["attrs"].get("ns3::TcpSocketBase::Timestamp", "true")).lower() != "false"
+    if seg + 40 + (12 if ts else 0) > 1500:
+        sys.exit(f"ns3_sim: SegmentSize {seg} with timestamps {ts} exceeds the 1500 B MTU")
 
     names = [n["name"] for n in spec["nodes"]]
     kinds = {n["name"]: n["kind"] for n in spec["nodes"]}
@@ -135,7 +196,19 @@ def main() -> None:
             ns.UintegerValue(int(spec["attrs"].get("ns3::TcpSocket::SegmentSize", 1460))),
         )
         apps = bulk.Install(node_of[src])
-        apps.Start(ns.MicroSeconds(int(f["start_us"])))
+        apps.Start(ns.NanoSeconds(round(float(f["start_us"]) * 1000)))
+
+    if spec.get("trace"):
+        ns.cppyy.cppdef(TRACE_CPP)
+        xc = ns.cppyy.gbl.xc
+        xc.Open(spec["trace"])
+        for i, qd in enumerate(switch_qdiscs):
+            xc.ConnectDrops(qd, f"qdisc{i}")
+        for t_ns in sorted({round(float(f["start_us"]) * 1000) for f in flows}):
+            # Sockets exist once the applications started (and the sinks'
+            # accepted ones after the SYN): connect shortly after each start.
+            for dt_ns in (1, 20_000):
+                xc.ScheduleConnect(t_ns + dt_ns)
 
     fm_helper = ns.FlowMonitorHelper()
     monitor = fm_helper.InstallAll()
@@ -195,6 +268,8 @@ def main() -> None:
         "sim_time_s": ns.Simulator.Now().GetSeconds(),
         "wall_s": time.time() - wall,
     }
+    if spec.get("trace"):
+        ns.cppyy.gbl.xc.Close()
     ns.Simulator.Destroy()
     Path(sys.argv[2]).write_text(json.dumps(out))
 

@@ -88,6 +88,12 @@ pub struct TransportParams {
     /// SACK (RFC 2018; up to 3 blocks per ACK, counted in its size) with RFC 6675 loss recovery. Linux and ns-3 have it on; default false keeps the results in docs/results. See docs/model.md, "Hosts".
     #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
     pub sack: bool,
+    /// Clock granularity G of the RTO (RFC 6298 section 2: RTO = SRTT + max(G, 4 RTTVAR), then clamped to [min_rto_us, max_rto_us]). ns-3 uses 1000 (its ClockGranularity, 1 ms); Linux's RTO is SRTT + max(4 mdev, rto_min), i.e. G = min_rto_us. Default 0: one tick of the simulator's clock, RTO = max(min_rto_us, SRTT + 4 RTTVAR). See docs/model.md, "Hosts".
+    #[schemars(range(min = 0, max = 1000000000), extend("x-unit" = "us"), extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
+    pub rto_granularity_us: f64,
+    /// ns-3's CA_CWR: after an ECN window reduction (DCTCP's or classic ECN's), until an ACK passes the highest byte sent then, duplicate ACKs trigger neither limited transmit nor fast retransmit (a loss waits for the RTO). ns-3 3.44 does this; Linux and RFC 3168 do not. Default false. See docs/model.md, "Hosts".
+    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
+    pub cwr_ignores_dupacks: bool,
     /// CUBIC: the constant C of W_cubic(t) = C (t - K)^3 + W_max, in segments per second cubed (RFC 9438 section 5: 0.4).
     #[schemars(range(min = 0.000001, max = 1000000), extend("x-unit" = "segments/s^3"), extend("x-applies-when" = {"key": "transport.kind", "in": ["cubic"]}))]
     pub cubic_c: f64,
@@ -174,6 +180,8 @@ impl Default for TransportParams {
             limited_transmit: false,
             ecn: false,
             sack: false,
+            rto_granularity_us: 0.0,
+            cwr_ignores_dupacks: false,
             cubic_c: 0.4,
             cubic_beta: 0.7,
             app_rate_gbps: 0.0,
@@ -214,6 +222,8 @@ impl TransportParams {
             limited_transmit: self.limited_transmit,
             ecn: self.ecn,
             sack: self.sack,
+            rto_granularity: SimTime::from_us_f64(self.rto_granularity_us),
+            cwr_ignores_dupacks: self.cwr_ignores_dupacks,
             app_rate_bps: (self.app_rate_gbps > 0.0)
                 .then(|| (self.app_rate_gbps * 1e9).round() as u64),
             app_burst_bytes: (self.app_burst_kb * 1000.0).round() as u64,

@@ -1,5 +1,6 @@
 //! The options that select ns-3's behaviour (docs/model.md; issue 19's
-//! cross-check): `topology.buffer_pkts` and `transport.handshake`.
+//! cross-check): `topology.buffer_pkts`, `transport.handshake`,
+//! `transport.limited_transmit` and `transport.rto_granularity_us`.
 
 use pisanet::{run_toml, RunOutput};
 use std::path::PathBuf;
@@ -98,4 +99,72 @@ fn limited_transmit_is_wired_and_changes_recovery_only_when_on() {
     assert_ne!(on.summary["digest"], off.summary["digest"]);
     assert!(on.summary["conservation_ok"].as_bool().unwrap());
     assert!(on.flows.fct_us.iter().all(|f| f.is_finite()));
+}
+
+#[test]
+fn rto_granularity_adds_to_srtt_and_delays_timeouts_only_when_set() {
+    // Four 3-segment flows at once into a 2-packet port: tails are lost and
+    // no flow has the duplicate ACKs to recover without a timeout.
+    let flows = "0,0,4,4380\n0,1,4,4380\n0,2,4,4380\n0,3,4,4380\n";
+    let sets = ["topology.buffer_pkts=2", "transport.min_rto_us=1000"];
+    let base = run_flows("g-off", flows, &sets);
+    let zero = run_flows(
+        "g-zero",
+        flows,
+        &[sets[0], sets[1], "transport.rto_granularity_us=0"],
+    );
+    assert_eq!(base.summary["digest"], zero.summary["digest"]);
+    // Without G a timeout fires after max(1 ms, SRTT + 4 RTTVAR) = 1 ms
+    // (flows 0 and 1 end at about 1040 us).
+    assert!(base.flows.fct_us.iter().filter(|&&f| f > 1000.0).count() >= 2);
+    // G = min RTO (Linux's rule; ns-3's G = 1 ms): SRTT + 1 ms, later.
+    let g = run_flows(
+        "g-1ms",
+        flows,
+        &[sets[0], sets[1], "transport.rto_granularity_us=1000"],
+    );
+    assert_ne!(base.summary["digest"], g.summary["digest"]);
+    assert!(g.summary["conservation_ok"].as_bool().unwrap());
+    // Flows that time out after an RTT sample wait SRTT + 1 ms instead of
+    // 1 ms (a SYN-less flow with no sample waits the initial RTO in both).
+    let total = |o: &RunOutput| o.flows.fct_us.iter().sum::<f64>();
+    assert!(
+        total(&g) > total(&base),
+        "{} <= {}",
+        total(&g),
+        total(&base)
+    );
+    for (a, b) in base.flows.fct_us.iter().zip(&g.flows.fct_us) {
+        assert!(b >= a, "{b} < {a}");
+    }
+}
+
+#[test]
+fn cwr_ignores_dupacks_turns_dctcp_incast_losses_into_timeouts() {
+    // Seven 32 KB DCTCP flows into one host through 20-packet ports marking
+    // at 10 packets: each flow is cut by ECE early, then loses a segment.
+    let flows: String = (0..7).map(|s| format!("0,{s},7,32000\n")).collect();
+    let sets = [
+        "transport.kind=\"dctcp\"",
+        "topology.buffer_pkts=20",
+        "topology.ecn_threshold_kb=15",
+        "transport.min_rto_us=1000",
+    ];
+    let linux = run_flows("cwr-off", &flows, &sets);
+    let mut on = sets.to_vec();
+    on.push("transport.cwr_ignores_dupacks=true");
+    let ns3 = run_flows("cwr-on", &flows, &on);
+    assert!(n(&linux.summary, "packets.dropped") > 0.0);
+    assert!(ns3.summary["conservation_ok"].as_bool().unwrap());
+    let mean = |o: &RunOutput| o.flows.fct_us.iter().sum::<f64>() / o.flows.fct_us.len() as f64;
+    // ns-3's CA_CWR leaves losses that fast retransmit (Linux) recovers to
+    // the 1 ms timer: some flow ends past it, and the mean rises.
+    let max = |o: &RunOutput| o.flows.fct_us.iter().cloned().fold(0.0, f64::max);
+    assert!(max(&ns3) > 1000.0, "{}", max(&ns3));
+    assert!(
+        mean(&ns3) > 1.2 * mean(&linux),
+        "{} vs {}",
+        mean(&ns3),
+        mean(&linux)
+    );
 }

@@ -155,6 +155,26 @@ pub struct TcpConfig {
     /// IsLost and NextSeg instead of RFC 6582. Default false (Linux and
     /// ns-3 default to on; see docs/model.md "Hosts").
     pub sack: bool,
+    /// Clock granularity G in RFC 6298's RTO <- SRTT + max(G, 4 RTTVAR)
+    /// (sections 2.2-2.3), before the clamp to `[min_rto, max_rto]`.
+    /// ns-3 3.44 uses 1 ms (`TcpSocketBase::ClockGranularity`), so its RTO
+    /// is at least SRTT + 1 ms; Linux's is SRTT + max(4 mdev, rto_min)
+    /// (`tcp_set_rto`), i.e. G = the minimum RTO. Default zero: one tick
+    /// of our clock (1 ps), so RTO = max(min_rto, SRTT + 4 RTTVAR), the
+    /// model before this option. See docs/model.md, "Hosts".
+    #[serde(with = "sim_time_ps")]
+    pub rto_granularity: SimTime,
+    /// ns-3's CA_CWR: after an ECN window reduction (DCTCP's cut, or
+    /// classic ECN's) outside loss recovery, until an ACK passes the
+    /// highest byte sent at the reduction, duplicate ACKs are counted but
+    /// start neither limited transmit nor fast retransmit, so a loss in
+    /// that window waits for the RTO. ns-3 3.44 does this
+    /// (`TcpSocketBase::DupAck` acts only in CA_OPEN, CA_DISORDER and
+    /// CA_RECOVERY); Linux does not (`tcp_fastretrans_alert` enters
+    /// Recovery from CWR), nor does RFC 3168 section 6.1.2, which limits
+    /// window reductions, not loss recovery. Default false. See
+    /// docs/model.md, "Hosts".
+    pub cwr_ignores_dupacks: bool,
     /// Application rate cap (iperf3 `-b`): a token bucket in the sender
     /// lets new payload bytes leave at most at this rate (bits/s) with a
     /// burst of `app_burst_bytes`. `None` (default): no cap. Range > 0.
@@ -181,6 +201,8 @@ impl Default for TcpConfig {
             limited_transmit: false,
             ecn: false,
             sack: false,
+            rto_granularity: SimTime::ZERO,
+            cwr_ignores_dupacks: false,
             app_rate_bps: None,
             app_burst_bytes: 0,
         }

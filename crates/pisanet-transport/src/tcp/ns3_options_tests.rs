@@ -133,3 +133,54 @@ fn limited_transmit_sends_one_new_segment_per_early_dup_ack() {
         assert_eq!(tx.stats().fast_retransmits, 1);
     }
 }
+
+/// ns-3's CA_CWR (`TcpConfig::cwr_ignores_dupacks`): after an ECN cut,
+/// duplicate ACKs start no fast retransmit until an ACK passes what was
+/// sent at the cut; off, the third one does as usual.
+#[test]
+fn cwr_ignores_dupacks_defers_fast_retransmit_past_the_cut_window() {
+    use super::test_util::ack_pkt;
+    for ns3 in [false, true] {
+        let c = TcpConfig {
+            ecn: true,
+            cwr_ignores_dupacks: ns3,
+            init_cwnd_segments: 10,
+            ..cfg(false)
+        };
+        let mut tx = TcpSender::new(&c, ends(), 40 * MSS);
+        let mut out = Vec::new();
+        tx.on_start(SimTime::ZERO, &mut out);
+        let window = c.rwnd_bytes;
+        // The first segment's ACK carries ECE: classic ECN cuts the window.
+        let mut o = Vec::new();
+        tx.on_packet(us(10), &ack_pkt(MSS, window, true), &mut o);
+        assert_eq!(tx.stats().ecn_cuts, 1);
+        let sent_at_cut = tx.stats().snd_max;
+        // Segment 1 is lost: three duplicate ACKs of MSS.
+        let mut o = Vec::new();
+        for i in 0..3 {
+            tx.on_packet(us(11 + i), &ack_pkt(MSS, window, false), &mut o);
+        }
+        assert_eq!(tx.stats().dup_acks, 3);
+        if ns3 {
+            assert_eq!(tx.stats().fast_retransmits, 0);
+            assert!(segs(&o).iter().all(|&(s, _)| s != MSS), "{:?}", segs(&o));
+            // An ACK past the cut window ends the state (ns-3: ackNumber >
+            // m_recover, so the ACK of everything sent at the cut is not
+            // enough); a new loss is then recovered by the third duplicate.
+            let mut o = Vec::new();
+            tx.on_packet(us(20), &ack_pkt(sent_at_cut, window, false), &mut o);
+            assert!(tx.stats().snd_max > sent_at_cut + MSS);
+            let ack = sent_at_cut + MSS;
+            tx.on_packet(us(21), &ack_pkt(ack, window, false), &mut o);
+            for i in 0..3 {
+                tx.on_packet(us(22 + i), &ack_pkt(ack, window, false), &mut o);
+            }
+            assert_eq!(tx.stats().fast_retransmits, 1);
+            assert!(segs(&o).contains(&(ack, MSS as u32)), "{:?}", segs(&o));
+        } else {
+            assert_eq!(tx.stats().fast_retransmits, 1);
+            assert_eq!(segs(&o)[0], (MSS, MSS as u32));
+        }
+    }
+}

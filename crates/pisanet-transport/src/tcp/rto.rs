@@ -10,7 +10,7 @@ use pisanet_engine::SimTime;
 
 /// RFC 6298 section 2: K = 4, alpha = 1/8, beta = 1/4.
 const K: u64 = 4;
-/// Clock granularity G: our clock ticks in picoseconds.
+/// Clock granularity G by default: our clock ticks in picoseconds.
 const CLOCK_GRANULARITY: SimTime = SimTime(1);
 
 /// SRTT / RTTVAR / RTO state of one sender.
@@ -21,6 +21,8 @@ pub struct RtoEstimator {
     rto: SimTime,
     min_rto: SimTime,
     max_rto: SimTime,
+    /// Clock granularity G of RFC 6298 (2.2)/(2.3) (`TcpConfig::rto_granularity`).
+    granularity: SimTime,
     /// Consecutive backoffs since the last valid sample.
     backoffs: u32,
     /// RTT samples taken, and the latest (for measurement).
@@ -39,10 +41,21 @@ impl RtoEstimator {
             rto: initial_rto.clamp(min_rto, max_rto),
             min_rto,
             max_rto,
+            granularity: CLOCK_GRANULARITY,
             backoffs: 0,
             samples: 0,
             last_sample: SimTime::ZERO,
         }
+    }
+
+    /// The same with clock granularity `g` in RFC 6298's RTO <- SRTT +
+    /// max(G, K*RTTVAR) (at least one tick). ns-3 uses G = 1 ms
+    /// (`TcpSocketBase::ClockGranularity`); Linux's RTO is SRTT + max(4
+    /// mdev, rto_min) (`tcp_set_rto`: `rttvar_us` is at least
+    /// `tcp_rto_min_us`), i.e. G = min RTO. See docs/model.md, "Hosts".
+    pub fn with_granularity(mut self, g: SimTime) -> Self {
+        self.granularity = g.max(CLOCK_GRANULARITY);
+        self
     }
 
     /// How many RTT samples were taken, and the latest one (zero before any).
@@ -90,7 +103,7 @@ impl RtoEstimator {
         }
         let srtt = self.srtt.unwrap_or(r);
         // RFC 6298 (2.2)/(2.3): RTO <- SRTT + max(G, K*RTTVAR).
-        let var = SimTime(K.saturating_mul(self.rttvar.ps())).max(CLOCK_GRANULARITY);
+        let var = SimTime(K.saturating_mul(self.rttvar.ps())).max(self.granularity);
         // RFC 6298 (2.4) and (2.5): clamp; our floor is `min_rto`.
         self.rto = srtt.saturating_add(var).clamp(self.min_rto, self.max_rto);
         self.backoffs = 0;

@@ -55,3 +55,23 @@ fn backoff_doubles_up_to_max_and_a_sample_ends_it() {
     assert_eq!(e.backoffs(), 0);
     assert_eq!(e.rto(), SimTime::from_ms(1));
 }
+
+#[test]
+fn clock_granularity_floors_the_variance_term_not_the_rto() {
+    // ns-3's G = 1 ms: RTO = SRTT + max(G, 4 RTTVAR) = 100 + 1000 us,
+    // above the 1 ms minimum RTO that alone would give 1000 us.
+    let mut ns3 = RtoEstimator::new(us(3000), us(1000), us(1_000_000)).with_granularity(us(1000));
+    ns3.on_sample(us(100));
+    assert_eq!(ns3.rto(), us(1100));
+    // A variance term above G wins: 4 * RTTVAR = 4 * 400 = 1600 us.
+    let mut big = RtoEstimator::new(us(3000), us(1000), us(1_000_000)).with_granularity(us(1000));
+    big.on_sample(us(800));
+    assert_eq!(big.rto(), us(800 + 1600));
+    // Default G (one tick): the minimum RTO clamps SRTT + 4 RTTVAR = 300.
+    let mut default = RtoEstimator::new(us(3000), us(1000), us(1_000_000));
+    default.on_sample(us(100));
+    assert_eq!(default.rto(), us(1000));
+    // A zero granularity means the default tick, not a zero floor.
+    let zero = RtoEstimator::new(us(3000), us(1000), us(1_000_000)).with_granularity(SimTime::ZERO);
+    assert_eq!(zero, RtoEstimator::new(us(3000), us(1000), us(1_000_000)));
+}

@@ -179,6 +179,12 @@ pub struct TcpSender {
     handshake: bool,
     /// RFC 3042 limited transmit (`TcpConfig::limited_transmit`).
     limited_transmit: bool,
+    /// ns-3's CA_CWR (`TcpConfig::cwr_ignores_dupacks`): after an ECN
+    /// window reduction, until an ACK passes this (the highest byte sent
+    /// then), duplicate ACKs start neither limited transmit nor recovery.
+    /// `None` when the option is off or no such reduction is pending.
+    ns3_cwr_until: Option<u64>,
+    cwr_ignores_dupacks: bool,
     /// Bytes above cwnd that limited transmit lets out now: one SMSS per
     /// duplicate ACK below the threshold; 0 once recovery starts or new
     /// data is acknowledged.
@@ -247,7 +253,8 @@ impl TcpSender {
             last_window: cfg.rwnd_bytes,
             win: Window::new(mss, u64::from(cfg.init_cwnd_segments.max(1))),
             cc: Cc::new(cfg.cc),
-            rto: RtoEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto),
+            rto: RtoEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto)
+                .with_granularity(cfg.rto_granularity),
             dupacks: 0,
             in_recovery: false,
             recover: None,
@@ -265,6 +272,8 @@ impl TcpSender {
             completed_at: None,
             handshake: cfg.handshake,
             limited_transmit: cfg.limited_transmit,
+            ns3_cwr_until: None,
+            cwr_ignores_dupacks: cfg.cwr_ignores_dupacks,
             lt_allowance: 0,
             syn_sent: None,
             classic_ecn: cfg.ecn && !matches!(cfg.cc, CcKind::Dctcp { .. }),
@@ -616,6 +625,10 @@ impl TcpSender {
     fn on_dup_ack(&mut self, now: SimTime, ack: u64, out: &mut Vec<Packet>) {
         self.dupacks += 1;
         self.dup_acks += 1;
+        if self.ns3_cwr_until.is_some() && !self.in_recovery {
+            // ns-3's TcpSocketBase::DupAck in CA_CWR: counted, nothing else.
+            return;
+        }
         if self.in_recovery {
             // RFC 5681 section 3.2 step 4 (RFC 6582 section 3.2 step 3):
             // each further duplicate ACK inflates cwnd by SMSS.
@@ -657,6 +670,7 @@ impl TcpSender {
     }
 
     fn on_new_ack(&mut self, now: SimTime, ack: u64, ece: bool, out: &mut Vec<Packet>) {
+        self.leave_ns3_cwr(ack);
         let acked = ack - self.snd_una;
         self.snd_una = ack;
         // After a go-back-N, ACKs of the original transmissions may pass
@@ -737,6 +751,7 @@ impl TcpSender {
                 self.cc.on_ece(&mut self.win, flight);
                 self.ecn_cuts += 1;
                 self.classic_ecn_cuts += 1;
+                self.enter_ns3_cwr();
                 self.cwr_end = Some(self.snd_max);
                 self.cwr_pending = true;
             }
@@ -755,6 +770,26 @@ impl TcpSender {
         if self.cc.on_ack(&mut self.win, &ev) {
             self.ecn_cuts += 1;
             self.cwr_pending = true;
+            if !was_in_recovery {
+                self.enter_ns3_cwr();
+            }
+        }
+    }
+
+    /// With `cwr_ignores_dupacks`, an ECN window reduction outside loss
+    /// recovery enters ns-3's CA_CWR until an ACK passes the highest byte
+    /// sent now (ns-3 3.44 `TcpSocketBase::EnterCwr`: m_recover =
+    /// m_highTxMark; `ReceivedAck` leaves CA_CWR when ackNumber >
+    /// m_recover).
+    fn enter_ns3_cwr(&mut self) {
+        if self.cwr_ignores_dupacks && !self.in_recovery && self.ns3_cwr_until.is_none() {
+            self.ns3_cwr_until = Some(self.snd_max);
+        }
+    }
+
+    fn leave_ns3_cwr(&mut self, ack: u64) {
+        if self.ns3_cwr_until.is_some_and(|end| ack > end) {
+            self.ns3_cwr_until = None;
         }
     }
 
@@ -787,6 +822,7 @@ impl TcpSender {
             self.snd_nxt = self.snd_nxt.max(ack);
             self.scoreboard.advance(ack);
             self.high_rxt = self.high_rxt.max(ack);
+            self.leave_ns3_cwr(ack);
             // RFC 6675 section 5: a cumulative ACK resets DupAcks.
             self.dupacks = 0;
             self.lt_allowance = 0;
@@ -815,6 +851,9 @@ impl TcpSender {
                 self.in_recovery = false;
                 self.win.ca_bytes_acked = 0;
             }
+        } else if dup && self.ns3_cwr_until.is_some() {
+            // ns-3's DupAck in CA_CWR: counted, nothing else.
+            self.dupacks += 1;
         } else if dup {
             self.dupacks += 1;
             let recovery_allowed = match self.recover {
@@ -983,6 +1022,8 @@ impl TcpSender {
 
     fn on_retransmission_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         self.timeouts += 1;
+        // ns-3 leaves CA_CWR for CA_LOSS.
+        self.ns3_cwr_until = None;
         self.note_loss_reduction();
         if self.sack {
             // RFC 6675 section 5.1: leave SACK recovery, RecoveryPoint =
