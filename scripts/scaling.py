@@ -49,7 +49,7 @@ print(json.dumps({
     "events": s["events"],
     "events_per_s": s["events_per_s"],
     "packet_hops_per_s": s["packet_hops_per_s"],
-    "flows_completed": s["flows_completed"],
+    "flows": s["flows"],
     "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     "digest": s["digest"],
 }))
@@ -126,18 +126,25 @@ def main() -> None:
         r = point(fat_tree(k), hosts_flows)
         record["hosts"].append({"k": k, **r})
         print(
-            f"| fat_tree k={k} | {k**3 // 4} | {r['events']:,.0f} | {r['events_per_s'] / 1e6:.2f} M "
-            f"| {r['packet_hops_per_s'] / 1e6:.2f} M | {r['peak_rss_mb']:.0f} |"
+            f"| fat_tree k={k} | {k**3 // 4} | {r['events']:,.0f} "
+            f"| {r['events_per_s'] / 1e6:.2f} M | {r['packet_hops_per_s'] / 1e6:.2f} M "
+            f"| {r['peak_rss_mb']:.0f} |"
         )
 
     print("\n### Throughput and memory against flows (fat_tree k=8)\n")
-    print("| flows | events | events/s | packet-hops/s | peak RSS (MB) | bytes per flow over the first |")
+    print(
+        "| flows | events | events/s | packet-hops/s | peak RSS (MB) "
+        "| bytes per flow over the first |"
+    )
     print("|---:|---:|---:|---:|---:|---:|")
     first: dict[str, float] | None = None
     for n in flow_counts:
         r = point(fat_tree(8), n)
         record["flows"].append({"flows": n, **r})
-        per = "" if first is None else f"{(r['peak_rss_mb'] - first['peak_rss_mb']) * 2**20 / (n - flow_counts[0]):.0f}"
+        per = ""
+        if first is not None:
+            grown = (r["peak_rss_mb"] - first["peak_rss_mb"]) * 2**20
+            per = f"{grown / (n - flow_counts[0]):.0f}"
         first = first or r
         print(
             f"| {n:,} | {r['events']:,.0f} | {r['events_per_s'] / 1e6:.2f} M "
