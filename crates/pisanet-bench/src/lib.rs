@@ -41,16 +41,16 @@ pub fn scheme_fixture(
         SimTime::from_us(1),
     )
     .expect("fat_tree k=8");
-    let routes = topo.compute_routes();
+    let shared = pisanet::forward::Shared::new(&topo);
     let sw = 0u32;
-    let info = pisanet::forward::switch_info(&topo, &routes, &pisanet::forward::pods(&topo), sw);
+    let info = pisanet::forward::switch_info(&topo, &shared, sw);
     let rng = RngStreams::new(1).stream(StreamKind::Switch, 0);
     let params = pisanet_schemes::SchemeParams {
         kind,
         ..Default::default()
     };
     let switch = pisanet_schemes::build(&params, &info, rng, Default::default()).ok()?;
-    let native = NativeEcmp::new(&topo, true);
+    let native = NativeEcmp::new(&topo, &shared.routes, true);
     let pkts = (0..topo.n_hosts)
         .map(|h| Packet {
             size: 1518,

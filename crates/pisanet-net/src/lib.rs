@@ -11,6 +11,7 @@
 
 pub mod packet;
 pub mod queue;
+pub mod routes;
 pub mod topology;
 pub mod wire;
 

@@ -15,6 +15,7 @@ use pisanet_engine::{BitRate, SimTime};
 use std::collections::{HashMap, VecDeque};
 
 use crate::packet::{HostId, NodeId, PortNo};
+pub use crate::routes::{PrefixRoute, Routes};
 
 /// What a node is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -173,6 +174,12 @@ impl Topology {
         for r in host_rack.iter_mut() {
             *r = renum[*r as usize];
         }
+        if racks.len() > 1 << 16 {
+            return Err(format!(
+                "{} racks: at most 65536 (each rack is a /24 of 10.0.0.0/8)",
+                racks.len()
+            ));
+        }
         let mut rack_hosts: Vec<Vec<HostId>> = vec![Vec::new(); racks.len()];
         for (h, &r) in host_rack.iter().enumerate() {
             rack_hosts[r as usize].push(h as HostId);
@@ -279,51 +286,42 @@ impl Topology {
             .collect()
     }
 
-    /// Shortest-path next hops: `result[s][r]` lists the ports of switch node
-    /// `n_hosts + s` on shortest paths toward rack `r` (empty at the rack's
-    /// own ToR, which delivers by host port). Hosts are not transit nodes.
+    /// Shortest-path next hops of every switch toward every rack, by class
+    /// of racks ([`Routes`]): one breadth-first search per class, not per
+    /// rack, and no per-(switch, rack) table.
+    pub fn routes(&self) -> Routes {
+        Routes::new(self)
+    }
+
+    /// Shortest-path next hops as a full table: `result[s][r]` lists the
+    /// ports of switch node `n_hosts + s` on shortest paths toward rack `r`
+    /// (empty at the rack's own ToR, which delivers by host port). Hosts are
+    /// not transit nodes. Switches x racks lists: for tests and small
+    /// topologies only; runs use [`Topology::routes`].
     pub fn compute_routes(&self) -> Vec<Vec<Vec<PortNo>>> {
-        let n = self.nodes.len();
-        let nh = self.n_hosts as usize;
-        let mut routes = vec![vec![Vec::new(); self.racks.len()]; n - nh];
-        let mut dist = vec![u32::MAX; n];
-        for (r, &tor) in self.racks.iter().enumerate() {
-            dist.iter_mut().for_each(|d| *d = u32::MAX);
-            dist[tor as usize] = 0;
-            let mut q = VecDeque::from([tor]);
-            while let Some(u) = q.pop_front() {
-                for p in &self.nodes[u as usize].ports {
-                    let v = p.peer_node as usize;
-                    if v >= nh && dist[v] == u32::MAX {
-                        dist[v] = dist[u as usize] + 1;
-                        q.push_back(v as NodeId);
-                    }
-                }
-            }
-            for s in nh..n {
-                if dist[s] == 0 || dist[s] == u32::MAX {
-                    continue;
-                }
-                routes[s - nh][r] = self.nodes[s]
-                    .ports
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, p)| {
-                        let v = p.peer_node as usize;
-                        v >= nh && dist[v] == dist[s] - 1
-                    })
-                    .map(|(i, _)| i as PortNo)
-                    .collect();
-            }
-        }
-        routes
+        let routes = self.routes();
+        (0..self.n_switches())
+            .map(|s| {
+                (0..self.racks.len() as u32)
+                    .map(|r| routes.next_hops(self, s, r))
+                    .collect()
+            })
+            .collect()
     }
 
     /// The links (rate, delay) of one shortest path from host `src` to host
     /// `dst`, following the first next hop at each switch.
-    pub fn path_links(
+    pub fn path_links(&self, routes: &Routes, src: HostId, dst: HostId) -> Vec<(BitRate, SimTime)> {
+        self.path_links_by(
+            |sw, rack| routes.next_hops(self, sw, rack).first().copied(),
+            src,
+            dst,
+        )
+    }
+
+    fn path_links_by(
         &self,
-        routes: &[Vec<Vec<PortNo>>],
+        first_hop: impl Fn(u32, u32) -> Option<PortNo>,
         src: HostId,
         dst: HostId,
     ) -> Vec<(BitRate, SimTime)> {
@@ -335,8 +333,9 @@ impl Topology {
         let dst_tor = self.racks[dst_rack as usize];
         let mut guard = 0;
         while at != dst_tor && guard < 64 {
-            let ports = &routes[(at - self.n_hosts) as usize][dst_rack as usize];
-            let Some(&p) = ports.first() else { break };
+            let Some(p) = first_hop(at - self.n_hosts, dst_rack) else {
+                break;
+            };
             let spec = self.nodes[at as usize].ports[p as usize];
             links.push((spec.rate, spec.delay));
             at = spec.peer_node;
@@ -348,7 +347,8 @@ impl Topology {
     }
 }
 
-fn rack_prefix(plan: AddrPlan, r: u32) -> u32 {
+/// The /24 of rack `r` under `plan`.
+pub fn rack_prefix(plan: AddrPlan, r: u32) -> u32 {
     match plan {
         AddrPlan::Flat => ipv4(10, (r >> 8) as u8, (r & 255) as u8, 0),
         AddrPlan::FatTree { half_k } => ipv4(10, (r / half_k) as u8, (r % half_k) as u8, 0),
@@ -575,14 +575,15 @@ mod tests {
             assert_eq!(t.host_of_addr(t.host_addr[h as usize]), Some(h));
         }
         let routes = t.compute_routes();
+        let paths = t.routes();
         let e = (t.node_by_name("edge0_0").unwrap() - t.n_hosts) as usize;
         // Edge toward another pod: both aggregation switches.
         assert_eq!(routes[e][3].len(), 2);
         let c = (t.node_by_name("core0").unwrap() - t.n_hosts) as usize;
         assert_eq!(routes[c][3].len(), 1);
         // A path across pods has 6 links: host, edge-agg, agg-core, core-agg, agg-edge, host.
-        assert_eq!(t.path_links(&routes, 0, 15).len(), 6);
-        assert_eq!(t.path_links(&routes, 0, 1).len(), 2);
+        assert_eq!(t.path_links(&paths, 0, 15).len(), 6);
+        assert_eq!(t.path_links(&paths, 0, 1).len(), 2);
     }
 
     #[test]

@@ -9,8 +9,10 @@ use pisanet_net::PortNo;
 pub struct Route {
     pub prefix: u32,
     pub len: u8,
+    /// Ports toward the prefix (several = an ECMP group; none = drop).
     pub ports: Vec<PortNo>,
-    /// The rack (ToR index) this prefix belongs to, if it is a rack's /24.
+    /// The rack (ToR index) this prefix belongs to, if it is a rack's /24
+    /// or a host's /32 (None for a route covering several racks).
     pub rack: Option<u32>,
 }
 
@@ -40,8 +42,12 @@ pub struct SwitchInfo {
     /// Tier of the node at the other end of each port (-1 = a host).
     pub peer_tier: Vec<i8>,
     /// Pod of every rack, by rack index, in 3-tier topologies (fat_tree,
-    /// hula3tier); empty for 2-tier ones.
-    pub rack_pods: Vec<u32>,
+    /// hula3tier); empty for 2-tier ones. Shared by every switch of a run.
+    pub rack_pods: std::sync::Arc<[u32]>,
+    /// The /24 of every rack, by rack index (for per-destination-ToR tables
+    /// such as `get_dst_tor`: `routes` are prefix routes, one per class of
+    /// racks, not one per rack). Shared by every switch of a run.
+    pub rack_prefixes: std::sync::Arc<[u32]>,
 }
 
 /// Fixed costs of the hardware target (not of a program).

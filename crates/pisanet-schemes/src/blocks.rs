@@ -91,28 +91,21 @@ pub fn declare_get_dst_tor(pipe: &mut Pipeline) -> TableId {
     })
 }
 
-/// The entries of `get_dst_tor`: each rack's /24 (a ToR's own rack from its
-/// host /32 routes).
+/// The entries of `get_dst_tor`: each rack's /24 (from
+/// `SwitchInfo::rack_prefixes`, as the routes are prefix routes).
 pub fn dst_tor_entries(table: TableId, info: &SwitchInfo) -> Vec<Write> {
-    let mut seen = Vec::new();
-    let mut out = Vec::new();
-    for r in &info.routes {
-        let Some(rack) = r.rack else { continue };
-        let prefix = r.prefix & 0xffff_ff00;
-        if seen.contains(&(prefix, rack)) {
-            continue;
-        }
-        seen.push((prefix, rack));
-        out.push(Write::TableEntry {
+    info.rack_prefixes
+        .iter()
+        .enumerate()
+        .map(|(rack, &prefix)| Write::TableEntry {
             table,
             update: UpdateType::Insert,
             entry: TableEntry::new(
-                vec![matches::lpm(prefix as u64, 24)],
+                vec![matches::lpm((prefix & 0xffff_ff00) as u64, 24)],
                 ActionCall::new(SET_DST_TOR, [rack as u64, 0, 0]),
             ),
-        });
-    }
-    out
+        })
+        .collect()
 }
 
 /// Scale that quantizes an estimator of a port to `levels - 1` at line rate:

@@ -277,7 +277,7 @@ pub struct Conga {
     scales: Vec<u64>,
     rack: Option<u32>,
     pod: Option<u32>,
-    rack_pods: Vec<u32>,
+    rack_pods: std::sync::Arc<[u32]>,
     /// The tier passed to [`l3::member_hash`] (0 everywhere when
     /// `ecmp_hash_per_tier` is off).
     hash_tier: u8,

@@ -220,7 +220,8 @@ fn agg() -> SwitchInfo {
         n_racks: 4,
         pod: Some(0),
         peer_tier: vec![0, 0, 2, 2],
-        rack_pods: vec![0, 0, 1, 1],
+        rack_pods: vec![0, 0, 1, 1].into(),
+        rack_prefixes: (0..4).map(|r| ip(10, 0, r, 0)).collect(),
         ..Default::default()
     }
 }
@@ -263,7 +264,8 @@ fn tor() -> SwitchInfo {
         n_racks: 4,
         pod: Some(0),
         peer_tier: vec![-1, -1, 1, 1],
-        rack_pods: vec![0, 0, 1, 1],
+        rack_pods: vec![0, 0, 1, 1].into(),
+        rack_prefixes: (0..4).map(|r| ip(10, 0, r, 0)).collect(),
     }
 }
 
@@ -564,7 +566,8 @@ fn leaf(r: u8) -> SwitchInfo {
     info.id = r as u32;
     info.rack = Some(r as u32);
     info.pod = None;
-    info.rack_pods = Vec::new();
+    info.rack_pods = Default::default();
+    info.rack_prefixes = (0..2).map(|r| ip(10, 0, r, 0)).collect();
     info.n_racks = 2;
     let other = 1 - r;
     info.routes = vec![

@@ -186,7 +186,10 @@ impl ControlAgent for RouteAgent {
     fn on_start(&mut self, info: &SwitchInfo, cpu: &mut CpuApi<'_>) {
         self.port_up = vec![true; info.n_ports as usize];
         for route in &info.routes {
-            let action = if route.ports.len() == 1 {
+            let action = if route.ports.is_empty() {
+                // A ToR's own /24 beyond its hosts' /32s.
+                ActionCall::bare(DROP)
+            } else if route.ports.len() == 1 {
                 ActionCall::new(SET_NHOP, [route.ports[0] as u64, 0, 0])
             } else {
                 let mut ports = route.ports.clone();

@@ -50,6 +50,13 @@ pub struct RunCfg {
     /// Stop after this much simulated time (ms) even if flows remain.
     #[schemars(range(min = 0.000001, max = 1e8), extend("x-unit" = "ms"))]
     pub max_sim_time_ms: f64,
+    /// Memory budget (MB): a run whose estimate (ports, switches, hosts,
+    /// flow records, samples; docs/performance.md "Scaling") exceeds it is
+    /// refused before anything is allocated. 0 = no budget of its own: the
+    /// machine's available memory (and `ulimit -v`, and the
+    /// `PISANET_MEMORY_LIMIT_MB` environment variable) still bound it.
+    #[schemars(range(min = 0, max = 1e9), extend("x-unit" = "MB"))]
+    pub max_memory_mb: f64,
 }
 
 impl Default for RunCfg {
@@ -58,6 +65,7 @@ impl Default for RunCfg {
             seed: 1,
             unused_keys: UnusedKeys::Refuse,
             max_sim_time_ms: 1000.0,
+            max_memory_mb: 0.0,
         }
     }
 }
@@ -86,8 +94,9 @@ pub enum TopologyKind {
 #[serde(deny_unknown_fields, default)]
 pub struct TopologyCfg {
     pub kind: TopologyKind,
-    /// leaf_spine: number of leaf (ToR) switches.
-    #[schemars(range(min = 1, max = 1000000), extend("x-applies-when" = {"key": "topology.kind", "in": ["leaf_spine"]}))]
+    /// leaf_spine: number of leaf (ToR) switches (each rack is a /24 of
+    /// 10.0.0.0/8, so at most 65536).
+    #[schemars(range(min = 1, max = 65536), extend("x-applies-when" = {"key": "topology.kind", "in": ["leaf_spine"]}))]
     pub leaves: u32,
     /// leaf_spine: number of spine switches.
     #[schemars(range(min = 1, max = 1000000), extend("x-applies-when" = {"key": "topology.kind", "in": ["leaf_spine"]}))]

@@ -7,8 +7,9 @@
 
 use pisanet_engine::{RngStreams, SimTime, StreamKind};
 use pisanet_net::packet::{Packet, PortNo};
-use pisanet_net::topology::{NodeKind, Topology};
+use pisanet_net::topology::{NodeKind, Routes, Topology};
 use pisanet_pisa::{Clock, ControlPlaneConfig, Route, Switch, SwitchInfo};
+use std::sync::Arc;
 
 use crate::api::Error;
 use crate::config::Config;
@@ -25,14 +26,23 @@ pub fn hash_five_tuple(pkt: &Packet) -> u32 {
     pisanet_pisa::crc32(&b)
 }
 
-/// Hand-written ECMP: per switch, a next-hop group per destination rack and
-/// a host port per local host. It picks exactly what the `ecmp` program does
+/// Hand-written ECMP: per switch, a next-hop group per class of racks
+/// (`pisanet_net::routes`) or, toward a rack it links to, per rack, and a
+/// host port per local host. It picks exactly what the `ecmp` program does
 /// (the same CRC-32 of the 5-tuple, rotated by the switch's tier unless
 /// `scheme.ecmp_hash_per_tier` is off, modulo the group), so the two give the
 /// same digest and differ only in cost.
 pub struct NativeEcmp {
-    /// groups[sw][rack] = ports on shortest paths toward that rack.
-    groups: Vec<Vec<Vec<PortNo>>>,
+    /// `entry[sw * classes + class]`: an index into `groups`, or
+    /// `ADJ | base` (the switch links to every ToR of the class: the group
+    /// of rack r is `adj[base + rack_pos[r]]`), or `NONE`.
+    entry: Vec<u32>,
+    classes: u32,
+    rack_class: Vec<u32>,
+    rack_pos: Vec<u32>,
+    /// Distinct next-hop groups.
+    groups: Vec<Vec<PortNo>>,
+    adj: Vec<u32>,
     /// The tier each switch passes to `member_hash` (0 everywhere when
     /// `ecmp_hash_per_tier` is off).
     tier: Vec<u8>,
@@ -40,10 +50,41 @@ pub struct NativeEcmp {
     topo: Topology,
 }
 
+const ADJ: u32 = 1 << 31;
+const NONE: u32 = u32::MAX;
+
 impl NativeEcmp {
     /// `hash_per_tier`: `SchemeParams::ecmp_hash_per_tier`.
-    pub fn new(topo: &Topology, hash_per_tier: bool) -> Self {
-        let groups = topo.compute_routes();
+    pub fn new(topo: &Topology, routes: &Routes, hash_per_tier: bool) -> Self {
+        let classes = routes.n_classes();
+        let mut groups: Vec<Vec<PortNo>> = Vec::new();
+        let mut group_of: std::collections::HashMap<Vec<PortNo>, u32> = Default::default();
+        let mut intern = |ports: Vec<PortNo>| {
+            *group_of.entry(ports).or_insert_with_key(|k| {
+                groups.push(k.clone());
+                groups.len() as u32 - 1
+            })
+        };
+        let mut entry = Vec::with_capacity((topo.n_switches() * classes) as usize);
+        let mut adj = Vec::new();
+        for sw in 0..topo.n_switches() {
+            let own = topo.racks.binary_search(&(sw + topo.n_hosts)).ok();
+            for c in 0..classes {
+                let racks = routes.class_racks(c);
+                if routes.adjacent(sw, c) {
+                    entry.push(ADJ | adj.len() as u32);
+                    for &r in racks {
+                        adj.push(intern(routes.next_hops(topo, sw, r)));
+                    }
+                    continue;
+                }
+                // Every rack of the class but the own one has the same next hops.
+                entry.push(match racks.iter().find(|&&r| Some(r as usize) != own) {
+                    Some(&r) => intern(routes.next_hops(topo, sw, r)),
+                    None => NONE,
+                });
+            }
+        }
         let host_port = (0..topo.n_hosts)
             .map(|h| topo.nodes[h as usize].ports[0].peer_port)
             .collect();
@@ -54,7 +95,16 @@ impl NativeEcmp {
             })
             .collect();
         NativeEcmp {
+            entry,
+            classes,
+            rack_class: (0..topo.racks.len() as u32)
+                .map(|r| routes.rack_class(r))
+                .collect(),
+            rack_pos: (0..topo.racks.len() as u32)
+                .map(|r| routes.rack_pos(r))
+                .collect(),
             groups,
+            adj,
             tier,
             host_port,
             topo: topo.clone(),
@@ -68,7 +118,14 @@ impl NativeEcmp {
         if self.topo.racks[rack as usize] == sw + self.topo.n_hosts {
             return Some(self.host_port[host as usize]);
         }
-        let g = &self.groups[sw as usize][rack as usize];
+        let class = self.rack_class[rack as usize];
+        let e = self.entry[(sw * self.classes + class) as usize];
+        let g = match e {
+            NONE => return None,
+            e if e & ADJ != 0 => self.adj[((e & !ADJ) + self.rack_pos[rack as usize]) as usize],
+            e => e,
+        };
+        let g = &self.groups[g as usize];
         match g.len() {
             0 => None,
             1 => Some(g[0]),
@@ -87,14 +144,39 @@ pub enum Forwarding {
     Pisa(Vec<Switch>),
 }
 
-/// What the loop knows of a switch, for the programs: ports, routes, tiers.
-/// `pods`: [`pods`] of the topology (computed once for all switches).
-pub fn switch_info(
-    topo: &Topology,
-    routes: &[Vec<Vec<PortNo>>],
-    pods: &[u32],
-    sw: u32,
-) -> SwitchInfo {
+/// What a run's switches share: the routes by class of racks, the pods,
+/// and the per-rack tables every switch sees (computed once).
+pub struct Shared {
+    pub routes: Routes,
+    pub pods: Vec<u32>,
+    pub rack_pods: Arc<[u32]>,
+    pub rack_prefixes: Arc<[u32]>,
+}
+
+impl Shared {
+    pub fn new(topo: &Topology) -> Shared {
+        let pods = pods(topo);
+        let rack_pods: Arc<[u32]> = if three_tier(topo) {
+            topo.racks.iter().map(|&t| pods[t as usize]).collect()
+        } else {
+            Arc::from([])
+        };
+        Shared {
+            routes: topo.routes(),
+            rack_pods,
+            rack_prefixes: Routes::rack_prefixes(topo).into(),
+            pods,
+        }
+    }
+}
+
+fn three_tier(topo: &Topology) -> bool {
+    matches!(topo.kind.as_str(), "fat_tree" | "hula3tier")
+}
+
+/// What the loop knows of a switch, for the programs: ports, prefix routes
+/// (`pisanet_net::routes`), tiers.
+pub fn switch_info(topo: &Topology, shared: &Shared, sw: u32) -> SwitchInfo {
     let node = sw + topo.n_hosts;
     let n = &topo.nodes[node as usize];
     let tier = match n.kind {
@@ -112,42 +194,25 @@ pub fn switch_info(
     let host_ports: Vec<PortNo> = (0..n.ports.len() as PortNo)
         .filter(|&i| peer_tier[i as usize] < 0)
         .collect();
-    let rack = topo.racks.iter().position(|&t| t == node).map(|r| r as u32);
-    let mut out_routes = Vec::new();
-    for (r, ports) in routes[sw as usize].iter().enumerate() {
-        let prefix = topo.host_addr[topo.rack_hosts[r][0] as usize] & 0xffff_ff00;
-        if Some(r as u32) == rack {
-            for &h in &topo.rack_hosts[r] {
-                let port = topo.nodes[h as usize].ports[0].peer_port;
-                out_routes.push(Route {
-                    prefix: topo.host_addr[h as usize],
-                    len: 32,
-                    ports: vec![port],
-                    rack: Some(r as u32),
-                });
-            }
-        } else if !ports.is_empty() {
-            out_routes.push(Route {
-                prefix,
-                len: 24,
-                ports: ports.clone(),
-                rack: Some(r as u32),
-            });
-        }
-    }
-    let three_tier = matches!(topo.kind.as_str(), "fat_tree" | "hula3tier");
+    let rack = topo.racks.binary_search(&node).ok().map(|r| r as u32);
+    let routes = shared
+        .routes
+        .prefix_routes(topo, sw)
+        .into_iter()
+        .map(|r| Route {
+            prefix: r.prefix,
+            len: r.len,
+            ports: r.ports,
+            rack: r.rack,
+        })
+        .collect();
     // A pod is what a switch reaches without going through the top tier.
-    let pod = (three_tier && tier < 2).then(|| pods[node as usize]);
-    let rack_pods: Vec<u32> = if three_tier {
-        topo.racks.iter().map(|&t| pods[t as usize]).collect()
-    } else {
-        Vec::new()
-    };
+    let pod = (three_tier(topo) && tier < 2).then(|| shared.pods[node as usize]);
     SwitchInfo {
         id: sw,
         n_ports: n.ports.len() as u16,
         port_rates: n.ports.iter().map(|p| p.rate).collect(),
-        routes: out_routes,
+        routes,
         uplinks: topo.uplinks(node),
         tier,
         name: n.name.clone(),
@@ -156,7 +221,8 @@ pub fn switch_info(
         n_racks: topo.racks.len() as u32,
         pod,
         peer_tier,
-        rack_pods,
+        rack_pods: shared.rack_pods.clone(),
+        rack_prefixes: shared.rack_prefixes.clone(),
     }
 }
 
@@ -247,11 +313,11 @@ pub fn build(cfg: &Config, topo: &Topology, streams: &RngStreams) -> Result<Forw
         // ecmp_native: the one registry row without a switch program.
         return Ok(Forwarding::Native(Box::new(NativeEcmp::new(
             topo,
+            &topo.routes(),
             cfg.scheme.ecmp_hash_per_tier,
         ))));
     }
-    let routes = topo.compute_routes();
-    let pods = pods(topo);
+    let shared = Shared::new(topo);
     let mut params = cfg.scheme.clone();
     if cfg.scheme.kind.name() == "dbb" {
         // DBB plans network-wide (section III): every switch's rules first.
@@ -262,7 +328,7 @@ pub fn build(cfg: &Config, topo: &Topology, streams: &RngStreams) -> Result<Forw
     let cp = control_plane(cfg);
     let mut switches = Vec::with_capacity(topo.n_switches() as usize);
     for sw in 0..topo.n_switches() {
-        let info = switch_info(topo, &routes, &pods, sw);
+        let info = switch_info(topo, &shared, sw);
         let rng = streams.stream(StreamKind::Switch, sw as u64);
         let mut s = pisanet_schemes::build(params, &info, rng, cp).map_err(|e| {
             Error::input(format!(

@@ -4,23 +4,29 @@
 //! the limit and the key to change, instead of exhausting memory.
 //!
 //! The estimate is linear in what drives allocation: ports (queues, wire
-//! FIFOs, counters), switch-rack pairs (routes and table entries per
-//! destination rack), finished-flow records and samples. Its coefficients
-//! were measured on this build (peak RSS of `build_world` with 10 flows, see
-//! the test `estimate_is_an_upper_bound_of_what_set_up_takes`).
+//! FIFOs, counters, the pipeline's per-port state), switches (tables, prefix
+//! routes, control agent), hosts, finished-flow records and samples. Routes
+//! are prefix routes (pisanet_net::routes): one per class of racks and per
+//! directly linked rack, so there is no switch x rack term. Packets in
+//! queues are not counted: a full buffer on every port is a bound no run
+//! reaches, and what is queued follows the active flows' windows.
+//!
+//! The limit is the smallest of the machine's available memory, the
+//! address-space limit (`ulimit -v`), `PISANET_MEMORY_LIMIT_MB` and the
+//! config's `run.max_memory_mb`.
 
 use crate::api::Error;
 use crate::config::{Config, PatternKind, TopologyKind};
 
-// NOTE: measured (peak RSS, 10 flows, ecmp): leaf_spine 4 spines x 4 hosts
-// per leaf: 250 leaves 35 MB, 1000 leaves 414 MB; fat_tree k=16 33 MB, k=24
-// 151 MB. The quadratic switch x rack term dominates large fabrics (about
-// 400 B per pair); the constants below are those fits rounded up.
+// NOTE: measured (peak RSS of the whole run with 10 flows, ecmp, this build,
+// prefix routes): leaf_spine 4 spines x 4 hosts per leaf: 1000 leaves 35 MB,
+// 4000 leaves 127 MB; 1000 leaves x 40 hosts 150 MB; 1000 leaves x 32
+// spines 119 MB; fat_tree k=32 89 MB, k=48 273 MB, k=64 647 MB. A fit gives
+// about 1.5 kB per port and 7 kB per switch; the constants below round it
+// up (the estimate is an upper bound: k=64 is estimated at 1.0 GB).
 /// Bytes per port (queue, wire FIFO, counters, the pipeline's per-port state).
-const PER_PORT: f64 = 4e3;
-/// Bytes per (switch, destination rack): routes, LPM entries, selector groups.
-const PER_SWITCH_RACK: f64 = 500.0;
-/// Bytes per switch beyond its ports and registers (tables, control agent).
+const PER_PORT: f64 = 2e3;
+/// Bytes per switch beyond its ports and registers (tables, routes, agent).
 const PER_SWITCH: f64 = 16e3;
 /// Bytes per host (transport endpoints, NIC).
 const PER_HOST: f64 = 2e3;
@@ -29,7 +35,6 @@ const PER_FLOW: f64 = 200.0;
 const PER_SAMPLE: f64 = 32.0;
 /// The process itself.
 const FIXED: f64 = 32e6;
-
 /// Hosts, switches, links and racks of the configured topology, from the
 /// config alone (a custom topology is bounded by its file's size instead).
 fn shape(cfg: &Config) -> Option<(f64, f64, f64, f64)> {
@@ -59,7 +64,7 @@ fn shape(cfg: &Config) -> Option<(f64, f64, f64, f64)> {
 /// (estimated bytes, the key that drives most of it).
 pub fn estimate(cfg: &Config) -> (f64, &'static str) {
     let mut parts: Vec<(f64, &'static str)> = Vec::new();
-    let (hosts, switches, links, racks) = shape(cfg).unwrap_or((0.0, 0.0, 0.0, 0.0));
+    let (hosts, switches, links, _racks) = shape(cfg).unwrap_or((0.0, 0.0, 0.0, 0.0));
     let topo_key = match cfg.topology.kind {
         TopologyKind::LeafSpine => "topology.leaves",
         TopologyKind::FatTree => "topology.k",
@@ -93,10 +98,7 @@ pub fn estimate(cfg: &Config) -> (f64, &'static str) {
         _ => (0.0, "scheme.kind"),
     };
     parts.push((
-        2.0 * links * PER_PORT
-            + switches * racks * PER_SWITCH_RACK
-            + switches * PER_SWITCH
-            + hosts * PER_HOST,
+        2.0 * links * PER_PORT + switches * PER_SWITCH + hosts * PER_HOST,
         topo_key,
     ));
     parts.push((switches * registers, reg_key));
@@ -174,9 +176,19 @@ pub fn available() -> Option<f64> {
         .min_by(|a, b| a.total_cmp(b))
 }
 
-/// Refuses a config whose estimate exceeds what is available.
+/// Refuses a config whose estimate exceeds its own `run.max_memory_mb`, or
+/// what is available: one line with the estimate, the limit and the key that
+/// drives most of the estimate.
 pub fn check(cfg: &Config) -> Result<(), Error> {
     let (need, key) = estimate(cfg);
+    let budget = cfg.run.max_memory_mb * 1e6;
+    if budget > 0.0 && need > budget {
+        return Err(Error::input(format!(
+            "run.max_memory_mb: this run needs about {:.2} GB of memory, mostly for {key}, more than the budget of {} MB; raise the budget or make {key} smaller",
+            need / 1e9,
+            cfg.run.max_memory_mb,
+        )));
+    }
     match available() {
         Some(have) if need > have => Err(Error::input(format!(
             "{key}: this run needs about {:.1} GB of memory, more than the {:.1} GB available; make it smaller",
@@ -193,8 +205,11 @@ mod tests {
 
     #[test]
     fn a_huge_fabric_is_refused_before_anything_is_built() {
-        let cfg =
-            Config::parse("[topology]\nleaves = 200000\n[workload]\nflows = 10\n", &[]).unwrap();
+        let cfg = Config::parse(
+            "[topology]\nleaves = 65536\nhosts_per_leaf = 250\n[workload]\nflows = 10\n",
+            &[],
+        )
+        .unwrap();
         let e = check(&cfg).unwrap_err().message;
         assert!(
             e.starts_with("topology.leaves: this run needs about"),
@@ -215,5 +230,25 @@ mod tests {
         );
         // The demo fits.
         assert!(check(&Config::default()).is_ok());
+        // A budget of the config's own.
+        let cfg = Config::parse(
+            "[run]\nmax_memory_mb = 100\n[topology]\nkind = \"fat_tree\"\nk = 32\n",
+            &[],
+        )
+        .unwrap();
+        let e = check(&cfg).unwrap_err().message;
+        assert!(
+            e.starts_with("run.max_memory_mb: this run needs about")
+                && e.contains("mostly for topology.k, more than the budget of 100 MB"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_65536_host_fat_tree_is_estimated_under_2_gb() {
+        // Prefix routes: no switch x rack term (it was 5 GB here).
+        let cfg = Config::parse("[topology]\nkind = \"fat_tree\"\nk = 64\n", &[]).unwrap();
+        let (need, _) = estimate(&cfg);
+        assert!(need < 2e9, "{need}");
     }
 }

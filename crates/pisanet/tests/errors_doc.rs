@@ -184,9 +184,21 @@ fn cases() -> Vec<(
             None,
         ),
         (
+            "range",
+            "more leaves than 10.0.0.0/8 has rack /24s",
+            vec!["topology.leaves=100000"],
+            None,
+        ),
+        (
             "memory",
-            "a 200 000-leaf fabric",
-            vec!["topology.leaves=200000"],
+            "a 16 million-host fabric",
+            vec!["topology.leaves=65536", "topology.hosts_per_leaf=250"],
+            None,
+        ),
+        (
+            "memory",
+            "a fabric over the config's own memory budget",
+            vec!["run.max_memory_mb=50", "topology.leaves=4000"],
             None,
         ),
         ("memory", "10^10 flows", vec!["workload.flows=1e10"], None),

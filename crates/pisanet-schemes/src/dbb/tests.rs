@@ -216,32 +216,22 @@ fn params(topo: &Topology, counter: CounterKind) -> SchemeParams {
     p
 }
 
-/// Builds switch `name` of `topo` with its routes (a /32 per local host,
-/// a /24 per other rack, as the facade's `switch_info`).
+/// Builds switch `name` of `topo` with its prefix routes, as the facade's
+/// `switch_info`.
 fn switch(topo: &Topology, p: &SchemeParams, name: &str) -> Switch {
     let node = topo.node_by_name(name).unwrap();
     let sw = node - topo.n_hosts;
-    let all = topo.compute_routes();
-    let mut routes = Vec::new();
-    for (r, ports) in all[sw as usize].iter().enumerate() {
-        if topo.racks[r] == node {
-            for &h in &topo.rack_hosts[r] {
-                routes.push(pisanet_pisa::Route {
-                    prefix: topo.host_addr[h as usize],
-                    len: 32,
-                    ports: vec![topo.nodes[h as usize].ports[0].peer_port],
-                    rack: Some(r as u32),
-                });
-            }
-        } else if !ports.is_empty() {
-            routes.push(pisanet_pisa::Route {
-                prefix: topo.host_addr[topo.rack_hosts[r][0] as usize] & 0xffff_ff00,
-                len: 24,
-                ports: ports.clone(),
-                rack: Some(r as u32),
-            });
-        }
-    }
+    let routes = topo
+        .routes()
+        .prefix_routes(topo, sw)
+        .into_iter()
+        .map(|r| pisanet_pisa::Route {
+            prefix: r.prefix,
+            len: r.len,
+            ports: r.ports,
+            rack: r.rack,
+        })
+        .collect();
     let info = SwitchInfo {
         id: sw,
         n_ports: topo.nodes[node as usize].ports.len() as u16,

@@ -250,9 +250,14 @@ pub struct P4teAgent {
     wake_set: bool,
 }
 
-/// The longest prefix common to every route's destination, as (value, mask).
+/// The longest prefix common to every address the routes cover (both ends
+/// of each route's range: a route may be shorter than a rack's /24, such as
+/// a pod's or the default route), as (value, mask).
 fn common_prefix(info: &SwitchInfo) -> (u64, u64) {
-    let mut it = info.routes.iter().map(|r| r.prefix as u64);
+    let mut it = info.routes.iter().flat_map(|r| {
+        let mask = u32::MAX.checked_shl(32 - r.len as u32).unwrap_or(0);
+        [(r.prefix & mask) as u64, (r.prefix | !mask) as u64]
+    });
     let Some(first) = it.next() else {
         return (0, 0);
     };

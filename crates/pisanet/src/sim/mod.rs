@@ -132,7 +132,7 @@ pub struct World {
     /// Queue samples: time, port, depth (bytes), priority queue (sampling.rs).
     pub samples: (Vec<SimTime>, Vec<PortIdx>, Vec<u64>, Vec<u8>),
     pub rates: RateSampler,
-    pub(crate) routes: Vec<Vec<Vec<PortNo>>>,
+    pub(crate) routes: pisanet_net::topology::Routes,
     /// The wake-up pending for each switch, if any.
     pub(crate) switch_timer: Vec<Option<SimTime>>,
     /// Whether each switch's program has an egress control (kept here, in
@@ -256,7 +256,7 @@ impl World {
                 ports[me as usize].peer = port_base[p.peer_node as usize] + p.peer_port as PortIdx;
             }
         }
-        let routes = topo.compute_routes();
+        let routes = topo.routes();
         let loss = (params.link_loss_rate > 0.0)
             .then(|| (params.link_loss_rate, streams.stream(StreamKind::Link, 0)));
         if let Forwarding::Pisa(switches) = &fwd {
