@@ -752,6 +752,24 @@ pub(crate) struct ActionSelector {
     pub(crate) spec: SelectorSpec,
     /// Members of each group, indexed by group id.
     pub(crate) groups: Vec<Vec<ActionCall>>,
+    /// Per group, the multiplier of [`fast_mod`] for its member count.
+    magic: Vec<u64>,
+}
+
+/// The multiplier `M` of [`fast_mod`] for divisor `d` (d > 0).
+fn fast_mod_magic(d: u32) -> u64 {
+    (u64::MAX / d as u64).wrapping_add(1)
+}
+
+/// `a % d` without a division, by the precomputed `M` of `d` (Lemire,
+/// Kaser and Kurz, "Faster remainder by direct computation", 2019: exact for
+/// every 32-bit `a` and `d`). The selector's member arithmetic is fixed-
+/// function hardware, not program code; this only makes the model's
+/// arithmetic cheaper and picks the same member as `%`.
+#[inline]
+fn fast_mod(a: u32, m: u64, d: u32) -> u32 {
+    let low = m.wrapping_mul(a as u64);
+    ((low as u128 * d as u128) >> 64) as u32
 }
 
 impl ActionSelector {
@@ -759,6 +777,7 @@ impl ActionSelector {
         ActionSelector {
             spec,
             groups: Vec::new(),
+            magic: Vec::new(),
         }
     }
 
@@ -785,7 +804,9 @@ impl ActionSelector {
         }
         if self.groups.len() <= group as usize {
             self.groups.resize(group as usize + 1, Vec::new());
+            self.magic.resize(group as usize + 1, 0);
         }
+        self.magic[group as usize] = fast_mod_magic(members.len().max(1) as u32);
         self.groups[group as usize] = members;
         Ok(())
     }
@@ -797,13 +818,45 @@ impl ActionSelector {
         if members.is_empty() {
             return None;
         }
-        // The selector's own member arithmetic (hardware), not program code.
-        Some(members[hash as usize % members.len()])
+        // The selector's own member arithmetic (hardware), not program code:
+        // hash % members, without the division.
+        let n = members.len() as u32;
+        Some(members[fast_mod(hash, self.magic[group as usize], n) as usize])
     }
 }
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn fast_mod_is_the_remainder() {
+        const DIVISORS: [u32; 14] = [1, 2, 3, 4, 5, 7, 8, 12, 16, 31, 64, 1000, 65535, u32::MAX];
+        const VALUES: [u32; 10] = [
+            0,
+            1,
+            2,
+            3,
+            17,
+            255,
+            1 << 16,
+            0x9e37_79b9,
+            u32::MAX - 1,
+            u32::MAX,
+        ];
+        for d in DIVISORS {
+            let m = super::fast_mod_magic(d);
+            for a in VALUES {
+                assert_eq!(super::fast_mod(a, m, d), a % d, "{a} % {d}");
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn fast_mod_matches_the_remainder(a: u32, d in 1u32..) {
+            proptest::prop_assert_eq!(super::fast_mod(a, super::fast_mod_magic(d), d), a % d);
+        }
+    }
     use super::*;
 
     const HIT_A: ActionId = ActionId(1);
