@@ -13,7 +13,7 @@ directory, then `os.replace`, so a reader never sees a half-written file):
   `lost_bytes` (data lost: TCP, dropped in the network; UDP, sent but not
   received), and with `metrics.flow_stats` (else NaN / 0) `delay_mean`,
   `delay_p50`, `delay_p99`, `delay_max` (one-way delay of delivered data
-  packets, microseconds), `rtt_mean`, `rtt_p99` (TCP RTT samples, microseconds),
+  packets, microseconds), `rtt_mean`, `rtt_p99`, `rtt_max` (TCP RTT samples, microseconds),
   `deadline_missed_packets`, `dup_acks`, `fast_retransmits`, `timeouts` (TCP
   sender's duplicate ACKs, entries into fast recovery, RTO expiries; 0 for UDP)
   (docs/metrics.md),
@@ -88,6 +88,7 @@ FLOW_COLUMNS = {
     "delay_max_us": "delay_max",
     "rtt_mean_us": "rtt_mean",
     "rtt_p99_us": "rtt_p99",
+    "rtt_max_us": "rtt_max",
     "deadline_missed_packets": "deadline_missed_packets",
     "dup_acks": "dup_acks",
     "fast_retransmits": "fast_retransmits",
@@ -130,6 +131,7 @@ UNITS = {
     "delay_max": "us",
     "rtt_mean": "us",
     "rtt_p99": "us",
+    "rtt_max": "us",
     "deadline_missed_packets": "packets",
     "dup_acks": "packets",
     "fast_retransmits": "count",

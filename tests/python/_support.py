@@ -58,6 +58,7 @@ FLOW_COLUMNS = [
     "delay_max",
     "rtt_mean",
     "rtt_p99",
+    "rtt_max",
     "deadline_missed_packets",
     "dup_acks",
     "fast_retransmits",

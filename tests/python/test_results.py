@@ -65,6 +65,7 @@ def test_columns_cross_as_little_endian_buffers() -> None:
             delay_max_us=np.full(n, np.nan),
             rtt_mean_us=np.full(n, np.nan),
             rtt_p99_us=np.full(n, np.nan),
+            rtt_max_us=np.full(n, np.nan),
             deadline_missed_packets=np.zeros(n, dtype="<u8"),
             dup_acks=np.zeros(n, dtype="<u4"),
             fast_retransmits=np.zeros(n, dtype="<u4"),

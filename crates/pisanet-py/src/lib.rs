@@ -112,6 +112,7 @@ fn flow_columns<'py>(py: Python<'py>, f: &pisanet::FlowTable) -> PyResult<Bound<
     put(&d, "delay_max_us", &f.delay_max_us)?;
     put(&d, "rtt_mean_us", &f.rtt_mean_us)?;
     put(&d, "rtt_p99_us", &f.rtt_p99_us)?;
+    put(&d, "rtt_max_us", &f.rtt_max_us)?;
     put(&d, "deadline_missed_packets", &f.deadline_missed_packets)?;
     put(&d, "dup_acks", &f.dup_acks)?;
     put(&d, "fast_retransmits", &f.fast_retransmits)?;

@@ -94,6 +94,7 @@ pub struct FlowTable {
     pub delay_max_us: Vec<f64>,
     pub rtt_mean_us: Vec<f64>,
     pub rtt_p99_us: Vec<f64>,
+    pub rtt_max_us: Vec<f64>,
     pub deadline_missed_packets: Vec<u64>,
     /// With `metrics.flow_stats` (else 0; 0 for UDP): the TCP sender's
     /// duplicate ACKs (RFC 5681 section 2), fast retransmits and

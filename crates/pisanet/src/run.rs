@@ -648,6 +648,7 @@ fn finish(
         ft.delay_max_us.push(st.delay_max_us);
         ft.rtt_mean_us.push(st.rtt_mean_us);
         ft.rtt_p99_us.push(st.rtt_p99_us);
+        ft.rtt_max_us.push(st.rtt_max_us);
         ft.deadline_missed_packets.push(st.deadline_missed_packets);
         ft.dup_acks.push(st.tcp.dup_acks);
         ft.fast_retransmits.push(st.tcp.fast_retransmits);
@@ -972,7 +973,7 @@ fn flow_stats_summary(world: &World) -> Value {
         .count();
     json!({
         "delay_us": {"packets": d.n, "mean": num(d.mean_us()), "p50": num(d.quantile_us(0.5)), "p99": num(d.quantile_us(0.99)), "max": num(d.max_us())},
-        "rtt_us": {"samples": r.n, "mean": num(r.mean_us()), "p99": num(r.quantile_us(0.99))},
+        "rtt_us": {"samples": r.n, "mean": num(r.mean_us()), "p99": num(r.quantile_us(0.99)), "max": num(r.max_us())},
         "deadline": {
             "flows": with_deadline.len(),
             "missed_flows": missed_flows,

@@ -128,6 +128,11 @@ fn one_way_delay_on_an_idle_path_is_serialization_plus_propagation() {
     let idle_rtt = SimTime(4 * (full + ack + SimTime::from_us(2)).ps());
     assert!(tcp.flows.rtt_mean_us[0] * 1e6 >= idle_rtt.ps() as f64 - 1.0);
     assert!(tcp.flows.rtt_p99_us[0] >= tcp.flows.rtt_mean_us[0] * 0.9);
+    assert!(tcp.flows.rtt_max_us[0] >= tcp.flows.rtt_p99_us[0]);
+    assert_eq!(
+        tcp.summary["flow_stats"]["rtt_us"]["max"].as_f64(),
+        Some(tcp.flows.rtt_max_us[0])
+    );
     assert!(tcp.flows.delay_mean_us[0] >= tcp.flows.delay_p50_us[0] * 0.5);
     // One timed segment per round trip (RFC 6298 with Karn's rule).
     assert!(

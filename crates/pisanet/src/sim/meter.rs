@@ -187,6 +187,7 @@ pub struct FlowStats {
     pub delay_packets: u64,
     pub rtt_mean_us: f64,
     pub rtt_p99_us: f64,
+    pub rtt_max_us: f64,
     pub rtt_samples: u32,
     /// Delivered data packets whose one-way delay exceeded the flow's deadline.
     pub deadline_missed_packets: u64,
@@ -204,6 +205,7 @@ impl Default for FlowStats {
             delay_packets: 0,
             rtt_mean_us: f64::NAN,
             rtt_p99_us: f64::NAN,
+            rtt_max_us: f64::NAN,
             rtt_samples: 0,
             deadline_missed_packets: 0,
             has_deadline: false,
@@ -299,6 +301,7 @@ impl Meter {
                 delay_packets: m.delay.n,
                 rtt_mean_us: m.rtt.mean_us(),
                 rtt_p99_us: m.rtt.quantile_us(0.99),
+                rtt_max_us: m.rtt.max_us(),
                 rtt_samples: m.rtt.n as u32,
                 deadline_missed_packets: m.deadline_missed,
                 has_deadline: m.deadline.is_some(),
