@@ -3,13 +3,15 @@
 //! Owns: the typed headers every packet carries ([`packet`]), an egress port's
 //! queues with drop-tail, ECN marking, strict priority and a shared buffer
 //! ([`queue`]), topology builders with a hierarchical address plan
-//! ([`topology`]).
+//! ([`topology`]), and the user-facing parameters of all this, `[topology]`
+//! ([`params`]).
 //!
 //! Leaves to others: what hosts send (transport), where switches forward
 //! (schemes on the PISA model), and when things happen (the facade's event
 //! loop drives ports and links through the methods here).
 
 pub mod packet;
+pub mod params;
 pub mod queue;
 pub mod routes;
 pub mod topology;

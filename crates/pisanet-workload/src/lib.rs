@@ -4,7 +4,8 @@
 //! Owns: flow-size distributions ([`Cdf`], with the built-in `websearch` and
 //! `datamining` CDFs), Poisson arrivals, traffic patterns ([`Pattern`]),
 //! explicit flow lists ([`parse_flow_file`]) and the lazy [`FlowGenerator`]
-//! that combines them into [`FlowSpec`]s.
+//! that combines them into [`FlowSpec`]s, and the user-facing parameters of
+//! all this, `[workload]` ([`params`]).
 //!
 //! Guarantees: flows are yielded one at a time in non-decreasing start time
 //! with ids 0, 1, 2, ...; the generator holds O(hosts) state, so a run of
@@ -71,6 +72,7 @@ mod flow;
 mod generator;
 mod groups;
 mod layout;
+pub mod params;
 mod pattern;
 
 pub use cdf::{Cdf, BUILTIN_CDFS};

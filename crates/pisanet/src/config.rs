@@ -1,10 +1,11 @@
 //! The run configuration: TOML, parsed and validated once.
 //!
 //! Every parameter is declared once, next to the model that reads it (the
-//! schemes' own parameters live in their files in pisanet-schemes; this
-//! module composes them), with its default, its unit (`x-unit`), its range
-//! (`range`) and, for a key only some settings read, when it applies
-//! (`x-applies-when`), as attributes. One generic check enforces the ranges
+//! schemes' own parameters live in their files in pisanet-schemes, the
+//! topology's in pisanet-net, the transport's in pisanet-transport, the
+//! workload's in pisanet-workload; this module composes them), with its
+//! default, its unit (`x-unit`), its range (`range`) and, for a key only
+//! some settings read, when it applies (`x-applies-when`), as attributes. One generic check enforces the ranges
 //! and refuses unread keys from the JSON Schema generated from these types
 //! (`pisanet schema` prints it); [`Config::validate`] holds only the rules
 //! between keys. Errors name the key path as the user wrote it and what is
@@ -81,98 +82,12 @@ pub enum UnusedKeys {
     Ignore,
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum TopologyKind {
-    LeafSpine,
-    FatTree,
-    Hula3tier,
-    Custom,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, default)]
-pub struct TopologyCfg {
-    pub kind: TopologyKind,
-    /// leaf_spine: number of leaf (ToR) switches (each rack is a /24 of
-    /// 10.0.0.0/8, so at most 65536).
-    #[schemars(range(min = 1, max = 65536), extend("x-applies-when" = {"key": "topology.kind", "in": ["leaf_spine"]}))]
-    pub leaves: u32,
-    /// leaf_spine: number of spine switches.
-    #[schemars(range(min = 1, max = 1000000), extend("x-applies-when" = {"key": "topology.kind", "in": ["leaf_spine"]}))]
-    pub spines: u32,
-    /// leaf_spine: hosts under each leaf.
-    #[schemars(range(min = 1, max = 250), extend("x-applies-when" = {"key": "topology.kind", "in": ["leaf_spine"]}))]
-    pub hosts_per_leaf: u32,
-    /// fat_tree: arity k (even); k^3/4 hosts.
-    #[schemars(range(min = 2, max = 64), extend("x-applies-when" = {"key": "topology.kind", "in": ["fat_tree"]}))]
-    pub k: u32,
-    /// hula3tier: servers per ToR (the paper: 8).
-    #[schemars(range(min = 1, max = 250), extend("x-applies-when" = {"key": "topology.kind", "in": ["hula3tier"]}))]
-    pub hosts_per_tor: u32,
-    /// custom: path to a TOML file with [[nodes]] and [[links]].
-    #[schemars(extend("x-applies-when" = {"key": "topology.kind", "in": ["custom"]}))]
-    pub file: Option<String>,
-    /// Host-to-ToR link rate (Gb/s).
-    #[schemars(range(min = 0.000001, max = 100000), extend("x-unit" = "Gb/s"))]
-    pub host_link_gbps: f64,
-    /// Switch-to-switch link rate (Gb/s).
-    #[schemars(range(min = 0.000001, max = 100000), extend("x-unit" = "Gb/s"))]
-    pub fabric_link_gbps: f64,
-    /// Propagation delay of every link (us).
-    #[schemars(range(min = 0, max = 1000000), extend("x-unit" = "us"))]
-    pub link_delay_us: f64,
-    /// Per-port drop-tail buffer of switch ports (KB = 1000 bytes).
-    #[schemars(range(min = 0.064, max = 10000000), extend("x-unit" = "KB"))]
-    pub buffer_kb: f64,
-    /// Per-port drop-tail limit of switch ports in packets as well (ACKs
-    /// count as one each, as in ns-3's queue discs); 0 = bytes only (default).
-    #[schemars(range(min = 0, max = 100000000), extend("x-unit" = "packets"))]
-    pub buffer_pkts: u32,
-    /// ECN marking threshold K of switch ports (KB); 0 disables marking.
-    #[schemars(range(min = 0, max = 10000000), extend("x-unit" = "KB"))]
-    pub ecn_threshold_kb: f64,
-    /// Strict-priority queues per switch port (1..=8).
-    #[schemars(range(min = 1, max = 8))]
-    pub priorities: u8,
-    /// Switch-wide shared buffer (KB); 0 = per-port buffers only.
-    #[schemars(range(min = 0, max = 100000000), extend("x-unit" = "KB"))]
-    pub shared_buffer_kb: f64,
-    /// Dynamic-threshold alpha of the shared buffer.
-    #[schemars(range(min = 0.001, max = 1000), extend("x-applies-when" = {"key": "topology.shared_buffer_kb", "nonzero": true}))]
-    pub shared_buffer_alpha: f64,
-    /// Probability that a link corrupts (drops) a packet, on every link; for loss experiments and tests.
-    #[schemars(range(min = 0, max = 0.99))]
-    pub link_loss_rate: f64,
-    /// Priority flow control (IEEE 802.1Qbb) in the switches' traffic
-    /// managers and the host NICs (crates/pisanet/src/pfc.rs).
-    pub pfc: crate::pfc::PfcCfg,
-}
-
-impl Default for TopologyCfg {
-    fn default() -> Self {
-        TopologyCfg {
-            kind: TopologyKind::LeafSpine,
-            leaves: 4,
-            spines: 4,
-            hosts_per_leaf: 4,
-            k: 4,
-            hosts_per_tor: 8,
-            file: None,
-            host_link_gbps: 10.0,
-            fabric_link_gbps: 10.0,
-            link_delay_us: 1.0,
-            buffer_kb: 200.0,
-            buffer_pkts: 0,
-            ecn_threshold_kb: 65.0,
-            priorities: 1,
-            shared_buffer_kb: 0.0,
-            shared_buffer_alpha: 1.0,
-            link_loss_rate: 0.0,
-            pfc: Default::default(),
-        }
-    }
-}
+// The fabric's parameters (`[topology]`, with `topology.pfc`) and the
+// custom-topology file format are declared with the model that reads them,
+// in pisanet-net (docs/architecture.md, "Parameters: declared once").
+pub use pisanet_net::params::{
+    CustomLink, CustomNode, CustomTopology, TopologyKind, TopologyParams as TopologyCfg,
+};
 
 // The transport's parameters (`[transport]`) are declared with the model
 // that reads them, in pisanet-transport (docs/architecture.md, "Parameters:
@@ -181,141 +96,17 @@ pub use pisanet_transport::params::{
     ReactionPointKind, TransportKind, TransportParams as TransportCfg,
 };
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum PatternKind {
-    Uniform,
-    Stride,
-    Permutation,
-    Incast,
-    File,
-    /// HULA section 6: clients (first half of the racks) each send to one server (second half) over persistent connections.
-    ClientServer,
-}
-
-/// client_server: how each client picks its server.
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum ServerAssignmentKind {
-    /// A random permutation: no server has two clients while another has none.
-    #[default]
-    Permutation,
-    /// Independent uniform draws (HULA section 6: "each client chooses a server at random").
-    Random,
-}
-
-/// workload.source_ports: how a connection gets its TCP/UDP source port.
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum SourcePortsKind {
-    /// 10000 + the connection's number (the flow's, without persistent connections), as an OS hands out ephemeral ports in turn (ns-3 does the same).
-    #[default]
-    Sequential,
-    /// A pseudo-random port in 10000..=59999 per connection, drawn from the run seed. CRC hashes are affine, so sequential ports give ECMP structured, not independent, choices (docs/model.md, "Addressing and routing").
-    Random,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, default)]
-pub struct WorkloadCfg {
-    /// "websearch", "datamining", or a path to a CDF file ("size_bytes probability" lines).
-    pub cdf: String,
-    /// Offered load as a fraction of host link capacity, in (0, 1).
-    #[schemars(extend("exclusiveMinimum" = 0, "exclusiveMaximum" = 1), extend("x-applies-when" = {"key": "workload.pattern", "not_in": ["file"]}))]
-    pub load: f64,
-    /// Number of flows to generate.
-    #[schemars(range(min = 1, max = 1e10), extend("x-applies-when" = {"key": "workload.pattern", "not_in": ["file"]}))]
-    pub flows: u64,
-    pub pattern: PatternKind,
-    /// Flows larger than this are "large" (traffic class 1); default: the CDF's 90th percentile (P4TE).
-    #[schemars(range(min = 1, max = 1e15), extend("x-unit" = "bytes"))]
-    pub short_threshold_bytes: Option<u64>,
-    /// incast: number of synchronised senders.
-    #[schemars(range(min = 1, max = 1000000), extend("x-applies-when" = {"key": "workload.pattern", "in": ["incast"]}))]
-    pub incast_senders: u32,
-    /// incast: bytes per sender; 0 samples the CDF.
-    #[schemars(range(min = 0, max = 1e15), extend("x-unit" = "bytes"), extend("x-applies-when" = {"key": "workload.pattern", "in": ["incast"]}))]
-    pub incast_bytes: u64,
-    /// file: CSV "start_us,src,dst,bytes".
-    #[schemars(extend("x-applies-when" = {"key": "workload.pattern", "in": ["file"]}))]
-    pub file: Option<String>,
-    /// First arrival not before this time (us).
-    #[schemars(range(min = 0, max = 10000000000.0), extend("x-unit" = "us"))]
-    pub start_us: f64,
-    /// client_server: persistent connections per client (HULA section 6: 3).
-    #[schemars(range(min = 1, max = 1000), extend("x-applies-when" = {"key": "workload.pattern", "in": ["client_server"]}))]
-    pub connections: u32,
-    /// client_server: "permutation" (each server has one client) or "random" (independent draws).
-    #[schemars(extend("x-applies-when" = {"key": "workload.pattern", "in": ["client_server"]}))]
-    pub client_server_assignment: ServerAssignmentKind,
-    /// Source ports: "sequential" (10000 + connection number; default) or "random" (per connection, from the run seed).
-    pub source_ports: SourcePortsKind,
-    /// More flow groups beside this table's flows (which are group 0): each
-    /// `[[workload.groups]]` is a workload of its own (pattern, CDF, load,
-    /// flows, file, start) with per-group transport overrides. See docs/workloads.md, "Flow groups".
-    pub groups: Vec<GroupCfg>,
-}
-
-/// `[[workload.groups]]`: one more workload in the run. Unset workload keys
-/// take the `[workload]` defaults (not the `[workload]` table's values);
-/// unset transport keys take the config's (`[transport]`), and a flow
-/// list's cells override the group's.
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, Default)]
-#[serde(deny_unknown_fields, default)]
-pub struct GroupCfg {
-    /// Name in the results (`flows.parquet` has the group's number; summary.json its name). Default "group<k>".
-    pub name: Option<String>,
-    /// As `workload.cdf`.
-    pub cdf: Option<String>,
-    /// As `workload.load` (not with pattern "file" or "incast").
-    #[schemars(extend("exclusiveMinimum" = 0, "exclusiveMaximum" = 1))]
-    pub load: Option<f64>,
-    /// As `workload.flows` (not with pattern "file" or "incast").
-    #[schemars(range(min = 1, max = 1e10))]
-    pub flows: Option<u64>,
-    /// As `workload.pattern`. Default "uniform".
-    pub pattern: Option<PatternKind>,
-    /// As `workload.short_threshold_bytes`.
-    #[schemars(range(min = 1, max = 1e15), extend("x-unit" = "bytes"))]
-    pub short_threshold_bytes: Option<u64>,
-    /// As `workload.incast_senders` (pattern "incast").
-    #[schemars(range(min = 1, max = 1000000))]
-    pub incast_senders: Option<u32>,
-    /// As `workload.incast_bytes` (pattern "incast").
-    #[schemars(range(min = 0, max = 1e15), extend("x-unit" = "bytes"))]
-    pub incast_bytes: Option<u64>,
-    /// As `workload.file` (pattern "file"; required then).
-    pub file: Option<String>,
-    /// As `workload.start_us`.
-    #[schemars(range(min = 0, max = 10000000000.0), extend("x-unit" = "us"))]
-    pub start_us: Option<f64>,
-    /// As `workload.connections` (pattern "client_server").
-    #[schemars(range(min = 1, max = 1000))]
-    pub connections: Option<u32>,
-    /// As `workload.client_server_assignment` (pattern "client_server").
-    pub client_server_assignment: Option<ServerAssignmentKind>,
-    /// The group's flows' transport: "tcp" or "udp". Default: `transport.kind`'s.
-    pub transport: Option<FlowTransport>,
-    /// Congestion control ("newreno", "dctcp", "cubic") or reaction point
-    /// ("fixed", "halve", "qcn", "qcn_cnp", "dcqcn") of the group's flows;
-    /// sets the transport when that is unset.
-    pub cc: Option<String>,
-    /// UDP: the sending rate of each flow (Gb/s; a rate-based flow's initial rate).
-    #[schemars(range(min = 0.000001, max = 100000), extend("x-unit" = "Gb/s"))]
-    pub rate_gbps: Option<f64>,
-    /// Each flow sends for this long (us), ending earlier if its bytes are sent.
-    #[schemars(range(min = 0.001, max = 1e10), extend("x-unit" = "us"))]
-    pub duration_us: Option<f64>,
-    /// Payload bytes per packet of the group's flows.
-    #[schemars(range(min = 64, max = 9000), extend("x-unit" = "bytes"))]
-    pub mss: Option<u32>,
-    /// Strict-priority queue of the group's packets (0 = highest; below `topology.priorities`).
-    #[schemars(range(min = 0, max = 7))]
-    pub priority: Option<u8>,
-    /// One-way delay budget of each data packet (us); needs `metrics.flow_stats = true`.
-    #[schemars(range(min = 0.001, max = 1e10), extend("x-unit" = "us"))]
-    pub deadline_us: Option<f64>,
-}
+// The workload's parameters (`[workload]`, `[[workload.groups]]`) are
+// declared with the model that reads them, in pisanet-workload
+// (docs/architecture.md, "Parameters: declared once"). The rules a group has
+// with other tables stay here ([`validate_group`]): its `cc` must be one of
+// [`CC_NAMES`] (which names the transport crate's congestion controls; the
+// workload crate sees neither), its priority below `topology.priorities`,
+// a deadline needs `metrics.flow_stats`.
+pub use pisanet_workload::params::{
+    FlowTransport, GroupParams as GroupCfg, PatternKind, ServerAssignmentKind, SourcePortsKind,
+    WorkloadParams as WorkloadCfg,
+};
 
 /// The names `cc` takes (flow rows, flow groups), with their transports
 /// (each built by run.rs `cc_choice`).
@@ -338,176 +129,77 @@ pub const TCP_LIMITS_REFUSED: Option<&str> = None;
 pub const DEADLINE_NEEDS_FLOW_STATS: &str =
     "needs metrics.flow_stats = true (deadline misses are measured by the per-flow statistics)";
 
-impl GroupCfg {
-    /// The group's pattern.
-    pub fn pattern(&self) -> PatternKind {
-        self.pattern.unwrap_or(PatternKind::Uniform)
-    }
-
-    /// The transport of the group's flows that name none: the group's, else
-    /// its `cc`'s, else the config's.
-    pub fn transport(&self, cfg: &Config) -> pisanet_workload::Transport {
-        use pisanet_workload::Transport;
-        match self.transport {
-            Some(FlowTransport::Tcp) => Transport::Tcp,
-            Some(FlowTransport::Udp) => Transport::Udp,
-            None => self
-                .cc
-                .as_deref()
+/// The transport of group `g`'s flows that name none: the group's, else
+/// its `cc`'s, else the config's.
+pub fn group_transport(g: &GroupCfg, cfg: &Config) -> pisanet_workload::Transport {
+    use pisanet_workload::Transport;
+    match g.transport {
+        Some(t) => t.into(),
+        None => {
+            g.cc.as_deref()
                 .and_then(|c| CC_NAMES.iter().find(|(n, _)| *n == c))
                 .map(|(_, t)| *t)
                 .unwrap_or(if cfg.transport.kind == TransportKind::Udp {
                     Transport::Udp
                 } else {
                     Transport::Tcp
-                }),
+                })
         }
     }
+}
 
-    /// Rules between the group's keys, and with the config's.
-    fn validate(&self, k: usize, cfg: &Config) -> Result<(), Error> {
-        let key = |name: &str| format!("workload.groups[{k}].{name}");
-        let pattern = self.pattern();
-        let pname = serde_json::to_value(pattern).unwrap_or_default();
-        let unread = |name: &str, given: bool, read: bool, when: &str| -> Result<(), Error> {
-            if given && !read {
-                return Err(Error::input(format!(
-                    "{}: is read only when {} (here {pname}); remove it",
-                    key(name),
-                    when
-                )));
-            }
-            Ok(())
+/// The rules of group `k` (`g`): its own keys' ([`GroupCfg::check`]), then
+/// those with the other tables.
+fn validate_group(g: &GroupCfg, k: usize, cfg: &Config) -> Result<(), Error> {
+    let key = |name: &str| format!("workload.groups[{k}].{name}");
+    g.check(k).map_err(Error::input)?;
+    let transport = group_transport(g, cfg);
+    if let Some(cc) = &g.cc {
+        let Some((_, t)) = CC_NAMES.iter().find(|(n, _)| n == cc) else {
+            let names: Vec<String> = CC_NAMES.iter().map(|(n, _)| format!("{n:?}")).collect();
+            return Err(Error::input(format!(
+                "{}: must be one of {}, got {cc:?}",
+                key("cc"),
+                names.join(", ")
+            )));
         };
-        let poisson = !matches!(pattern, PatternKind::File | PatternKind::Incast);
-        let pk = key("pattern");
-        unread(
-            "load",
-            self.load.is_some(),
-            poisson,
-            &format!("{pk} is not \"file\" or \"incast\""),
-        )?;
-        unread(
-            "flows",
-            self.flows.is_some(),
-            poisson,
-            &format!("{pk} is not \"file\" or \"incast\""),
-        )?;
-        let incast = pattern == PatternKind::Incast;
-        unread(
-            "incast_senders",
-            self.incast_senders.is_some(),
-            incast,
-            &format!("{pk} = \"incast\""),
-        )?;
-        unread(
-            "incast_bytes",
-            self.incast_bytes.is_some(),
-            incast,
-            &format!("{pk} = \"incast\""),
-        )?;
-        let file = pattern == PatternKind::File;
-        unread(
-            "file",
-            self.file.is_some(),
-            file,
-            &format!("{pk} = \"file\""),
-        )?;
-        let cs = pattern == PatternKind::ClientServer;
-        unread(
-            "connections",
-            self.connections.is_some(),
-            cs,
-            &format!("{pk} = \"client_server\""),
-        )?;
-        unread(
-            "client_server_assignment",
-            self.client_server_assignment.is_some(),
-            cs,
-            &format!("{pk} = \"client_server\""),
-        )?;
-        if file && self.file.is_none() {
+        if *t != transport {
             return Err(Error::input(format!(
-                "{}: required when {pk} = \"file\"",
-                key("file")
+                "{}: {cc:?} is for transport {:?}, but the group's transport is {:?}",
+                key("cc"),
+                t.name(),
+                transport.name()
             )));
         }
-        let transport = self.transport(cfg);
-        if let Some(cc) = &self.cc {
-            let Some((_, t)) = CC_NAMES.iter().find(|(n, _)| n == cc) else {
-                let names: Vec<String> = CC_NAMES.iter().map(|(n, _)| format!("{n:?}")).collect();
-                return Err(Error::input(format!(
-                    "{}: must be one of {}, got {cc:?}",
-                    key("cc"),
-                    names.join(", ")
-                )));
-            };
-            if *t != transport {
-                return Err(Error::input(format!(
-                    "{}: {cc:?} is for transport {:?}, but the group's transport is {:?}",
-                    key("cc"),
-                    t.name(),
-                    transport.name()
-                )));
-            }
-        }
-        if let Some(p) = self.priority {
-            if p >= cfg.topology.priorities {
-                return Err(Error::input(format!(
-                    "{}: must be below topology.priorities = {} (the ports' priority queues), got {p}",
-                    key("priority"),
-                    cfg.topology.priorities
-                )));
-            }
-        }
-        if self.deadline_us.is_some() && !cfg.metrics.flow_stats {
+    }
+    if let Some(p) = g.priority {
+        if p >= cfg.topology.priorities {
             return Err(Error::input(format!(
-                "{}: {DEADLINE_NEEDS_FLOW_STATS}",
-                key("deadline_us")
+                "{}: must be below topology.priorities = {} (the ports' priority queues), got {p}",
+                key("priority"),
+                cfg.topology.priorities
             )));
         }
-        if transport == pisanet_workload::Transport::Tcp {
-            if let Some(why) = TCP_LIMITS_REFUSED {
-                for (given, name) in [
-                    (self.rate_gbps.is_some(), "rate_gbps"),
-                    (self.duration_us.is_some(), "duration_us"),
-                ] {
-                    if given {
-                        return Err(Error::input(format!("{}: {why}", key(name))));
-                    }
+    }
+    if g.deadline_us.is_some() && !cfg.metrics.flow_stats {
+        return Err(Error::input(format!(
+            "{}: {DEADLINE_NEEDS_FLOW_STATS}",
+            key("deadline_us")
+        )));
+    }
+    if transport == pisanet_workload::Transport::Tcp {
+        if let Some(why) = TCP_LIMITS_REFUSED {
+            for (given, name) in [
+                (g.rate_gbps.is_some(), "rate_gbps"),
+                (g.duration_us.is_some(), "duration_us"),
+            ] {
+                if given {
+                    return Err(Error::input(format!("{}: {why}", key(name))));
                 }
             }
         }
-        Ok(())
     }
-}
-
-/// A flow's transport protocol (`transport` of a flow group or flow row).
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum FlowTransport {
-    Tcp,
-    Udp,
-}
-
-impl Default for WorkloadCfg {
-    fn default() -> Self {
-        WorkloadCfg {
-            cdf: "websearch".into(),
-            load: 0.6,
-            flows: 2000,
-            pattern: PatternKind::Uniform,
-            short_threshold_bytes: None,
-            incast_senders: 8,
-            incast_bytes: 0,
-            file: None,
-            start_us: 0.0,
-            connections: 3,
-            client_server_assignment: ServerAssignmentKind::Permutation,
-            source_ports: SourcePortsKind::Sequential,
-            groups: Vec::new(),
-        }
-    }
+    Ok(())
 }
 
 /// The `[scheme]` table: declared with the programs (pisanet-schemes), each
@@ -627,39 +319,6 @@ pub struct EventCfg {
     pub kind: EventKind,
     /// The link, by its end nodes' names: "S2-A4", "leaf0-spine1".
     pub link: String,
-}
-
-/// A custom topology file.
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CustomTopology {
-    pub nodes: Vec<CustomNode>,
-    pub links: Vec<CustomLink>,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CustomNode {
-    pub name: String,
-    /// "host" or "switch".
-    pub kind: String,
-    /// Switch tier: 0 = ToR; higher toward the core. Default 0.
-    #[serde(default)]
-    pub tier: u8,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CustomLink {
-    pub a: String,
-    pub b: String,
-    pub gbps: f64,
-    #[serde(default = "default_delay")]
-    pub delay_us: f64,
-}
-
-fn default_delay() -> f64 {
-    1.0
 }
 
 /// Every `scheme.kind`, in registry order.
@@ -1010,46 +669,9 @@ impl Config {
         let t = &self.topology;
         let tr = &self.transport;
         let packet = full_packet_bytes(tr.mss);
-        if t.kind == TopologyKind::FatTree && !t.k.is_multiple_of(2) {
-            return Err(Error::input(format!(
-                "topology.k: must be even and in 2..=64, got {}",
-                t.k
-            )));
-        }
-        if t.kind == TopologyKind::LeafSpine && (t.leaves as u64 * t.hosts_per_leaf as u64) < 2 {
-            return Err(Error::input(
-                "topology: a leaf_spine needs at least 2 hosts in all (topology.leaves x topology.hosts_per_leaf)",
-            ));
-        }
-        if t.kind == TopologyKind::Custom && t.file.is_none() {
-            return Err(Error::input(
-                "topology.file: required when topology.kind = \"custom\"",
-            ));
-        }
-        // Progress must be possible: a queue, window or TSQ limit below one
-        // full packet would never let one through.
-        if ((t.buffer_kb * 1000.0) as u64) < packet {
-            return Err(Error::input(format!(
-                "topology.buffer_kb: must hold one full packet (transport.mss + headers = {packet} bytes, so at least {}), got {}",
-                packet as f64 / 1000.0,
-                t.buffer_kb
-            )));
-        }
-        if t.shared_buffer_kb > 0.0 && ((t.shared_buffer_kb * 1000.0) as u64) < packet {
-            return Err(Error::input(format!(
-                "topology.shared_buffer_kb: must be 0 (off) or hold one full packet (at least {}), got {}",
-                packet as f64 / 1000.0,
-                t.shared_buffer_kb
-            )));
-        }
-        t.pfc.validate(t.priorities)?;
+        t.check(packet).map_err(Error::input)?;
         tr.check(packet).map_err(Error::input)?;
-        let w = &self.workload;
-        if w.pattern == PatternKind::File && w.file.is_none() {
-            return Err(Error::input(
-                "workload.file: required when workload.pattern = \"file\"",
-            ));
-        }
+        self.workload.check().map_err(Error::input)?;
         let min_interval = 0.001;
         for (key, v) in [
             (
@@ -1072,7 +694,7 @@ impl Config {
             }
         }
         for (k, g) in self.workload.groups.iter().enumerate() {
-            g.validate(k, self)?;
+            validate_group(g, k, self)?;
         }
         for (i, e) in self.events.iter().enumerate() {
             if e.link.split_once('-').is_none() {

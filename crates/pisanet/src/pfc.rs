@@ -1,4 +1,4 @@
-//! Priority flow control (IEEE 802.1Qbb) parameters and the formulas a
+//! Priority flow control (IEEE 802.1Qbb): the formulas a
 //! lossless fabric is configured by: the headroom a link needs, and the PFC
 //! and P4QCN thresholds of seed 002 (P4QCN) section 3.2.2. The traffic
 //! manager that uses them is crates/pisanet/src/sim/pfc.rs; docs/model.md
@@ -6,163 +6,14 @@
 
 use pisanet_engine::{BitRate, SimTime};
 use pisanet_net::packet::MIN_FRAME_BYTES;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
-use crate::api::Error;
 
 /// Bit times in one pause quantum (IEEE 802.1Qbb clause 36 / 802.3 Annex 31B:
 /// a quantum is the time to transmit 512 bits at the link's rate).
 pub const BITS_PER_QUANTUM: u64 = 512;
 
-/// `topology.pfc`: priority flow control in every switch's traffic manager
-/// and every host NIC (off by default).
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct PfcCfg {
-    /// Turn PFC on: switches account each packet to its (ingress port,
-    /// priority), send PAUSE (XOFF) upstream above `xoff_kb` and resume
-    /// (XON) at `xon_kb`; the lossless priorities never drop while the
-    /// headroom suffices. `topology.pfc.enabled = true` alone gives a
-    /// working lossless fabric (every priority lossless, thresholds and
-    /// headroom computed).
-    pub enabled: bool,
-    /// The lossless priorities (queue indices 0..topology.priorities); empty
-    /// (the default) makes every priority lossless.
-    #[schemars(extend("x-applies-when" = {"key": "topology.pfc.enabled", "in": [true]}))]
-    pub priorities: Vec<u8>,
-    /// XOFF threshold per (ingress port, priority), static, in KB (1000
-    /// bytes): a PAUSE goes upstream when the bytes that came in on that
-    /// port and priority and are still queued in the switch exceed it.
-    /// Unset: seed 002's bound Q_PFC = (Q - P n H) / (P n) per switch (Q the
-    /// switch's buffer, n its ports, P the lossless priorities, H the
-    /// largest headroom of its ports), docs/model.md.
-    #[schemars(range(min = 0, max = 10000000), extend("x-unit" = "KB"), extend("x-applies-when" = {"key": "topology.pfc.enabled", "in": [true]}))]
-    pub xoff_kb: Option<f64>,
-    /// XON threshold (KB): the release (zero quanta) goes upstream when the
-    /// (port, priority)'s bytes fall to it. Must not exceed the XOFF
-    /// threshold. Unset: XOFF minus two full packets (at least 0).
-    #[schemars(range(min = 0, max = 10000000), extend("x-unit" = "KB"), extend("x-applies-when" = {"key": "topology.pfc.enabled", "in": [true]}))]
-    pub xon_kb: Option<f64>,
-    /// Headroom per (ingress port, priority) above XOFF, in KB, or "auto"
-    /// (default): what each link needs by [`headroom_bytes`]. A smaller
-    /// number is allowed but warned about in summary.json, and what it then
-    /// drops is counted (`pfc.lossless_drops`), not an invariant violation.
-    #[schemars(extend("x-applies-when" = {"key": "topology.pfc.enabled", "in": [true]}))]
-    pub headroom_kb: Headroom,
-    /// Pause quanta an XOFF frame carries (units of 512 bit times at the
-    /// link's rate); the sender refreshes it every half of that time while
-    /// the threshold stays exceeded.
-    #[schemars(range(min = 1, max = 65535), extend("x-unit" = "quanta"), extend("x-applies-when" = {"key": "topology.pfc.enabled", "in": [true]}))]
-    pub quanta: u16,
-    /// Deadlock detector: a cycle of the buffer-dependency graph whose every
-    /// (port, priority) stayed paused this long ends the run with an error
-    /// naming the cycle; 0 turns the detector off.
-    #[schemars(range(min = 0, max = 100000000), extend("x-unit" = "ms"), extend("x-applies-when" = {"key": "topology.pfc.enabled", "in": [true]}))]
-    pub deadlock_ms: f64,
-}
-
-impl Default for PfcCfg {
-    fn default() -> Self {
-        PfcCfg {
-            enabled: false,
-            priorities: Vec::new(),
-            xoff_kb: None,
-            xon_kb: None,
-            headroom_kb: Headroom::Auto(AutoKw::Auto),
-            quanta: 65535,
-            deadlock_ms: 10.0,
-        }
-    }
-}
-
-/// `topology.pfc.headroom_kb`: a number of KB, or "auto".
-#[derive(Clone, Copy, Debug, Serialize, JsonSchema, PartialEq)]
-#[serde(untagged)]
-pub enum Headroom {
-    /// Computed per link by [`headroom_bytes`].
-    Auto(AutoKw),
-    /// KB (1000 bytes) per (port, priority).
-    Kb(f64),
-}
-
-impl<'de> Deserialize<'de> for Headroom {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use serde::de::{Unexpected, Visitor};
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = Headroom;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("\"auto\" or a number of KB")
-            }
-            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Headroom, E> {
-                if s == "auto" {
-                    Ok(Headroom::Auto(AutoKw::Auto))
-                } else {
-                    Err(E::invalid_value(Unexpected::Str(s), &self))
-                }
-            }
-            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Headroom, E> {
-                Ok(Headroom::Kb(v))
-            }
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Headroom, E> {
-                Ok(Headroom::Kb(v as f64))
-            }
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Headroom, E> {
-                Ok(Headroom::Kb(v as f64))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-/// The word "auto".
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum AutoKw {
-    Auto,
-}
-
-impl PfcCfg {
-    /// The rules between keys (`priorities` needs `topology.priorities`).
-    pub fn validate(&self, queues: u8) -> Result<(), Error> {
-        if !self.enabled {
-            return Ok(());
-        }
-        for &p in &self.priorities {
-            if p >= queues {
-                return Err(Error::input(format!(
-                    "topology.pfc.priorities: {p} is not a priority of this fabric (topology.priorities = {queues}, so 0..={})",
-                    queues - 1
-                )));
-            }
-        }
-        if let (Some(xoff), Some(xon)) = (self.xoff_kb, self.xon_kb) {
-            if xon > xoff {
-                return Err(Error::input(format!(
-                    "topology.pfc.xon_kb: must be at most topology.pfc.xoff_kb ({xoff}), got {xon}"
-                )));
-            }
-        }
-        if let Headroom::Kb(h) = self.headroom_kb {
-            if !(h.is_finite() && (0.0..=1e7).contains(&h)) {
-                return Err(Error::input(format!(
-                    "topology.pfc.headroom_kb: must be \"auto\" or in [0, 10000000] KB, got {h}"
-                )));
-            }
-        }
-        Ok(())
-    }
-
-    /// Bit mask of the lossless priorities among `queues` queues.
-    pub fn lossless_mask(&self, queues: u8) -> u8 {
-        if self.priorities.is_empty() {
-            (((1u16 << queues) - 1) & 0xff) as u8
-        } else {
-            self.priorities.iter().fold(0u8, |m, &p| m | (1 << p))
-        }
-    }
-}
+// The parameters (`topology.pfc`) are declared with the rest of `[topology]`
+// in pisanet-net (docs/architecture.md, "Parameters: declared once").
+pub use pisanet_net::params::{AutoKw, Headroom, PfcParams as PfcCfg};
 
 /// The headroom (bytes) a (port, priority) needs so that nothing is lost
 /// between crossing XOFF and the upstream sender stopping, for a link of
@@ -287,7 +138,7 @@ mod tests {
             priorities: vec![0, 3],
             ..Default::default()
         };
-        let e = c.validate(2).unwrap_err().message;
+        let e = c.validate(2).unwrap_err();
         assert!(
             e.starts_with("topology.pfc.priorities: 3 is not a priority"),
             "{e}"
@@ -299,7 +150,7 @@ mod tests {
         assert_eq!(c.lossless_mask(8), 0xff);
         c.xoff_kb = Some(10.0);
         c.xon_kb = Some(20.0);
-        let e = c.validate(2).unwrap_err().message;
+        let e = c.validate(2).unwrap_err();
         assert!(e.starts_with("topology.pfc.xon_kb: must be at most"), "{e}");
         assert!(!e.contains('\n'));
     }

@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 
 use crate::api::{Error, FlowTable, GoodputSeries, PortRates, Progress, QueueSamples, RunOutput};
 use crate::config::{
-    Config, CustomTopology, EventKind, FlowTransport, GroupCfg, PatternKind, ServerAssignmentKind,
+    Config, CustomTopology, EventKind, GroupCfg, PatternKind, ServerAssignmentKind,
     SourcePortsKind, TopologyKind, TransportKind, WorkloadCfg, CC_NAMES, DEADLINE_NEEDS_FLOW_STATS,
     TCP_LIMITS_REFUSED,
 };
@@ -234,7 +234,7 @@ impl<'a> GroupSpec<'a> {
             assignment: g
                 .client_server_assignment
                 .unwrap_or(d.client_server_assignment),
-            transport: g.transport(cfg),
+            transport: crate::config::group_transport(g, cfg),
             duration: g.duration_us.is_some(),
         }
     }
@@ -318,10 +318,7 @@ fn build_generator(
 /// The attributes a group gives its flows.
 fn group_attrs(g: &GroupCfg) -> FlowAttrs {
     FlowAttrs {
-        transport: g.transport.map(|t| match t {
-            FlowTransport::Tcp => Transport::Tcp,
-            FlowTransport::Udp => Transport::Udp,
-        }),
+        transport: g.transport.map(Transport::from),
         cc: g
             .cc
             .as_deref()
