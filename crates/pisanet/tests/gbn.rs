@@ -59,7 +59,12 @@ fn a_lossy_udp_incast_with_go_back_n_delivers_every_byte() {
 
 #[test]
 fn without_go_back_n_the_same_incast_loses_bytes() {
-    let out = run("incast-plain", UDP, INCAST, &["topology.link_loss_rate=0.01"]);
+    let out = run(
+        "incast-plain",
+        UDP,
+        INCAST,
+        &["topology.link_loss_rate=0.01"],
+    );
     assert_eq!(out.summary["flows"]["completed"], 3);
     let lost: u64 = out.flows.lost_bytes.iter().sum();
     assert!(lost > 0);

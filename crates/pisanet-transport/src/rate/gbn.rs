@@ -5,7 +5,7 @@
 //! ```text
 //!   sender:   data PSN p (AckReq on the flow's last) ─────────────▶ receiver (expects e)
 //!   receiver: p == e: accept, e += 1; ACK(e) every `ack_every` accepted or on AckReq
-//!             p >  e: discard; NAK(e) once per gap (sequence error, 9.7.5.2.4)
+//!             p >  e: discard; NAK(e) once per gap (PSN sequence error)
 //!             p <  e: duplicate, discard; ACK(e) if AckReq
 //!   sender:   ACK(a) / NAK(a): everything below a arrived; NAK: next = a (go back)
 //!             no progress for `timeout` (local ACK timeout): next = oldest unacked
@@ -33,9 +33,10 @@ pub const GBN_ACK_KIND: u16 = 0x4741;
 pub const GBN_ACK_BYTES: u16 = 8;
 /// The InfiniBand opcode of an RC Acknowledge (BTH opcode 0001_0001b).
 pub const ACK_OPCODE: u64 = 0x11;
-/// AETH syndrome of an ACK (IBTA 9.7.5.1: 0b000 credit count, here 0).
+/// AETH syndrome of an ACK (IBTA vol. 1, 9.7: 0b000xxxxx, the credit
+/// count; 0 here).
 pub const SYNDROME_ACK: u64 = 0x00;
-/// AETH syndrome of a NAK "PSN sequence error" (IBTA 9.7.5.2.4: 0b011_00000).
+/// AETH syndrome of a NAK "PSN sequence error" (IBTA vol. 1, 9.7: NAK 0b011, code 0).
 pub const SYNDROME_NAK_SEQ: u64 = 0x60;
 
 pub const GBN_OPCODE_FIELD: FieldDef = FieldDef::ext(
@@ -43,14 +44,14 @@ pub const GBN_OPCODE_FIELD: FieldDef = FieldDef::ext(
     8,
     0,
     0,
-    "0x11: the InfiniBand BTH opcode of an RC Acknowledge (IBTA vol. 1, 9.7.5)",
+    "0x11: the InfiniBand BTH opcode of an RC Acknowledge (IBTA vol. 1, 9.7)",
 );
 pub const GBN_SYNDROME_FIELD: FieldDef = FieldDef::ext(
     "syndrome",
     8,
     0,
     8,
-    "AETH syndrome: 0x00 ACK, 0x60 NAK PSN sequence error (IBTA vol. 1, 9.7.5.2.4)",
+    "AETH syndrome: 0x00 ACK, 0x60 NAK PSN sequence error (IBTA vol. 1, 9.7)",
 );
 pub const GBN_PSN_FIELD: FieldDef = FieldDef::ext(
     "psn",
@@ -212,8 +213,9 @@ impl GbnReceiver {
         }
         self.discarded += 1;
         if d > 0 {
-            // IBTA 9.7.5.2.4: a PSN beyond the expected one is a sequence
-            // error, NAKed once; later packets of the gap are dropped silently.
+            // IBTA vol. 1, 9.7 (NAK, PSN sequence error): a PSN beyond the
+            // expected one is a sequence error, NAKed once; later packets of
+            // the gap are dropped silently.
             if !self.nak_sent {
                 self.nak_sent = true;
                 self.since_ack = 0;

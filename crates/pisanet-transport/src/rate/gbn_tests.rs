@@ -24,8 +24,14 @@ fn params() -> GbnParams {
 
 /// A go-back-N sender of `bytes` in 1000-byte datagrams at 8 Gb/s.
 fn sender(kind: ReactionKind, bytes: u64) -> RateSender {
-    RateSender::new(ends(), kind.build(BitRate::from_gbps(8.0)), 1000, bytes, None)
-        .with_go_back_n(&params())
+    RateSender::new(
+        ends(),
+        kind.build(BitRate::from_gbps(8.0)),
+        1000,
+        bytes,
+        None,
+    )
+    .with_go_back_n(&params())
 }
 
 fn psn(p: &Packet) -> u32 {
@@ -301,6 +307,9 @@ fn without_go_back_n_nothing_is_resent_and_acks_are_not_sent() {
 fn psns_unwrap_mod_2_32() {
     assert_eq!(unwrap_psn(5, 7), 7);
     assert_eq!(unwrap_psn(5, 3), 3);
-    assert_eq!(unwrap_psn(u64::from(u32::MAX) - 1, 2), u64::from(u32::MAX) + 3);
+    assert_eq!(
+        unwrap_psn(u64::from(u32::MAX) - 1, 2),
+        u64::from(u32::MAX) + 3
+    );
     assert_eq!(unwrap_psn((1 << 32) + 10, 8), (1 << 32) + 8);
 }

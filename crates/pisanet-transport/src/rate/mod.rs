@@ -392,8 +392,8 @@ impl RateSender {
         }
         if let Some(g) = self.gbn.as_deref_mut() {
             if g.rto_at.is_some_and(|t| now >= t) && !self.done {
-                // The local ACK timeout (IBTA vol. 1, 9.7.6.1.3): go back to
-                // the oldest unacknowledged packet.
+                // The local ACK timeout (IBTA vol. 1, 9.7, the requester's
+                // transport timer): go back to the oldest unacknowledged packet.
                 if g.una < g.high {
                     g.next = g.una;
                     g.timeouts += 1;
@@ -483,8 +483,7 @@ impl RateSender {
         match self.gbn.as_deref() {
             None => !self.done,
             Some(g) => {
-                !self.done
-                    && (g.next < g.high || g.high * u64::from(self.payload) < self.total)
+                !self.done && (g.next < g.high || g.high * u64::from(self.payload) < self.total)
             }
         }
     }
@@ -503,8 +502,8 @@ impl RateSender {
             g.next = g.una; // acknowledged meanwhile: no need to resend
         }
         if nak && a < g.next && a >= g.una {
-            // IBTA 9.7.5.2.4: a PSN sequence error NAK makes the requester
-            // resend from the NAK's PSN (go-back-N).
+            // IBTA vol. 1, 9.7: a NAK "PSN sequence error" makes the
+            // requester resend from the NAK's PSN (go-back-N).
             g.next = a;
             g.naks += 1;
         }
@@ -590,7 +589,9 @@ impl RateSender {
         let next_due = (rate.bps() > 0).then(|| due + rate.tx_time(u64::from(size)));
         // A duration-limited flow stops new data at `stop_at`.
         let stops = psn + 1 >= g.high
-            && self.stop_at.is_some_and(|s| next_due.is_some_and(|d| d >= s));
+            && self
+                .stop_at
+                .is_some_and(|s| next_due.is_some_and(|d| d >= s));
         let last = (psn + 1) * payload_max >= self.total || stops;
         let ecn = if self.rp.ecn_capable() {
             Ecn::Ect0
