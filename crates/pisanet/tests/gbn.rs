@@ -89,3 +89,16 @@ fn per_flow_udp_flows_of_a_tcp_run_use_go_back_n() {
     }
     assert!(out.flows.retransmissions[0] + out.flows.retransmissions[1] > 0);
 }
+
+#[test]
+fn go_back_n_settings_without_go_back_n_are_refused_as_unread() {
+    let d = tmpdir("unread");
+    std::fs::write(d.join("flows.csv"), INCAST).unwrap();
+    let text = format!("{SMALL}\n{UDP}\n[workload]\npattern = \"file\"\nfile = \"flows.csv\"\n");
+    let sets = vec!["transport.gbn_timeout_us=100".to_string()];
+    let Err(e) = run_toml(&text, Some(&d), &sets, &mut |_| true) else {
+        panic!("an unread key is refused");
+    };
+    assert!(e.to_string().contains("transport.gbn_timeout_us"), "{e}");
+    assert!(!e.to_string().contains('\n'), "{e}");
+}
