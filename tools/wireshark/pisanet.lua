@@ -156,7 +156,7 @@ function p_cnp.dissector(tvb, pinfo, tree)
 end
 DissectorTable.get("ethertype"):add(0x8915, p_cnp)
 
--- Go-back-N ACK / NAK of a rate-based (RoCEv2-like) flow: between Ethernet and IPv4; Ethernet type 0x8915, IPv4 follows.
+-- Go-back-N ACK / NAK of a rate-based (RoCEv2-like) flow: between Ethernet and IPv4; Ethernet type 0x8916, IPv4 follows.
 local p_gbn_ack = Proto("pisanet_gbn_ack", "pisanet Go-back-N ACK / NAK of a rate-based (RoCEv2-like) flow")
 local f_gbn_ack = {
     opcode = ProtoField.uint8("pisanet_gbn_ack.opcode", "opcode", base.DEC, nil, nil, "0x11: the InfiniBand BTH opcode of an RC Acknowledge (IBTA vol. 1, 9.7)"),
@@ -180,7 +180,7 @@ function p_gbn_ack.dissector(tvb, pinfo, tree)
     Dissector.get("ip"):call(tvb(8):tvb(), pinfo, tree)
     return tvb:len()
 end
-DissectorTable.get("ethertype"):add(0x8915, p_gbn_ack)
+DissectorTable.get("ethertype"):add(0x8916, p_gbn_ack)
 
 -- P4QoS QoS header: between Ethernet and IPv4; Ethernet type 0x88b6, IPv4 follows.
 local p_p4qos = Proto("pisanet_p4qos", "pisanet P4QoS QoS header")

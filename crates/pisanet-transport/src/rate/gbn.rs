@@ -61,6 +61,11 @@ pub const GBN_PSN_FIELD: FieldDef = FieldDef::ext(
     "the receiver's expected PSN: every packet below it arrived (ACK); go back to it (NAK)",
 );
 
+/// The EtherType the model gives the ACK/NAK header: one past RoCE's
+/// 0x8915 (which the CNP holds), because each header needs a placement of
+/// its own for captures and the dissector. NOTE: not an assigned type.
+pub const ETHERTYPE_GBN_ACK: u16 = 0x8916;
+
 /// The ACK/NAK header (docs/headers.md).
 pub static GBN_ACK_WIRE: HeaderDef = HeaderDef {
     name: "gbn_ack",
@@ -68,13 +73,14 @@ pub static GBN_ACK_WIRE: HeaderDef = HeaderDef {
     schemes: "any (sent by the receiver of a flow when transport.go_back_n = true)",
     kind: GBN_ACK_KIND,
     bytes: GBN_ACK_BYTES,
-    placement: Placement::EtherType(super::dcqcn::ETHERTYPE_ROCE),
+    placement: Placement::EtherType(ETHERTYPE_GBN_ACK),
     doc: "Sent by the receiver of a go-back-N flow to its sender: an ACK every \
           transport.gbn_ack_every packets accepted and on the flow's last packet, a NAK \
           (PSN sequence error) once per gap; IPv4 and UDP follow with the flow's addresses \
           and ports swapped and no payload. NOTE: RoCEv2 carries the BTH and AETH after UDP \
           port 4791 with a 24-bit PSN; the model places scheme headers before IPv4 or after \
-          it only, and its PSN has 32 bits.",
+          it only, and its PSN has 32 bits; its EtherType 0x8916 is the model's (the CNP holds \
+          RoCE's 0x8915).",
     fields: &[
         GBN_OPCODE_FIELD,
         GBN_SYNDROME_FIELD,
@@ -196,9 +202,15 @@ impl GbnReceiver {
     }
 
     /// Data packet `pkt` with `psn` and `ack_req` arrived: whether it is
-    /// accepted (in order); an ACK or NAK goes into `out`.
+    /// accepted (in order); an ACK or NAK goes into `out`. A packet without
+    /// payload is not data: ignored.
     pub fn on_data(&mut self, now: SimTime, pkt: &Packet, out: &mut Vec<Packet>) -> bool {
         let L4::Udp(u) = pkt.l4 else { return false };
+        if u.payload == 0 {
+            // Not data (every datagram carries at least one byte): e.g. a
+            // switch's feedback (P4QCN's) about this flow's ACKs.
+            return false;
+        }
         let d = u.psn.wrapping_sub(self.expected) as i32;
         if d == 0 {
             self.expected = self.expected.wrapping_add(1);

@@ -86,6 +86,15 @@ fn receiver_naks_once_per_gap_then_acks_the_fill() {
     assert_eq!(rx.received_packets(), 6);
     assert_eq!(rx.received_bytes(), 6000);
     assert_eq!(rx.go_back_n().unwrap().discarded, 4);
+    // A packet without payload (a switch's feedback) is not data.
+    let mut fb = data(6, false);
+    if let L4::Udp(u) = &mut fb.l4 {
+        u.payload = 0;
+        u.psn = 0;
+    }
+    rx.on_packet(t, &fb, &mut out);
+    assert_eq!(rx.received_packets(), 6);
+    assert_eq!(rx.go_back_n().unwrap().expected(), 6);
     // A new gap gets its own NAK.
     out.clear();
     rx.on_packet(t, &data(8, false), &mut out);
