@@ -156,6 +156,32 @@ function p_cnp.dissector(tvb, pinfo, tree)
 end
 DissectorTable.get("ethertype"):add(0x8915, p_cnp)
 
+-- Go-back-N ACK / NAK of a rate-based (RoCEv2-like) flow: between Ethernet and IPv4; Ethernet type 0x8916, IPv4 follows.
+local p_gbn_ack = Proto("pisanet_gbn_ack", "pisanet Go-back-N ACK / NAK of a rate-based (RoCEv2-like) flow")
+local f_gbn_ack = {
+    opcode = ProtoField.uint8("pisanet_gbn_ack.opcode", "opcode", base.DEC, nil, nil, "0x11: the InfiniBand BTH opcode of an RC Acknowledge (IBTA vol. 1, 9.7)"),
+    syndrome = ProtoField.uint8("pisanet_gbn_ack.syndrome", "syndrome", base.DEC, nil, nil, "AETH syndrome: 0x00 ACK, 0x60 NAK PSN sequence error (IBTA vol. 1, 9.7)"),
+    psn = ProtoField.uint32("pisanet_gbn_ack.psn", "psn", base.DEC, nil, nil, "the receiver's expected PSN: every packet below it arrived (ACK); go back to it (NAK)"),
+}
+p_gbn_ack.fields = { f_gbn_ack.opcode, f_gbn_ack.syndrome, f_gbn_ack.psn }
+local l_gbn_ack = {
+    { f_gbn_ack.opcode, 0, 8, "opcode" },
+    { f_gbn_ack.syndrome, 8, 8, "syndrome" },
+    { nil, 16, 16, "reserved" },
+    { f_gbn_ack.psn, 32, 32, "psn" },
+}
+function p_gbn_ack.dissector(tvb, pinfo, tree)
+    if tvb:len() < 8 then
+        return 0
+    end
+    pinfo.cols.protocol:set("GBN_ACK")
+    local t = tree:add(p_gbn_ack, tvb(0, 8))
+    local _ = add_fields(t, tvb, l_gbn_ack)
+    Dissector.get("ip"):call(tvb(8):tvb(), pinfo, tree)
+    return tvb:len()
+end
+DissectorTable.get("ethertype"):add(0x8916, p_gbn_ack)
+
 -- P4QoS QoS header: between Ethernet and IPv4; Ethernet type 0x88b6, IPv4 follows.
 local p_p4qos = Proto("pisanet_p4qos", "pisanet P4QoS QoS header")
 local f_p4qos = {

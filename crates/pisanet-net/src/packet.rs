@@ -147,6 +147,14 @@ pub struct Udp {
     pub dport: u16,
     /// Payload bytes carried.
     pub payload: u32,
+    /// Packet sequence number of a go-back-N rate-based flow (the 24-bit
+    /// PSN of RoCEv2's BTH, widened to 32 bits and compared mod 2^32); 0
+    /// otherwise. Model state, not written to captures (docs/model.md,
+    /// "UDP and rate-based hosts").
+    pub psn: u32,
+    /// The BTH's AckReq bit: the receiver of a go-back-N flow acknowledges
+    /// this packet at once (set on a flow's last packet).
+    pub ack_req: bool,
 }
 
 /// The transport header.

@@ -119,6 +119,8 @@ fn udp_frame_and_min_frame_padding() {
             sport: 5,
             dport: 6,
             payload: 2,
+            psn: 0,
+            ack_req: false,
         }),
         ..Default::default()
     };

@@ -128,6 +128,8 @@ fn udp(src: u32, dst: u32, sport: u16) -> Packet {
             sport,
             dport: 80,
             payload: 954,
+            psn: 0,
+            ack_req: false,
         }),
         ..Default::default()
     };

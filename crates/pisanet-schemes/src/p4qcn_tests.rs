@@ -71,6 +71,8 @@ fn udp(src: u32, dst: u32, sport: u16, ecn: Ecn) -> Packet {
             sport,
             dport: 4791,
             payload: 1472,
+            psn: 0,
+            ack_req: false,
         }),
         ..Default::default()
     };

@@ -5,7 +5,8 @@
 //! Each table lives next to the program that reads and writes the header
 //! (`hula::HULA_WIRE`, `conga::CONGA_WIRE`, `p4te::SHIM_WIRE`,
 //! `p4qcn::P4QCN_WIRE`; DCQCN's CNP, which the receiving host builds, in
-//! pisanet-transport's `rate::dcqcn::CNP_WIRE`); the
+//! pisanet-transport's `rate::dcqcn::CNP_WIRE`, and go-back-N's ACK / NAK
+//! in `rate::gbn::GBN_ACK_WIRE`); the
 //! program's accessors are those tables' fields, so the serializer
 //! (`pisanet_net::wire`), the docs and the dissector follow the program.
 //! A test here fails when either generated file is stale; `make headers`
@@ -16,12 +17,13 @@ use std::fmt::Write as _;
 use pisanet_net::wire::{HeaderDef, Placement, Src};
 
 /// Every header a scheme's deparser emits.
-pub static HEADERS: [&HeaderDef; 7] = [
+pub static HEADERS: [&HeaderDef; 8] = [
     &crate::hula::HULA_WIRE,
     &crate::conga::CONGA_WIRE,
     &crate::p4te::SHIM_WIRE,
     &crate::p4qcn::P4QCN_WIRE,
     &pisanet_transport::rate::dcqcn::CNP_WIRE,
+    &pisanet_transport::rate::gbn::GBN_ACK_WIRE,
     &crate::qos::QOS_WIRE,
     &crate::qos::CTL_WIRE,
 ];

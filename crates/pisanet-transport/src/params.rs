@@ -129,6 +129,27 @@ pub struct TransportParams {
     /// DCQCN's notification point at the receivers of "dcqcn" and "qcn_cnp"
     /// flows. Read by every run.
     pub dcqcn_np: DcqcnNpParams,
+    /// Go-back-N for every rate-based (UDP) flow of the run, those of a
+    /// `transport.kind = "udp"` run and the per-flow UDP flows (flow-list
+    /// rows, flow groups) of a TCP run alike (RoCEv2 reliable connection,
+    /// IBTA vol. 1 section 9.7): datagrams carry a PSN, the receiver
+    /// accepts only in order, ACKs every `gbn_ack_every` packets and the
+    /// flow's last, NAKs the first packet beyond a gap, and the sender goes
+    /// back to the NAK's PSN (or, after `gbn_timeout_us` without progress,
+    /// to the oldest unacknowledged packet) at its reaction point's rate. A
+    /// flow completes when every byte is acknowledged. Default false: no
+    /// retransmission, loss stays visible. Read by every run. See
+    /// docs/model.md, "UDP and rate-based hosts".
+    pub go_back_n: bool,
+    /// Go-back-N: the sender's local ACK timeout (us): without an ACK that
+    /// advances for this long, it goes back to the oldest unacknowledged
+    /// packet (RoCE's 4.096 us x 2^timeout; 4000, about timeout = 10).
+    #[schemars(range(min = 1, max = 1e10), extend("x-unit" = "us"), extend("x-applies-when" = {"key": "transport.go_back_n", "in": [true]}))]
+    pub gbn_timeout_us: f64,
+    /// Go-back-N: the receiver ACKs every this many packets accepted in
+    /// order (ACK coalescing), and always the flow's last packet. Default 16.
+    #[schemars(range(min = 1, max = 1000000), extend("x-unit" = "packets"), extend("x-applies-when" = {"key": "transport.go_back_n", "in": [true]}))]
+    pub gbn_ack_every: u32,
 }
 
 /// `transport.reaction_point`: a rate-based sender's reaction point.
@@ -191,6 +212,9 @@ impl Default for TransportParams {
             qcn: QcnParams::default(),
             dcqcn: DcqcnParams::default(),
             dcqcn_np: DcqcnNpParams::default(),
+            go_back_n: false,
+            gbn_timeout_us: 4000.0,
+            gbn_ack_every: 16,
         }
     }
 }
@@ -236,6 +260,10 @@ impl TransportParams {
             qcn: self.qcn.clone(),
             dcqcn: self.dcqcn.clone(),
             dcqcn_np: self.dcqcn_np.clone(),
+            go_back_n: self.go_back_n.then(|| crate::rate::gbn::GbnParams {
+                timeout: SimTime::from_us_f64(self.gbn_timeout_us),
+                ack_every: self.gbn_ack_every.max(1),
+            }),
         }
     }
 

@@ -127,6 +127,8 @@ pub fn datagram(ends: &FlowEnds, now: SimTime, payload: u32, ecn: Ecn) -> Packet
             sport: ends.sport,
             dport: ends.dport,
             payload,
+            psn: 0,
+            ack_req: false,
         }),
         extra: None,
         sent_at: now,

@@ -88,6 +88,8 @@ pub fn cnp_for(now: SimTime, data: &Packet) -> Packet {
             sport: dport,
             dport: sport,
             payload: 0,
+            psn: 0,
+            ack_req: false,
         }),
         extra: PacketExtra::of_ext(ExtHeader {
             kind: CNP_KIND,

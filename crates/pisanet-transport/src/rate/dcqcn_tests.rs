@@ -21,6 +21,8 @@ fn data(ecn: Ecn) -> Packet {
             sport: 10000,
             dport: 4791,
             payload: 1472,
+            psn: 0,
+            ack_req: false,
         }),
         ..Default::default()
     };

@@ -23,8 +23,13 @@
 //!   a constant rate is held exactly however late the caller's wake-ups are.
 //! - Every packet of the flow that reaches the sender goes to the reaction
 //!   point's `on_feedback`, whatever sent it (a switch, the receiver).
-//! - No retransmission: a lost datagram stays lost (the simulator counts
-//!   it). Go-back-N is not implemented.
+//! - No retransmission by default: a lost datagram stays lost (the
+//!   simulator counts it). With go-back-N ([`gbn`], `transport.go_back_n`)
+//!   the sender numbers its datagrams, the receiver accepts them only in
+//!   order and answers with ACKs and NAKs, the sender goes back to a NAK's
+//!   PSN or, after its local ACK timeout, to the oldest unacknowledged one,
+//!   and is complete only when every byte is acknowledged. ACKs and NAKs
+//!   reach the go-back-N logic only, never the reaction point.
 //!
 //! Leaves to others: what feedback means (the reaction point), who sends it
 //! (switch programs, the receiver's notification point), and when a flow is
@@ -60,6 +65,9 @@ pub mod qcn;
 /// DCQCN's reaction point and notification point (Zhu et al., SIGCOMM 2015).
 pub mod dcqcn;
 
+/// Go-back-N (RoCEv2 reliable connection): PSNs, ACK / NAK, local ACK timeout.
+pub mod gbn;
+
 /// (a + b) / 2 of two rates in bits per second, rounded up (so that Rc
 /// reaches Rt instead of stopping one bit per second short), without
 /// overflow.
@@ -77,6 +85,9 @@ pub struct RateParams {
     pub qcn: qcn::QcnParams,
     pub dcqcn: dcqcn::DcqcnParams,
     pub dcqcn_np: dcqcn::DcqcnNpParams,
+    /// Go-back-N for every rate-based flow (`transport.go_back_n`); `None`:
+    /// no retransmission.
+    pub go_back_n: Option<gbn::GbnParams>,
 }
 
 /// Which reaction point a rate-based flow runs (chosen by name).
@@ -269,6 +280,8 @@ pub struct RateSender {
     first_sent_at: Option<SimTime>,
     last_sent_at: Option<SimTime>,
     done: bool,
+    /// Go-back-N state; `None`: no retransmission.
+    gbn: Option<Box<gbn::GbnSender>>,
 }
 
 impl RateSender {
@@ -296,7 +309,43 @@ impl RateSender {
             first_sent_at: None,
             last_sent_at: None,
             done: false,
+            gbn: None,
         }
+    }
+
+    /// The same sender with go-back-N (module [`gbn`]): numbered
+    /// datagrams, retransmission from a NAK's PSN or after `p.timeout`
+    /// without progress; complete when every byte is acknowledged.
+    pub fn with_go_back_n(mut self, p: &gbn::GbnParams) -> Self {
+        self.gbn = Some(Box::new(gbn::GbnSender::new(p)));
+        self
+    }
+
+    /// Whether the sender runs go-back-N.
+    pub fn go_back_n(&self) -> bool {
+        self.gbn.is_some()
+    }
+
+    /// Data packets sent again (go-back-N); 0 without go-back-N.
+    pub fn retransmissions(&self) -> u64 {
+        self.gbn.as_ref().map_or(0, |g| g.retx_packets)
+    }
+
+    /// Local ACK timeouts that made the sender go back (go-back-N).
+    pub fn timeouts(&self) -> u64 {
+        self.gbn.as_ref().map_or(0, |g| g.timeouts)
+    }
+
+    /// NAKs that made the sender go back (go-back-N).
+    pub fn naks(&self) -> u64 {
+        self.gbn.as_ref().map_or(0, |g| g.naks)
+    }
+
+    /// Payload bytes acknowledged (go-back-N; without it, none are).
+    pub fn acked_bytes(&self) -> u64 {
+        self.gbn
+            .as_ref()
+            .map_or(0, |g| (g.una * u64::from(self.payload)).min(self.total))
     }
 
     /// Sends the first datagram now (nothing if the rate is zero, the flow
@@ -310,12 +359,24 @@ impl RateSender {
             return;
         }
         self.first_sent_at = Some(now);
-        self.send(now, now, out);
+        if self.gbn.is_some() {
+            self.send_gbn(now, now, out);
+        } else {
+            self.send(now, now, out);
+        }
     }
 
-    /// A packet of this flow reached the sender: it is feedback for the
-    /// reaction point. The sender sends nothing in response.
+    /// A packet of this flow reached the sender: a go-back-N ACK or NAK
+    /// (which may rewind the sender; the packets leave from `on_timer`), or
+    /// else feedback for the reaction point. The sender sends nothing in
+    /// response.
     pub fn on_packet(&mut self, now: SimTime, pkt: &Packet) {
+        if self.gbn.is_some() {
+            if let Some((psn, nak)) = gbn::parse_ack(pkt) {
+                self.on_ack(now, psn, nak);
+                return;
+            }
+        }
         let before = self.rp.rate();
         self.rp.on_feedback(now, pkt);
         self.reschedule(now, before);
@@ -329,10 +390,27 @@ impl RateSender {
             self.rp.on_timer(now);
             self.reschedule(now, before);
         }
+        if let Some(g) = self.gbn.as_deref_mut() {
+            if g.rto_at.is_some_and(|t| now >= t) && !self.done {
+                // The local ACK timeout (IBTA vol. 1, 9.7, the requester's
+                // transport timer): go back to the oldest unacknowledged packet.
+                if g.una < g.high {
+                    g.next = g.una;
+                    g.timeouts += 1;
+                    g.rto_at = Some(now + g.timeout);
+                    self.resume(now);
+                } else {
+                    g.rto_at = None;
+                }
+            }
+        }
         if let Some(due) = self.next_at {
             if now >= due {
-                if self.stop_at.is_some_and(|s| due >= s) {
+                let retransmit = self.gbn.as_deref().is_some_and(|g| g.next < g.high);
+                if self.stop_at.is_some_and(|s| due >= s) && !retransmit {
                     self.finish();
+                } else if self.gbn.is_some() {
+                    self.send_gbn(now, due, out);
                 } else {
                     self.send(now, due, out);
                 }
@@ -346,13 +424,18 @@ impl RateSender {
         if self.done {
             return None;
         }
-        match (self.next_at, self.rp.timer_deadline()) {
+        let t = match (self.next_at, self.rp.timer_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        match (t, self.gbn.as_deref().and_then(|g| g.rto_at)) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
     }
 
-    /// Everything was sent (all bytes, or the duration is over).
+    /// Everything was sent (all bytes, or the duration is over); with
+    /// go-back-N, everything sent was acknowledged.
     pub fn is_complete(&self) -> bool {
         self.done
     }
@@ -382,15 +465,78 @@ impl RateSender {
     }
 
     fn finish(&mut self) {
-        self.done = true;
         self.next_at = None;
+        if let Some(g) = self.gbn.as_deref() {
+            // No new data (duration over): the flow's size is what was
+            // sent; it is complete once all of that is acknowledged.
+            self.total = self.sent_bytes;
+            if g.una < g.high {
+                return;
+            }
+        }
+        self.done = true;
+    }
+
+    /// Whether a datagram is still to go: without go-back-N, until done;
+    /// with it, while packets are to be sent again or new data remains.
+    fn has_to_send(&self) -> bool {
+        match self.gbn.as_deref() {
+            None => !self.done,
+            Some(g) => {
+                !self.done && (g.next < g.high || g.high * u64::from(self.payload) < self.total)
+            }
+        }
+    }
+
+    /// Go-back-N: an ACK or NAK with the receiver's expected PSN `psn`.
+    fn on_ack(&mut self, now: SimTime, psn: u32, nak: bool) {
+        let Some(g) = self.gbn.as_deref_mut() else {
+            return;
+        };
+        let a = gbn::unwrap_psn(g.una, psn).min(g.high);
+        if a > g.una {
+            g.una = a;
+            g.rto_at = (g.una < g.high).then(|| now + g.timeout);
+        }
+        if g.next < g.una {
+            g.next = g.una; // acknowledged meanwhile: no need to resend
+        }
+        if nak && a < g.next && a >= g.una {
+            // IBTA vol. 1, 9.7: a NAK "PSN sequence error" makes the
+            // requester resend from the NAK's PSN (go-back-N).
+            g.next = a;
+            g.naks += 1;
+        }
+        let all_sent = g.high * u64::from(self.payload) >= self.total;
+        if all_sent && g.una == g.high {
+            self.done = true;
+            self.next_at = None;
+            return;
+        }
+        self.resume(now);
+    }
+
+    /// Go-back-N: an idle sender with packets to resend is due again at
+    /// the reaction point's rate (not before `now`).
+    fn resume(&mut self, now: SimTime) {
+        if self.next_at.is_some() || !self.has_to_send() {
+            return;
+        }
+        let rate = self.rp.rate();
+        if rate.bps() == 0 {
+            return; // paused: a rate change resumes it (`reschedule`)
+        }
+        self.next_at = Some(match self.last {
+            Some((due, size)) => (due + rate.tx_time(u64::from(size))).max(now),
+            None => now,
+        });
     }
 
     /// After a rate change, the pending datagram is due `last_size / rate`
     /// after the latest one's deadline, at the new rate (not before `now`).
     fn reschedule(&mut self, now: SimTime, before: BitRate) {
         let rate = self.rp.rate();
-        if rate == before || self.done {
+        if rate == before || !self.has_to_send() {
             return;
         }
         let Some((due, size)) = self.last else {
@@ -426,6 +572,56 @@ impl RateSender {
             if next >= stop {
                 self.finish();
             }
+        }
+    }
+
+    /// Go-back-N: sends the datagram with PSN `next` at `now` (due at
+    /// `due`), new or sent again; the flow's last carries AckReq.
+    fn send_gbn(&mut self, now: SimTime, due: SimTime, out: &mut Vec<Packet>) {
+        let rate = self.rp.rate();
+        let payload_max = u64::from(self.payload);
+        let Some(g) = self.gbn.as_deref_mut() else {
+            return;
+        };
+        let psn = g.next;
+        let payload = payload_max.min(self.total - psn * payload_max) as u32;
+        let size = Packet::udp_wire_size(payload);
+        let next_due = (rate.bps() > 0).then(|| due + rate.tx_time(u64::from(size)));
+        // A duration-limited flow stops new data at `stop_at`.
+        let stops = psn + 1 >= g.high
+            && self
+                .stop_at
+                .is_some_and(|s| next_due.is_some_and(|d| d >= s));
+        let last = (psn + 1) * payload_max >= self.total || stops;
+        let ecn = if self.rp.ecn_capable() {
+            Ecn::Ect0
+        } else {
+            Ecn::NotEct
+        };
+        let mut pkt = crate::udp::datagram(&self.ends, now, payload, ecn);
+        if let L4::Udp(u) = &mut pkt.l4 {
+            u.psn = psn as u32;
+            u.ack_req = last;
+        }
+        out.push(pkt);
+        if psn < g.high {
+            g.retx_packets += 1;
+        } else {
+            g.high = psn + 1;
+            self.sent_bytes += u64::from(payload);
+            self.sent_packets += 1;
+        }
+        g.next = psn + 1;
+        if g.rto_at.is_none() {
+            g.rto_at = Some(now + g.timeout);
+        }
+        self.last_sent_at = Some(now);
+        self.last = Some((due, size));
+        self.rp.on_bytes_sent(now, size);
+        let more = g.next < g.high || (g.high * payload_max < self.total && !stops);
+        self.next_at = if more { next_due } else { None };
+        if stops && g.next >= g.high {
+            self.finish();
         }
     }
 }
@@ -480,6 +676,8 @@ pub struct RateReceiver {
     bytes: u64,
     packets: u64,
     np: Notifier,
+    /// Go-back-N: in-order acceptance, ACKs and NAKs; `None`: count all.
+    gbn: Option<Box<gbn::GbnReceiver>>,
 }
 
 impl RateReceiver {
@@ -488,15 +686,35 @@ impl RateReceiver {
             bytes: 0,
             packets: 0,
             np,
+            gbn: None,
         }
     }
 
-    /// Counts one datagram (non-UDP packets are ignored) and lets the
-    /// notification point answer.
+    /// The same receiver with go-back-N: it counts only the datagrams it
+    /// accepts in order, and ACKs / NAKs them (module [`gbn`]).
+    pub fn with_go_back_n(mut self, p: &gbn::GbnParams) -> Self {
+        self.gbn = Some(Box::new(gbn::GbnReceiver::new(p)));
+        self
+    }
+
+    /// The go-back-N state, if the receiver runs it.
+    pub fn go_back_n(&self) -> Option<&gbn::GbnReceiver> {
+        self.gbn.as_deref()
+    }
+
+    /// Counts one datagram (non-UDP packets are ignored; with go-back-N,
+    /// only one accepted in order, which the go-back-N logic may ACK or
+    /// NAK) and lets the notification point see it.
     pub fn on_packet(&mut self, now: SimTime, pkt: &Packet, out: &mut Vec<Packet>) {
         let L4::Udp(udp) = pkt.l4 else { return };
-        self.bytes += u64::from(udp.payload);
-        self.packets += 1;
+        let accepted = match self.gbn.as_deref_mut() {
+            None => true,
+            Some(g) => g.on_data(now, pkt, out),
+        };
+        if accepted {
+            self.bytes += u64::from(udp.payload);
+            self.packets += 1;
+        }
         self.np.on_data(now, pkt, out);
     }
 

@@ -334,7 +334,12 @@ impl World {
                 let mut tx = RateSender::new(ends, rp, payload, f.bytes, stop_at);
                 // DCQCN's notification point at the receiver, for the
                 // reaction points fed by CNPs (`ReactionKind::notifier`).
-                let rx = RateReceiver::new(reaction.notifier(&self.hosts.rate));
+                let mut rx = RateReceiver::new(reaction.notifier(&self.hosts.rate));
+                if let Some(g) = &self.hosts.rate.go_back_n {
+                    // `transport.go_back_n`: every rate-based flow of the run.
+                    tx = tx.with_go_back_n(g);
+                    rx = rx.with_go_back_n(g);
+                }
                 tx.on_start(now, &mut out);
                 let drain = self
                     .hosts
@@ -591,6 +596,15 @@ impl World {
                         tx.sent_bytes()
                     ));
                 }
+                // Go-back-N: a flow completes only with every byte acknowledged,
+                // so its receiver must have accepted all of them, in order.
+                if tx.go_back_n() && rx.received_bytes() != tx.sent_bytes() {
+                    self.violations.push(format!(
+                        "flow {id}: go-back-N flow completed with {} of {} bytes delivered in order",
+                        rx.received_bytes(),
+                        tx.sent_bytes()
+                    ));
+                }
             }
         }
     }
@@ -599,6 +613,7 @@ impl World {
     /// did not arrive.
     fn udp_account(rec: &mut FlowRecord, tx: &RateSender, rx: &RateReceiver) {
         rec.bytes = tx.sent_bytes();
+        rec.retransmissions = tx.retransmissions() as u32;
         rec.lost_packets = tx.sent_packets().saturating_sub(rx.received_packets()) as u32;
         rec.lost_bytes = tx.sent_bytes().saturating_sub(rx.received_bytes());
     }

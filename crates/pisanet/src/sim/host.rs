@@ -188,9 +188,13 @@ impl World {
             }
             Endpoints::Udp { tx, rx, .. } => {
                 if to_sender {
-                    // Feedback (a switch's, the receiver's) for the reaction point.
+                    // Feedback (a switch's, the receiver's) for the reaction
+                    // point; a go-back-N ACK / NAK is for the sender only.
                     let before = tx.rate();
                     tx.on_packet(now, pkt);
+                    if tx.go_back_n() && pisanet_transport::rate::gbn::is_ack(pkt) {
+                        return;
+                    }
                     let c = &mut self.counts;
                     c.rate_feedback += 1;
                     if tx.rate() < before {
@@ -201,8 +205,16 @@ impl World {
                     let before = rx.received_bytes();
                     let sent = out.len();
                     rx.on_packet(now, pkt, out);
-                    // Only the notification point answers a datagram (CNPs).
-                    self.counts.cnps += (out.len() - sent) as u64;
+                    // The notification point's CNPs (and go-back-N's ACKs /
+                    // NAKs, which are not CNPs).
+                    self.counts.cnps += if rx.go_back_n().is_some() {
+                        out[sent..]
+                            .iter()
+                            .filter(|p| pisanet_transport::rate::dcqcn::is_cnp(p))
+                            .count() as u64
+                    } else {
+                        (out.len() - sent) as u64
+                    };
                     if let (Some(m), Some(fm)) = (meter, af.meter.as_deref_mut()) {
                         let got = rx.received_bytes() - before;
                         if got > 0 {
