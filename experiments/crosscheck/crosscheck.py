@@ -256,28 +256,32 @@ def run_ns3(
     return result
 
 
+def write_inputs(tmp: str, kind: str, flows: list[dict[str, Any]]) -> tuple[Path, Path]:
+    """pisanet's custom topology file and flow list for `kind` and `flows`, in `tmp`."""
+    nodes, links = topology(kind)
+    topo = Path(tmp) / "topo.toml"
+    lines = []
+    for n in nodes:
+        lines += ["[[nodes]]", f'name = "{n["name"]}"', f'kind = "{n["kind"]}"']
+    for lk in links:
+        lines += [
+            "[[links]]",
+            f'a = "{lk["a"]}"',
+            f'b = "{lk["b"]}"',
+            f"gbps = {lk['gbps']}",
+            f"delay_us = {lk['delay_us']}",
+        ]
+    topo.write_text("\n".join(lines) + "\n")
+    csv = Path(tmp) / "flows.csv"
+    csv.write_text("".join(f"{f['start_us']},{f['src']},{f['dst']},{f['bytes']}\n" for f in flows))
+    return topo, csv
+
+
 def run_pisanet(
     sc: Scenario, flows: list[dict[str, Any]], overrides: dict[str, Any]
 ) -> dict[str, Any]:
-    nodes, links = topology(sc.kind)
     with tempfile.TemporaryDirectory() as tmp:
-        topo = Path(tmp) / "topo.toml"
-        lines = []
-        for n in nodes:
-            lines += ["[[nodes]]", f'name = "{n["name"]}"', f'kind = "{n["kind"]}"']
-        for lk in links:
-            lines += [
-                "[[links]]",
-                f'a = "{lk["a"]}"',
-                f'b = "{lk["b"]}"',
-                f"gbps = {lk['gbps']}",
-                f"delay_us = {lk['delay_us']}",
-            ]
-        topo.write_text("\n".join(lines) + "\n")
-        csv = Path(tmp) / "flows.csv"
-        csv.write_text(
-            "".join(f"{f['start_us']},{f['src']},{f['dst']},{f['bytes']}\n" for f in flows)
-        )
+        topo, csv = write_inputs(tmp, sc.kind, flows)
         cfg: dict[str, Any] = {
             "run": {"seed": 1, "max_sim_time_ms": flows[-1]["start_us"] / 1000 + 5000},
             "topology": {

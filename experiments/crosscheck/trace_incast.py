@@ -160,30 +160,11 @@ def main() -> None:
 def pisanet_trace(
     cc: str, size: int, sets: list[str], dump: int = -1
 ) -> tuple[list[float], None, int]:
-    nodes, links = xc.topology("incast")
     flows = incast_flows(size)
     over: dict[str, Any] = {**xc.PISANET_BASE, **xc.NS3_LIKE}
-    extra = []
-    for kv in sets:
-        extra.append(kv)
+    extra = list(sets)
     with tempfile.TemporaryDirectory() as tmp:
-        topo = Path(tmp) / "topo.toml"
-        lines = []
-        for n in nodes:
-            lines += ["[[nodes]]", f'name = "{n["name"]}"', f'kind = "{n["kind"]}"']
-        for lk in links:
-            lines += [
-                "[[links]]",
-                f'a = "{lk["a"]}"',
-                f'b = "{lk["b"]}"',
-                f"gbps = {lk['gbps']}",
-                f"delay_us = {lk['delay_us']}",
-            ]
-        topo.write_text("\n".join(lines) + "\n")
-        csv = Path(tmp) / "flows.csv"
-        csv.write_text(
-            "".join(f"{f['start_us']},{f['src']},{f['dst']},{f['bytes']}\n" for f in flows)
-        )
+        topo, csv = xc.write_inputs(tmp, "incast", flows)
         cfg: dict[str, Any] = {
             "run": {"seed": 1, "max_sim_time_ms": 100},
             "topology": {
