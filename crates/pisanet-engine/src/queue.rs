@@ -136,6 +136,14 @@ impl<E> EventQueue<E> {
     pub fn events_processed(&self) -> u64 {
         self.popped
     }
+
+    /// Adds `other`'s processed events to this queue's count and moves the
+    /// clock to the later of the two (parallel mode: the partitions' queues
+    /// summed into one run's figures). Pending events are not moved.
+    pub fn absorb(&mut self, other: &EventQueue<E>) {
+        self.popped += other.popped;
+        self.now = self.now.max(other.now);
+    }
 }
 
 #[cfg(test)]

@@ -389,6 +389,9 @@ pub fn run_config(
     progress: &mut dyn FnMut(Progress) -> bool,
 ) -> Result<RunOutput, Error> {
     let wall = Instant::now();
+    if let Some(threads) = cfg.run.threads {
+        return run_parallel(cfg, base, threads, progress);
+    }
     let mut world = build_world(cfg, base)?;
     let max_time = SimTime::from_us_f64(cfg.run.max_sim_time_ms * 1000.0);
     let stop = world.run(max_time, progress);
@@ -405,6 +408,61 @@ pub fn run_config(
     let wall_s = wall.elapsed().as_secs_f64();
     let captured = world.tap.take().map(|t| t.finish(&world));
     finish(cfg, world, stop, wall_s).map(|out| crate::capture::attach(out, captured))
+}
+
+/// `run_config` in parallel mode (`run.threads`, sim/parallel.rs): one
+/// world per partition, run in windows, merged into one for the results.
+fn run_parallel(
+    cfg: &Config,
+    base: Option<&Path>,
+    threads: u32,
+    progress: &mut dyn FnMut(Progress) -> bool,
+) -> Result<RunOutput, Error> {
+    use crate::sim::parallel;
+    let wall = Instant::now();
+    if let Some(msg) = parallel::refusal(cfg) {
+        return Err(Error::input(msg));
+    }
+    let first = build_world(cfg, base)?;
+    let (node_part, parts) = parallel::partition(&first.topo).map_err(Error::input)?;
+    let lookahead = parallel::lookahead(&first, &node_part).unwrap_or(SimTime(u64::MAX));
+    if lookahead == SimTime::ZERO {
+        return Err(Error::input(
+            "run.threads: links between partitions (a fat tree's pods and cores, a leaf-spine's leaves and spines) need a positive topology.link_delay_us",
+        ));
+    }
+    let mut worlds = vec![first];
+    for _ in 1..parts {
+        worlds.push(build_world(cfg, base)?);
+    }
+    for (i, w) in worlds.iter_mut().enumerate() {
+        w.make_partition(i as u32, node_part.clone());
+    }
+    let max_time = SimTime::from_us_f64(cfg.run.max_sim_time_ms * 1000.0);
+    let (stop, stats) = parallel::run(&mut worlds, threads, lookahead, max_time, progress);
+    if stop == StopReason::Interrupted {
+        return Err(Error {
+            kind: crate::api::ErrorKind::Interrupted,
+            message: "run interrupted".into(),
+        });
+    }
+    let world = parallel::merge(worlds);
+    let wall_s = wall.elapsed().as_secs_f64();
+    let mut out = finish(cfg, world, stop, wall_s)?;
+    if let Some(s) = out.summary.as_object_mut() {
+        s.insert(
+            "parallel".into(),
+            json!({
+                "threads": stats.threads,
+                "partitions": stats.partitions,
+                "windows": stats.windows,
+                "lookahead_us": stats.lookahead.as_us_f64(),
+                "cross_packets": stats.cross_packets,
+                "max_partition_events": stats.max_partition_events,
+            }),
+        );
+    }
+    Ok(out)
 }
 
 /// Everything a run builds before its first event: the memory estimate,

@@ -178,7 +178,11 @@ impl World {
                 self.pending_flow = Some(f);
                 return;
             }
-            self.start_flow(now, f);
+            if self.part.is_some() {
+                self.start_flow_part(now, f);
+            } else {
+                self.start_flow(now, f);
+            }
             self.pending_flow = self.gen.next();
         }
     }
@@ -397,6 +401,9 @@ impl World {
     #[inline(never)]
     pub(crate) fn lose(&mut self, pkt: &Packet) {
         self.counts.dropped += 1;
+        if self.part.is_some() && self.lose_elsewhere(pkt) {
+            return;
+        }
         let Some(Some(af)) = self.active.get_mut(pkt.flow as usize) else {
             return;
         };
@@ -573,6 +580,14 @@ impl World {
                 rec.retransmissions = tx.retransmissions();
                 rec.lost_packets = af.lost_packets;
                 rec.lost_bytes = af.lost_bytes;
+                if let Some(part) = self.part.as_deref_mut() {
+                    if !part.local_host(rec.dst) {
+                        // Parallel mode: the receiver's partition checks it
+                        // at the end of the window (sim/parallel.rs).
+                        part.done_remote.push(id);
+                        return;
+                    }
+                }
                 if let Some(e) = rx.delivery_error() {
                     self.violations.push(format!("flow {id}: {e}"));
                 }

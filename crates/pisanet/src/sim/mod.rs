@@ -40,6 +40,7 @@ use pisanet_pisa::{DeqInfo, Emit, InstanceType, QueueMeta};
 mod flow;
 mod host;
 pub mod meter;
+pub mod parallel;
 mod pfc;
 mod port;
 mod sampling;
@@ -159,6 +160,9 @@ pub struct World {
     /// what it queues is charged to (`NO_PFC` for packets a switch makes
     /// on its own); read only with PFC on (sim/pfc.rs).
     pub(crate) pfc_in: u32,
+    /// Parallel mode: this world is one partition (sim/parallel.rs);
+    /// `None` in a single-thread run.
+    pub(crate) part: Option<Box<parallel::Part>>,
 }
 
 /// How a run ended.
@@ -301,6 +305,7 @@ impl World {
             tap: None,
             pfc: None,
             pfc_in: pisanet_net::queue::NO_PFC,
+            part: None,
         }
     }
 

@@ -207,6 +207,14 @@ impl World {
         if port.up {
             port.carried_bytes += pkt.size as u64;
             let arrive = done + port.delay;
+            if let Some(part) = self.part.as_deref_mut() {
+                if part.remote_port[p as usize] {
+                    // Parallel mode: the peer is in another partition, which
+                    // gets it at the end of the window (sim/parallel.rs).
+                    part.outbox.push((arrive, p, pkt));
+                    return;
+                }
+            }
             if port.wire.is_empty() {
                 self.q.schedule(arrive, Ev::Arrive(p));
             }

@@ -1,0 +1,590 @@
+//! Parallel mode (`run.threads`): a conservative parallel discrete-event
+//! simulation of one run (docs/architecture.md, "Parallel mode").
+//!
+//! The topology is cut into partitions by its structure alone (a fat tree's
+//! pods, each with its hosts, edge and aggregation switches, the cores
+//! dealt round-robin over the pods; a leaf-spine's groups of leaves with
+//! their hosts, the spines dealt round-robin over the groups), never by the
+//! number of threads. Each partition is a [`World`] of its own, with its
+//! own event queue, that runs only the events of its nodes. The partitions
+//! advance together in windows `[start, start + lookahead)`, where the
+//! lookahead is the smallest propagation delay of a link between two
+//! partitions: a packet put on such a link at time `t >= start` arrives at
+//! `t + serialization + delay >= start + lookahead`, so no partition can
+//! receive, within a window, anything another sends in it (Chandy-Misra-
+//! Bryant's conservative rule, with the synchronous windows of UNISON,
+//! Bai et al., EuroSys 2023, section 4). The packets that crossed are
+//! handed to their receiving partition at the end of the window, in
+//! partition order, so every partition sees the same inputs in the same
+//! order whatever the threads did: the digest depends on the partitions,
+//! which depend on the topology only, not on `run.threads`.
+//!
+//! What crosses besides packets: a flow's two endpoints live with their
+//! hosts, so when a sender completes its flow the receiver's partition
+//! learns it at the end of that window and then releases the receiver's
+//! state (and checks its exactly-once, in-order delivery). Losses of a
+//! sender's data dropped in another partition are logged there with their
+//! time and charged to the flow at the end if they happened no later than
+//! the flow finished (the single-thread rule: while the flow was active).
+
+use super::flow::{ActiveFlow, Endpoints, Plan};
+use super::*;
+use crate::config::Config;
+use pisanet_net::topology::NodeKind;
+use pisanet_workload::Transport;
+use rayon::prelude::*;
+
+/// The schemes whose switches keep no state another switch reads (no
+/// control plane with global state, no probes between switches).
+pub const SCHEMES: &[&str] = &["ecmp", "ecmp_native", "flowlet_ecmp", "rps"];
+
+/// Why `cfg` cannot run in parallel mode, as the one line the user gets
+/// (`None`: it can, or `run.threads` is unset).
+pub fn refusal(cfg: &Config) -> Option<String> {
+    cfg.run.threads?;
+    let what: Option<String> = {
+        use crate::config::TopologyKind;
+        let t = &cfg.topology;
+        let m = &cfg.metrics;
+        let scheme = cfg.scheme.kind.name();
+        if !matches!(t.kind, TopologyKind::FatTree | TopologyKind::LeafSpine) {
+            Some(format!(
+                "topology.kind {:?} (only fat_tree and leaf_spine are partitioned)",
+                t.kind
+            ))
+        } else if !SCHEMES.contains(&scheme) {
+            Some(format!(
+                "scheme.kind {scheme:?} (only {})",
+                SCHEMES.join(", ")
+            ))
+        } else if t.pfc.enabled {
+            Some("topology.pfc (PFC)".into())
+        } else if t.link_loss_rate > 0.0 {
+            Some("topology.link_loss_rate (random link loss)".into())
+        } else if !cfg.events.is_empty() {
+            Some("events (link failures)".into())
+        } else if cfg.transport.kind == pisanet_transport::params::TransportKind::Udp {
+            Some("transport.kind \"udp\" (UDP and rate-based flows)".into())
+        } else if m.flow_stats || m.goodput_interval_us > 0.0 {
+            Some("metrics.flow_stats and metrics.goodput_interval_us (per-flow measurement)".into())
+        } else if m.queue_sample_interval_us > 0.0 || m.port_rate_interval_us > 0.0 {
+            Some(
+                "metrics.queue_sample_interval_us and metrics.port_rate_interval_us (samples)"
+                    .into(),
+            )
+        } else if !m.pcap.ports.is_empty() || !m.trace.ports.is_empty() || !m.trace.flows.is_empty()
+        {
+            Some("metrics.pcap and metrics.trace (capture)".into())
+        } else if cfg.workload.pattern == crate::config::PatternKind::File {
+            Some("workload.pattern \"file\" (flow lists)".into())
+        } else {
+            cfg.workload.groups.iter().enumerate().find_map(|(k, g)| {
+                let udp = crate::config::group_transport(g, cfg) == Transport::Udp;
+                if udp || g.duration_us.is_some() || g.pattern() == crate::config::PatternKind::File
+                {
+                    Some(format!(
+                        "workload.groups[{k}] (UDP, duration-limited or flow-list groups)"
+                    ))
+                } else {
+                    None
+                }
+            })
+        }
+    };
+    what.map(|w| format!("run.threads: the parallel mode does not support {w} yet; unset run.threads to run it on one thread"))
+}
+
+/// A partition's view of the cut: which nodes are its own, and what it
+/// hands to the others at the end of a window.
+pub(crate) struct Part {
+    /// This partition.
+    pub(crate) me: u32,
+    /// The partition of every node.
+    pub(crate) node_part: Vec<u32>,
+    /// Per global port: its peer is in another partition.
+    pub(crate) remote_port: Vec<bool>,
+    /// Packets put this window on links to other partitions:
+    /// (arrival time, sending port, packet).
+    pub(crate) outbox: Vec<(SimTime, PortIdx, Packet)>,
+    /// Flows whose sender completed here this window while their receiver
+    /// is in another partition.
+    pub(crate) done_remote: Vec<FlowId>,
+    /// Data of senders in other partitions dropped here: (flow, time, payload bytes).
+    pub(crate) losses: Vec<(FlowId, SimTime, u32)>,
+}
+
+impl Part {
+    #[inline]
+    pub(crate) fn local_host(&self, h: HostId) -> bool {
+        self.node_part[h as usize] == self.me
+    }
+}
+
+/// The partition of every node of `topo` (fat tree: pods; leaf-spine:
+/// groups of leaves), and how many there are.
+pub fn partition(topo: &Topology) -> Result<(Vec<u32>, u32), String> {
+    let n = topo.nodes.len();
+    let nh = topo.n_hosts as usize;
+    let racks = topo.racks.len() as u32;
+    // The partition of each rack (its ToR and hosts).
+    let (rack_part, parts): (Vec<u32>, u32) = match topo.kind.as_str() {
+        "fat_tree" => {
+            // racks = k * k/2, rack = pod * k/2 + edge.
+            let k = (1..=64u32)
+                .find(|k| k * k / 2 == racks)
+                .ok_or("run.threads: not a fat tree")?;
+            ((0..racks).map(|r| r / (k / 2)).collect(), k)
+        }
+        "leaf_spine" => {
+            // Groups of consecutive leaves, at most MAX_GROUPS of them.
+            const MAX_GROUPS: u32 = 16;
+            let p = racks.clamp(1, MAX_GROUPS);
+            ((0..racks).map(|r| r * p / racks).collect(), p)
+        }
+        other => return Err(format!("run.threads: cannot partition a {other} topology")),
+    };
+    let mut part = vec![u32::MAX; n];
+    for (r, &tor) in topo.racks.iter().enumerate() {
+        part[tor as usize] = rack_part[r];
+    }
+    for h in 0..nh {
+        part[h] = rack_part[topo.host_rack[h] as usize];
+    }
+    // The other switches: a fat tree's aggregation switch goes with the
+    // pod of its first downlink (an edge); the top tier (cores, spines) is
+    // dealt round-robin.
+    let mut top = 0u32;
+    for id in nh..n {
+        if part[id] != u32::MAX {
+            continue;
+        }
+        let node = &topo.nodes[id];
+        let tier = match node.kind {
+            NodeKind::Switch { tier } => tier,
+            NodeKind::Host => 0,
+        };
+        let below = node
+            .ports
+            .iter()
+            .map(|p| p.peer_node as usize)
+            .find(|&peer| match topo.nodes[peer].kind {
+                NodeKind::Switch { tier: t } => t < tier && part[peer] != u32::MAX,
+                NodeKind::Host => false,
+            });
+        let top_tier = topo.kind == "leaf_spine" || tier >= 2;
+        part[id] = match below {
+            Some(peer) if !top_tier => part[peer],
+            _ => {
+                top += 1;
+                (top - 1) % parts
+            }
+        };
+    }
+    Ok((part, parts))
+}
+
+/// The smallest propagation delay of a link between two partitions (`None`
+/// if no link crosses).
+pub fn lookahead(w: &World, part: &[u32]) -> Option<SimTime> {
+    w.ports
+        .iter()
+        .filter(|p| part[p.node as usize] != part[w.ports[p.peer as usize].node as usize])
+        .map(|p| p.delay)
+        .min()
+}
+
+/// Statistics of a parallel run (summary.json `parallel`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ParStats {
+    pub threads: u32,
+    pub partitions: u32,
+    pub windows: u64,
+    pub lookahead: SimTime,
+    /// Packets handed from one partition to another.
+    pub cross_packets: u64,
+    /// Events of the busiest partition (the critical path is at least this).
+    pub max_partition_events: u64,
+}
+
+impl World {
+    /// Makes this world partition `me` of the cut `node_part`.
+    pub(crate) fn make_partition(&mut self, me: u32, node_part: Vec<u32>) {
+        let remote_port = self
+            .ports
+            .iter()
+            .map(|p| node_part[self.ports[p.peer as usize].node as usize] != me)
+            .collect();
+        // Packet ids stay unique across partitions (they name packets in
+        // messages only).
+        self.next_uid = (u64::from(me) << 48) | 1;
+        self.part = Some(Box::new(Part {
+            me,
+            node_part,
+            remote_port,
+            outbox: Vec::new(),
+            done_remote: Vec::new(),
+            losses: Vec::new(),
+        }));
+    }
+
+    /// `World::run`'s start, for a partition: every partition draws the
+    /// whole flow sequence (the generator is cheap and must stay one
+    /// sequence), and arms its own switches.
+    fn start_partition(&mut self) {
+        self.pending_flow = self.gen.next();
+        if let Some(f) = &self.pending_flow {
+            self.q.schedule(f.start, Ev::NextFlow);
+        }
+        let me = self.part.as_ref().map_or(0, |p| p.me);
+        if let Forwarding::Pisa(switches) = &self.fwd {
+            let n = switches.len() as u32;
+            for sw in 0..n {
+                let node = (sw + self.topo.n_hosts) as usize;
+                if self.part.as_ref().is_some_and(|p| p.node_part[node] == me) {
+                    self.arm_switch(sw);
+                }
+            }
+        }
+    }
+
+    /// Runs this partition's events before `end` (and not after `max_time`).
+    fn run_window(&mut self, end: SimTime, max_time: SimTime) {
+        while let Some(t) = self.q.peek_time() {
+            if t >= end || t > max_time {
+                break;
+            }
+            let (now, ev) = self.q.next().expect("peeked");
+            self.handle(now, ev);
+        }
+    }
+
+    /// A flow arrives in a partition: the sender's partition starts it as
+    /// the single-thread run does; the receiver's partition (if another)
+    /// makes the receiver; every other partition keeps only its record.
+    pub(crate) fn start_flow_part(&mut self, now: SimTime, f: FlowSpec) {
+        let part = self.part.as_deref().expect("parallel mode");
+        if part.local_host(f.src) {
+            return self.start_flow(now, f);
+        }
+        let dst_here = part.local_host(f.dst);
+        let id = f.id;
+        debug_assert_eq!(id as usize, self.flows.len());
+        let prio = f.attrs.priority.unwrap_or(0);
+        // The sender's partition has the full record; this one keeps what
+        // the receiver fills in (sim/parallel.rs `merge`).
+        self.flows.push(FlowRecord {
+            src: f.src,
+            dst: f.dst,
+            bytes: f.bytes,
+            class: f.class,
+            transport: 0,
+            prio,
+            group: f.group,
+            arrival: now,
+            first_sent: None,
+            finish: None,
+            retransmissions: 0,
+            reordered: 0,
+            lost_packets: 0,
+            lost_bytes: 0,
+            ideal: SimTime::ZERO,
+            delivered: 0,
+        });
+        if !dst_here {
+            return;
+        }
+        let Plan::Tcp(cfg) = self.plan(&f) else {
+            // `refusal` keeps rate-based flows out of parallel runs.
+            self.violations
+                .push(format!("flow {id}: a rate-based flow in a parallel run"));
+            return;
+        };
+        let src_addr = self.topo.host_addr[f.src as usize];
+        let dst_addr = self.topo.host_addr[f.dst as usize];
+        // As `start_flow`: the receiver answers on the reversed 5-tuple.
+        let sport = source_port(u64::from(f.conn.unwrap_or(id)), self.sport_salt);
+        let ends = pisanet_transport::FlowEnds {
+            flow: id,
+            src_addr,
+            dst_addr,
+            sport,
+            dport: 80,
+            dscp: f.class,
+            prio,
+        };
+        // The sender here is never started: it only fills the pair.
+        let tx = TcpSender::new(&cfg, ends, f.bytes);
+        let rx = TcpReceiver::new(&cfg, ends.reversed(), f.bytes);
+        if self.active.len() <= id as usize {
+            self.active.resize_with(id as usize + 1, || None);
+        }
+        self.active[id as usize] = Some(Box::new(ActiveFlow {
+            ends: Endpoints::Tcp { tx, rx },
+            src_addr,
+            close_at: None,
+            tx_timer: None,
+            rx_timer: None,
+            nic_bytes: 0,
+            tsq_blocked: false,
+            max_sent_seen: SimTime::ZERO,
+            reordered: 0,
+            lost_packets: 0,
+            lost_bytes: 0,
+            meter: None,
+        }));
+        self.active_count += 1;
+    }
+
+    /// `lose` in parallel mode: data of a sender in another partition is
+    /// logged, to be charged when the partitions merge. Returns whether it
+    /// was (else `lose` charges it here as usual).
+    #[cold]
+    pub(crate) fn lose_elsewhere(&mut self, pkt: &Packet) -> bool {
+        let Some(part) = self.part.as_deref_mut() else {
+            return false;
+        };
+        let Some(rec) = self.flows.get(pkt.flow as usize) else {
+            return false;
+        };
+        if part.local_host(rec.src) {
+            return false;
+        }
+        if let pisanet_net::packet::L4::Tcp(t) = pkt.l4 {
+            if t.payload > 0 && pkt.ip.src == self.topo.host_addr[rec.src as usize] {
+                part.losses.push((pkt.flow, self.q.now(), t.payload));
+            }
+        }
+        true
+    }
+
+    /// The sender of `id` completed in another partition: release the
+    /// receiver and check what it delivered (as `complete_flow` does).
+    fn release_receiver(&mut self, id: FlowId) {
+        let Some(af) = self.active.get_mut(id as usize).and_then(Option::take) else {
+            return;
+        };
+        self.active_count -= 1;
+        let rec = &mut self.flows[id as usize];
+        rec.reordered = af.reordered;
+        if let Endpoints::Tcp { rx, .. } = &af.ends {
+            if let Some(e) = rx.delivery_error() {
+                self.violations.push(format!("flow {id}: {e}"));
+            }
+            rec.delivered = rx.delivered_bytes();
+            if rx.delivered_bytes() != rec.bytes {
+                self.violations.push(format!(
+                    "flow {id}: completed with {} of {} bytes delivered to the receiving application",
+                    rx.delivered_bytes(),
+                    rec.bytes
+                ));
+            }
+        }
+    }
+}
+
+/// The end of a window: packets that crossed go to their receiving
+/// partition's wire, completions to the receivers' partitions, in
+/// partition order (the result does not depend on which thread ran what).
+fn exchange(worlds: &mut [World], stats: &mut ParStats) {
+    for i in 0..worlds.len() {
+        let Some(part) = worlds[i].part.as_deref_mut() else {
+            continue;
+        };
+        let mut outbox = std::mem::take(&mut part.outbox);
+        let done = std::mem::take(&mut part.done_remote);
+        stats.cross_packets += outbox.len() as u64;
+        for (arrive, p, pkt) in outbox.drain(..) {
+            let peer = worlds[i].ports[p as usize].peer;
+            let to = {
+                let part = worlds[i].part.as_deref().expect("parallel mode");
+                part.node_part[worlds[i].ports[peer as usize].node as usize] as usize
+            };
+            let w = &mut worlds[to];
+            let port = &mut w.ports[p as usize];
+            if port.wire.is_empty() {
+                w.q.schedule(arrive, Ev::Arrive(p));
+            }
+            port.wire.push_back((arrive, pkt));
+        }
+        for id in done {
+            let dst = worlds[i].flows[id as usize].dst;
+            let to = worlds[i].part.as_deref().expect("parallel mode").node_part[dst as usize];
+            worlds[to as usize].release_receiver(id);
+        }
+        // Keep the buffer's capacity for the next window.
+        if let Some(part) = worlds[i].part.as_deref_mut() {
+            part.outbox = outbox;
+        }
+    }
+}
+
+/// Runs the partitions `worlds` (from [`World::make_partition`]) on
+/// `threads` threads until every flow is done, `max_time` passes, or
+/// `progress` says stop.
+pub fn run(
+    worlds: &mut [World],
+    threads: u32,
+    lookahead: SimTime,
+    max_time: SimTime,
+    progress: &mut dyn FnMut(Progress) -> bool,
+) -> (StopReason, ParStats) {
+    let mut stats = ParStats {
+        threads,
+        partitions: worlds.len() as u32,
+        lookahead,
+        ..Default::default()
+    };
+    let pool = (threads > 1)
+        .then(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads as usize)
+                .build()
+                .ok()
+        })
+        .flatten();
+    for w in worlds.iter_mut() {
+        w.start_partition();
+    }
+    let mut since_progress: u64 = 0;
+    let stop = loop {
+        if worlds
+            .iter()
+            .all(|w| w.pending_flow.is_none() && w.active_count == 0)
+        {
+            break StopReason::AllFlowsDone;
+        }
+        let Some(start) = worlds.iter().filter_map(|w| w.q.peek_time()).min() else {
+            break StopReason::TimeLimit;
+        };
+        if start > max_time {
+            break StopReason::TimeLimit;
+        }
+        let end = SimTime(start.ps().saturating_add(lookahead.ps()));
+        let before: u64 = worlds.iter().map(|w| w.q.events_processed()).sum();
+        match &pool {
+            Some(pool) => pool.install(|| {
+                worlds
+                    .par_iter_mut()
+                    .for_each(|w| w.run_window(end, max_time))
+            }),
+            None => worlds.iter_mut().for_each(|w| w.run_window(end, max_time)),
+        }
+        exchange(worlds, &mut stats);
+        stats.windows += 1;
+        let after: u64 = worlds.iter().map(|w| w.q.events_processed()).sum();
+        since_progress += after - before;
+        if since_progress >= 1 << 16 {
+            since_progress = 0;
+            let p = Progress {
+                sim_time_s: end.min(max_time).as_secs_f64(),
+                flows_completed: worlds.iter().map(|w| w.completed).sum(),
+                flows_total: worlds[0].total_flows,
+            };
+            if !progress(p) {
+                break StopReason::Interrupted;
+            }
+        }
+    };
+    stats.max_partition_events = worlds
+        .iter()
+        .map(|w| w.q.events_processed())
+        .max()
+        .unwrap_or(0);
+    (stop, stats)
+}
+
+/// Folds the partitions into one world holding every node's own state (its
+/// ports, its switch), every flow's record (the sender's, with what the
+/// receiver's partition measured), the packets still on wires, and the
+/// summed counters, so the results are written as for a single-thread run.
+pub fn merge(worlds: Vec<World>) -> World {
+    let mut worlds = worlds;
+    for w in worlds.iter_mut() {
+        w.check_unfinished();
+    }
+    let node_part = worlds[0]
+        .part
+        .as_deref()
+        .expect("parallel mode")
+        .node_part
+        .clone();
+    let n_ports = worlds[0].ports.len();
+    let owner = |w: &World, p: usize| node_part[w.ports[p].node as usize] as usize;
+    // Packets on a link between partitions wait in the receiver's copy of
+    // the sending port's wire: take them out before the ports move.
+    let mut wires: Vec<(usize, VecDeque<(SimTime, Packet)>)> = Vec::new();
+    for (i, w) in worlds.iter_mut().enumerate() {
+        for p in 0..n_ports {
+            if owner(w, p) != i && !w.ports[p].wire.is_empty() {
+                wires.push((p, std::mem::take(&mut w.ports[p].wire)));
+            }
+        }
+    }
+    // Flow records: the sender's partition's, with the receiver's part.
+    let n_flows = worlds[0].flows.len();
+    let mut flows = Vec::with_capacity(n_flows);
+    for id in 0..n_flows {
+        let r = worlds[0].flows[id];
+        let s = node_part[r.src as usize] as usize;
+        let d = node_part[r.dst as usize] as usize;
+        let mut rec = worlds[s].flows[id];
+        if d != s {
+            rec.reordered = worlds[d].flows[id].reordered;
+            rec.delivered = worlds[d].flows[id].delivered;
+        }
+        flows.push(rec);
+    }
+    for w in &worlds {
+        for &(id, t, payload) in &w.part.as_deref().expect("parallel mode").losses {
+            let rec: &mut FlowRecord = &mut flows[id as usize];
+            if rec.finish.is_none_or(|f| t <= f) {
+                rec.lost_packets += 1;
+                rec.lost_bytes += u64::from(payload);
+            }
+        }
+    }
+    let mut rest: Vec<World> = worlds.drain(1..).collect();
+    let mut fin = worlds.pop().expect("partition 0");
+    fin.flows = flows;
+    for (j, w) in rest.iter_mut().enumerate() {
+        let i = j + 1;
+        for p in 0..n_ports {
+            if node_part[w.ports[p].node as usize] as usize == i {
+                std::mem::swap(&mut fin.ports[p], &mut w.ports[p]);
+            }
+        }
+        if let (Forwarding::Pisa(mine), Forwarding::Pisa(theirs)) = (&mut fin.fwd, &mut w.fwd) {
+            for sw in 0..mine.len() {
+                if node_part[sw + fin.topo.n_hosts as usize] as usize == i {
+                    std::mem::swap(&mut mine[sw], &mut theirs[sw]);
+                }
+            }
+        }
+        let c = &mut fin.counts;
+        let o = w.counts;
+        c.injected += o.injected;
+        c.delivered += o.delivered;
+        c.dropped += o.dropped;
+        c.consumed += o.consumed;
+        c.ecn_marked += o.ecn_marked;
+        c.packet_hops += o.packet_hops;
+        c.late_packets += o.late_packets;
+        c.rate_feedback += o.rate_feedback;
+        c.rate_cuts += o.rate_cuts;
+        c.cnps += o.cnps;
+        c.first_rate_cut = match (c.first_rate_cut, o.first_rate_cut) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        fin.completed += w.completed;
+        fin.violations.append(&mut w.violations);
+        fin.q.absorb(&w.q);
+    }
+    for (p, mut wire) in wires {
+        fin.ports[p].wire.append(&mut wire);
+    }
+    // Every flow's end state is in the records now (`check_unfinished`).
+    fin.active.clear();
+    fin.active_count = 0;
+    fin
+}
