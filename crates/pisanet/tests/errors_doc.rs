@@ -75,6 +75,12 @@ fn cases() -> Vec<(
             None,
         ),
         (
+            "unsupported",
+            "the parallel mode with PFC",
+            vec!["run.threads=2", "topology.pfc.enabled=true"],
+            None,
+        ),
+        (
             "unused key",
             "workload.file without pattern = file",
             vec!["workload.file=\"f.csv\""],

@@ -1,0 +1,187 @@
+//! Parallel mode (`run.threads`, crates/pisanet/src/sim/parallel.rs): the
+//! results do not depend on the number of threads, the invariants hold, and
+//! what it does not support is refused with one line.
+
+use pisanet::{run_toml, ErrorKind, RunOutput};
+
+const FAT: &str = r#"
+[run]
+max_sim_time_ms = 200
+[topology]
+kind = "fat_tree"
+k = 4
+host_link_gbps = 10.0
+fabric_link_gbps = 10.0
+link_delay_us = 1.0
+buffer_kb = 200
+ecn_threshold_kb = 65
+[transport]
+kind = "dctcp"
+[workload]
+cdf = "websearch"
+load = 0.6
+flows = 150
+[scheme]
+kind = "ecmp"
+"#;
+
+const LEAF: &str = r#"
+[run]
+max_sim_time_ms = 200
+[topology]
+kind = "leaf_spine"
+leaves = 4
+spines = 2
+hosts_per_leaf = 4
+host_link_gbps = 10.0
+fabric_link_gbps = 10.0
+link_delay_us = 2.0
+buffer_kb = 200
+ecn_threshold_kb = 65
+[transport]
+kind = "dctcp"
+[workload]
+cdf = "websearch"
+load = 0.6
+flows = 150
+[scheme]
+kind = "ecmp"
+"#;
+
+fn run(cfg: &str, sets: &[&str]) -> RunOutput {
+    let o: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    run_toml(cfg, None, &o, &mut |_| true).unwrap_or_else(|e| panic!("run failed: {e}"))
+}
+
+fn digest(o: &RunOutput) -> String {
+    o.summary["digest"].as_str().unwrap().to_string()
+}
+
+/// Runs `cfg` with `run.threads` = 1, 2 and 3 and checks that the three
+/// give one digest and the same flow table row for row, with every
+/// invariant checked (a violation fails the run); returns the 1-thread run.
+fn same_at_1_2_3(cfg: &str, sets: &[&str]) -> RunOutput {
+    let mut runs = Vec::new();
+    for t in ["1", "2", "3"] {
+        let mut s: Vec<&str> = sets.to_vec();
+        let key = format!("run.threads={t}");
+        s.push(&key);
+        runs.push(run(cfg, &s));
+    }
+    let first = &runs[0];
+    let p = &first.summary["parallel"];
+    assert!(p["partitions"].as_u64().unwrap() >= 2, "{p}");
+    assert!(p["cross_packets"].as_u64().unwrap() > 0, "{p}");
+    assert_eq!(first.summary["conservation_ok"], true);
+    for o in &runs[1..] {
+        assert_eq!(digest(o), digest(first));
+        // Every column of flows.parquet, NaN (unfinished) included.
+        assert_eq!(format!("{:?}", o.flows), format!("{:?}", first.flows));
+        for key in ["packets", "events", "packet_hops", "loss"] {
+            assert_eq!(o.summary[key], first.summary[key], "{key}");
+        }
+        assert_eq!(o.ports, first.ports);
+    }
+    runs.swap_remove(0)
+}
+
+/// Mean FCT of the completed flows.
+fn mean_fct(o: &RunOutput) -> f64 {
+    o.summary["fct_us"]["mean"].as_f64().unwrap()
+}
+
+#[test]
+fn fat_tree_gives_one_digest_at_1_2_and_3_threads() {
+    let par = same_at_1_2_3(FAT, &[]);
+    assert_eq!(par.summary["parallel"]["partitions"], 4);
+    assert_eq!(par.summary["flows"]["completed"], 150);
+    // The same model as the single-thread run; only ties between
+    // simultaneous events differ, so the results are close, not equal.
+    let single = run(FAT, &[]);
+    assert!(single.summary.get("parallel").is_none());
+    let (a, b) = (mean_fct(&single), mean_fct(&par));
+    assert!(
+        (a - b).abs() / a < 0.05,
+        "mean FCT {a} (single) vs {b} (parallel)"
+    );
+}
+
+#[test]
+fn leaf_spine_gives_one_digest_at_1_2_and_3_threads() {
+    let par = same_at_1_2_3(LEAF, &[]);
+    assert_eq!(par.summary["parallel"]["partitions"], 4);
+    assert_eq!(par.summary["parallel"]["lookahead_us"], 2.0);
+    assert_eq!(par.summary["flows"]["completed"], 150);
+}
+
+#[test]
+fn drops_elsewhere_are_charged_to_their_flows_alike_at_every_thread_count() {
+    // Small buffers and NewReno: packets are dropped in every partition.
+    let par = same_at_1_2_3(
+        FAT,
+        &[
+            "topology.buffer_kb=20",
+            "transport.kind=newreno",
+            "workload.flows=80",
+        ],
+    );
+    let lost = par.summary["loss"]["packets"].as_u64().unwrap();
+    assert!(lost > 0, "no loss: the test needs drops");
+    // Data of active flows only (ACKs and late copies are dropped too).
+    assert!(lost <= par.summary["packets"]["dropped"].as_u64().unwrap());
+    assert!(par.summary["retransmissions"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn the_stateless_schemes_run_in_parallel() {
+    for scheme in ["ecmp_native", "flowlet_ecmp", "rps"] {
+        let kind = format!("scheme.kind={scheme}");
+        let par = same_at_1_2_3(LEAF, &[&kind, "workload.flows=60"]);
+        assert_eq!(par.summary["flows"]["completed"], 60, "{scheme}");
+    }
+}
+
+#[test]
+fn what_the_parallel_mode_does_not_support_is_refused_with_one_line() {
+    let cases: &[(&str, &[&str], &str)] = &[
+        (FAT, &["topology.pfc.enabled=true"], "PFC"),
+        (FAT, &["scheme.kind=hula"], "scheme.kind"),
+        (FAT, &["topology.link_loss_rate=0.001"], "link_loss_rate"),
+        (FAT, &["metrics.flow_stats=true"], "metrics.flow_stats"),
+        (FAT, &["transport.kind=udp"], "udp"),
+        (
+            FAT,
+            &["topology.kind=hula3tier", "run.unused_keys=ignore"],
+            "topology.kind",
+        ),
+    ];
+    for (cfg, sets, what) in cases {
+        let mut o: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        o.push("run.threads=2".into());
+        let e = run_toml(cfg, None, &o, &mut |_| true)
+            .err()
+            .unwrap_or_else(|| panic!("{sets:?} ran in parallel"));
+        assert_eq!(e.kind, ErrorKind::Input, "{e}");
+        assert!(!e.message.contains('\n'), "{e}");
+        assert!(e.message.starts_with("run.threads:"), "{e}");
+        assert!(e.message.contains(what), "{sets:?}: {e}");
+    }
+    // Without run.threads the same configs run (or fail) as before.
+    let single = run(FAT, &["topology.link_loss_rate=0.001", "workload.flows=20"]);
+    assert!(single.summary.get("parallel").is_none());
+}
+
+#[test]
+fn the_schema_declares_run_threads() {
+    let schema: serde_json::Value = serde_json::from_str(&pisanet::config_schema_json()).unwrap();
+    let text = schema.to_string();
+    assert!(
+        text.contains("\"threads\""),
+        "run.threads not in the schema"
+    );
+    let run = schema
+        .pointer("/$defs/RunCfg/properties/threads")
+        .unwrap_or_else(|| panic!("no RunCfg.threads in {text:.300}"));
+    assert_eq!(run["x-unit"], "threads");
+    assert_eq!(run["minimum"], 1);
+}
