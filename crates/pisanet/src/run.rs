@@ -431,6 +431,20 @@ fn run_parallel(
             "run.threads: links between partitions (a fat tree's pods and cores, a leaf-spine's leaves and spines) need a positive topology.link_delay_us",
         ));
     }
+    // One copy of the network per partition (sim/parallel.rs): the
+    // memory check of `build_world` saw one.
+    let (need, key) = crate::memory::estimate(cfg);
+    let need = need * f64::from(parts);
+    let budget = cfg.run.max_memory_mb * 1e6;
+    let limit =
+        crate::memory::available().map_or(budget, |a| if budget > 0.0 { a.min(budget) } else { a });
+    if limit > 0.0 && need > limit {
+        return Err(Error::input(format!(
+            "run.threads: the parallel mode keeps one copy of the network per partition ({parts} here), about {:.1} GB, more than the {:.1} GB this run may use; unset run.threads or make {key} smaller",
+            need / 1e9,
+            limit / 1e9
+        )));
+    }
     let mut worlds = vec![first];
     for _ in 1..parts {
         worlds.push(build_world(cfg, base)?);
@@ -449,6 +463,7 @@ fn run_parallel(
     let world = parallel::merge(worlds);
     let wall_s = wall.elapsed().as_secs_f64();
     let mut out = finish(cfg, world, stop, wall_s)?;
+    let events = out.summary["events"].as_u64().unwrap_or(0);
     if let Some(s) = out.summary.as_object_mut() {
         s.insert(
             "parallel".into(),
@@ -459,6 +474,12 @@ fn run_parallel(
                 "lookahead_us": stats.lookahead.as_us_f64(),
                 "cross_packets": stats.cross_packets,
                 "max_partition_events": stats.max_partition_events,
+                // Speed-up bound by the load balance alone, per thread count.
+                "balance_bound": parallel::BOUND_THREADS
+                    .iter()
+                    .zip(stats.critical_events)
+                    .map(|(n, c)| (n.to_string(), json!(events as f64 / c.max(1) as f64)))
+                    .collect::<serde_json::Map<String, Value>>(),
             }),
         );
     }

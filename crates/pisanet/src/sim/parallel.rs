@@ -13,7 +13,7 @@
 //! `t + serialization + delay >= start + lookahead`, so no partition can
 //! receive, within a window, anything another sends in it (Chandy-Misra-
 //! Bryant's conservative rule, with the synchronous windows of UNISON,
-//! Bai et al., EuroSys 2023, section 4). The packets that crossed are
+//! Bai et al., EuroSys 2024). The packets that crossed are
 //! handed to their receiving partition at the end of the window, in
 //! partition order, so every partition sees the same inputs in the same
 //! order whatever the threads did: the digest depends on the partitions,
@@ -103,9 +103,11 @@ pub(crate) struct Part {
     pub(crate) node_part: Vec<u32>,
     /// Per global port: its peer is in another partition.
     pub(crate) remote_port: Vec<bool>,
-    /// Packets put this window on links to other partitions:
-    /// (arrival time, sending port, packet).
-    pub(crate) outbox: Vec<(SimTime, PortIdx, Packet)>,
+    /// Per global port: the partition of its peer.
+    port_to: Vec<u32>,
+    /// Packets put this window on links to other partitions, by receiving
+    /// partition: (arrival time, sending port, packet).
+    outbox: Vec<Vec<Crossing>>,
     /// Flows whose sender completed here this window while their receiver
     /// is in another partition.
     pub(crate) done_remote: Vec<FlowId>,
@@ -113,7 +115,17 @@ pub(crate) struct Part {
     pub(crate) losses: Vec<(FlowId, SimTime, u32)>,
 }
 
+/// A packet on a link between partitions: (arrival time, sending port, packet).
+type Crossing = (SimTime, PortIdx, Packet);
+
 impl Part {
+    /// A packet leaves on a link to another partition (the transmit hook).
+    #[inline]
+    pub(crate) fn send(&mut self, arrive: SimTime, p: PortIdx, pkt: Packet) {
+        let to = self.port_to[p as usize] as usize;
+        self.outbox[to].push((arrive, p, pkt));
+    }
+
     #[inline]
     pub(crate) fn local_host(&self, h: HostId) -> bool {
         self.node_part[h as usize] == self.me
@@ -204,16 +216,45 @@ pub struct ParStats {
     pub cross_packets: u64,
     /// Events of the busiest partition (the critical path is at least this).
     pub max_partition_events: u64,
+    /// For each thread count of [`BOUND_THREADS`]: the sum over windows of
+    /// the events of the busiest thread when each window's partitions are
+    /// dealt to that many threads (largest first, each to the least loaded
+    /// thread). Events divided by it bound the speed-up by the load balance
+    /// alone, before any cost of synchronisation (docs/performance.md,
+    /// "Parallel mode").
+    pub critical_events: [u64; BOUND_THREADS.len()],
+}
+
+/// The thread counts `ParStats::critical_events` is kept for.
+pub const BOUND_THREADS: [u32; 6] = [2, 4, 8, 16, 24, 64];
+
+/// Adds one window's busiest-thread events for each of [`BOUND_THREADS`]:
+/// `per_part` holds each partition's events in the window.
+fn bound_window(per_part: &mut [u64], critical: &mut [u64; BOUND_THREADS.len()]) {
+    per_part.sort_unstable_by(|a, b| b.cmp(a));
+    let mut bins = [0u64; 64];
+    for (k, &n) in BOUND_THREADS.iter().enumerate() {
+        let bins = &mut bins[..n as usize];
+        bins.fill(0);
+        for &e in per_part.iter() {
+            if let Some(min) = bins.iter_mut().min() {
+                *min += e;
+            }
+        }
+        critical[k] += bins.iter().copied().max().unwrap_or(0);
+    }
 }
 
 impl World {
     /// Makes this world partition `me` of the cut `node_part`.
     pub(crate) fn make_partition(&mut self, me: u32, node_part: Vec<u32>) {
-        let remote_port = self
+        let port_to: Vec<u32> = self
             .ports
             .iter()
-            .map(|p| node_part[self.ports[p.peer as usize].node as usize] != me)
+            .map(|p| node_part[self.ports[p.peer as usize].node as usize])
             .collect();
+        let remote_port = port_to.iter().map(|&to| to != me).collect();
+        let parts = node_part.iter().max().map_or(1, |&m| m as usize + 1);
         // Packet ids stay unique across partitions (they name packets in
         // messages only).
         self.next_uid = (u64::from(me) << 48) | 1;
@@ -221,7 +262,8 @@ impl World {
             me,
             node_part,
             remote_port,
-            outbox: Vec::new(),
+            port_to,
+            outbox: (0..parts).map(|_| Vec::new()).collect(),
             done_remote: Vec::new(),
             losses: Vec::new(),
         }));
@@ -383,37 +425,110 @@ impl World {
 }
 
 /// The end of a window: packets that crossed go to their receiving
-/// partition's wire, completions to the receivers' partitions, in
-/// partition order (the result does not depend on which thread ran what).
-fn exchange(worlds: &mut [World], stats: &mut ParStats) {
-    for i in 0..worlds.len() {
-        let Some(part) = worlds[i].part.as_deref_mut() else {
-            continue;
-        };
-        let mut outbox = std::mem::take(&mut part.outbox);
-        let done = std::mem::take(&mut part.done_remote);
-        stats.cross_packets += outbox.len() as u64;
-        for (arrive, p, pkt) in outbox.drain(..) {
-            let peer = worlds[i].ports[p as usize].peer;
-            let to = {
-                let part = worlds[i].part.as_deref().expect("parallel mode");
-                part.node_part[worlds[i].ports[peer as usize].node as usize] as usize
-            };
-            let w = &mut worlds[to];
-            let port = &mut w.ports[p as usize];
-            if port.wire.is_empty() {
-                w.q.schedule(arrive, Ev::Arrive(p));
-            }
-            port.wire.push_back((arrive, pkt));
+/// partition's wire (each partition takes its own, in sending-partition
+/// order, in parallel), completions to the receivers' partitions (in
+/// partition order): the result does not depend on which thread ran what.
+fn exchange(worlds: &mut [World], parallel: bool, stats: &mut ParStats) {
+    let n = worlds.len();
+    // inbox[to][from]: what partition `from` sent to `to` this window.
+    let mut inbox: Vec<Vec<Vec<Crossing>>> = (0..n).map(|_| Vec::with_capacity(n)).collect();
+    for w in worlds.iter_mut() {
+        let part = w.part.as_deref_mut().expect("parallel mode");
+        for (to, out) in part.outbox.iter_mut().enumerate() {
+            stats.cross_packets += out.len() as u64;
+            inbox[to].push(std::mem::take(out));
         }
+    }
+    let deliver = |w: &mut World, lists: &mut Vec<Vec<Crossing>>| {
+        for list in lists.iter_mut() {
+            for (arrive, p, pkt) in list.drain(..) {
+                let port = &mut w.ports[p as usize];
+                if port.wire.is_empty() {
+                    w.q.schedule(arrive, Ev::Arrive(p));
+                }
+                port.wire.push_back((arrive, pkt));
+            }
+        }
+    };
+    if parallel {
+        worlds
+            .par_iter_mut()
+            .zip(inbox.par_iter_mut())
+            .for_each(|(w, lists)| deliver(w, lists));
+    } else {
+        for (w, lists) in worlds.iter_mut().zip(inbox.iter_mut()) {
+            deliver(w, lists);
+        }
+    }
+    // The emptied buffers go back, to keep their capacity.
+    for (to, lists) in inbox.into_iter().enumerate() {
+        for (from, list) in lists.into_iter().enumerate() {
+            if let Some(part) = worlds[from].part.as_deref_mut() {
+                part.outbox[to] = list;
+            }
+        }
+    }
+    for i in 0..n {
+        let done = std::mem::take(
+            &mut worlds[i]
+                .part
+                .as_deref_mut()
+                .expect("parallel mode")
+                .done_remote,
+        );
         for id in done {
             let dst = worlds[i].flows[id as usize].dst;
             let to = worlds[i].part.as_deref().expect("parallel mode").node_part[dst as usize];
             worlds[to as usize].release_receiver(id);
         }
-        // Keep the buffer's capacity for the next window.
-        if let Some(part) = worlds[i].part.as_deref_mut() {
-            part.outbox = outbox;
+    }
+}
+
+/// Runs windows until the run ends (`Some`) or about `budget` events have
+/// been processed (`None`). With `parallel`, on the current rayon pool.
+fn windows(
+    worlds: &mut [World],
+    parallel: bool,
+    lookahead: SimTime,
+    max_time: SimTime,
+    budget: u64,
+    stats: &mut ParStats,
+) -> Option<StopReason> {
+    let mut events: u64 = 0;
+    let mut before: Vec<u64> = vec![0; worlds.len()];
+    loop {
+        if worlds
+            .iter()
+            .all(|w| w.pending_flow.is_none() && w.active_count == 0)
+        {
+            return Some(StopReason::AllFlowsDone);
+        }
+        let Some(start) = worlds.iter().filter_map(|w| w.q.peek_time()).min() else {
+            return Some(StopReason::TimeLimit);
+        };
+        if start > max_time {
+            return Some(StopReason::TimeLimit);
+        }
+        let end = SimTime(start.ps().saturating_add(lookahead.ps()));
+        for (b, w) in before.iter_mut().zip(worlds.iter()) {
+            *b = w.q.events_processed();
+        }
+        if parallel {
+            worlds
+                .par_iter_mut()
+                .for_each(|w| w.run_window(end, max_time));
+        } else {
+            worlds.iter_mut().for_each(|w| w.run_window(end, max_time));
+        }
+        exchange(worlds, parallel, stats);
+        stats.windows += 1;
+        for (b, w) in before.iter_mut().zip(worlds.iter()) {
+            *b = w.q.events_processed() - *b;
+            events += *b;
+        }
+        bound_window(&mut before, &mut stats.critical_events);
+        if events >= budget {
+            return None;
         }
     }
 }
@@ -434,6 +549,10 @@ pub fn run(
         lookahead,
         ..Default::default()
     };
+    // NOTE: the windows run inside the pool (the coordinator is one of its
+    // threads), so a window costs a fork-join among threads that are
+    // awake, not a wake-up of the pool from outside; the pool is left
+    // only every 2^16 events, to report progress.
     let pool = (threads > 1)
         .then(|| {
             rayon::ThreadPoolBuilder::new()
@@ -445,44 +564,24 @@ pub fn run(
     for w in worlds.iter_mut() {
         w.start_partition();
     }
-    let mut since_progress: u64 = 0;
+    let budget = 1 << 16;
     let stop = loop {
-        if worlds
-            .iter()
-            .all(|w| w.pending_flow.is_none() && w.active_count == 0)
-        {
-            break StopReason::AllFlowsDone;
-        }
-        let Some(start) = worlds.iter().filter_map(|w| w.q.peek_time()).min() else {
-            break StopReason::TimeLimit;
+        let st = &mut stats;
+        let ended = match &pool {
+            Some(pool) => pool.install(|| windows(worlds, true, lookahead, max_time, budget, st)),
+            None => windows(worlds, false, lookahead, max_time, budget, st),
         };
-        if start > max_time {
-            break StopReason::TimeLimit;
+        if let Some(stop) = ended {
+            break stop;
         }
-        let end = SimTime(start.ps().saturating_add(lookahead.ps()));
-        let before: u64 = worlds.iter().map(|w| w.q.events_processed()).sum();
-        match &pool {
-            Some(pool) => pool.install(|| {
-                worlds
-                    .par_iter_mut()
-                    .for_each(|w| w.run_window(end, max_time))
-            }),
-            None => worlds.iter_mut().for_each(|w| w.run_window(end, max_time)),
-        }
-        exchange(worlds, &mut stats);
-        stats.windows += 1;
-        let after: u64 = worlds.iter().map(|w| w.q.events_processed()).sum();
-        since_progress += after - before;
-        if since_progress >= 1 << 16 {
-            since_progress = 0;
-            let p = Progress {
-                sim_time_s: end.min(max_time).as_secs_f64(),
-                flows_completed: worlds.iter().map(|w| w.completed).sum(),
-                flows_total: worlds[0].total_flows,
-            };
-            if !progress(p) {
-                break StopReason::Interrupted;
-            }
+        let now = worlds.iter().map(|w| w.q.now()).max().unwrap_or_default();
+        let p = Progress {
+            sim_time_s: now.as_secs_f64(),
+            flows_completed: worlds.iter().map(|w| w.completed).sum(),
+            flows_total: worlds[0].total_flows,
+        };
+        if !progress(p) {
+            break StopReason::Interrupted;
         }
     };
     stats.max_partition_events = worlds
@@ -587,4 +686,55 @@ pub fn merge(worlds: Vec<World>) -> World {
     fin.active.clear();
     fin.active_count = 0;
     fin
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pisanet_net::topology::{fat_tree, leaf_spine};
+
+    fn g(x: f64) -> BitRate {
+        BitRate::from_gbps(x)
+    }
+
+    #[test]
+    fn a_fat_tree_is_cut_by_pod_with_the_cores_dealt_round_robin() {
+        let k = 4;
+        let t = fat_tree(k, g(10.0), g(40.0), SimTime::from_us(1)).unwrap();
+        let (part, n) = partition(&t).unwrap();
+        assert_eq!(n, k);
+        // Every link inside a pod (host-edge, edge-agg) stays in one
+        // partition; only agg-core links cross.
+        for (id, node) in t.nodes.iter().enumerate() {
+            for p in &node.ports {
+                let crosses = part[id] != part[p.peer_node as usize];
+                let core = |x: usize| t.nodes[x].name.starts_with("core");
+                let core_link = core(id) != core(p.peer_node as usize);
+                assert!(
+                    core_link || !crosses,
+                    "{} - {}",
+                    node.name,
+                    t.nodes[p.peer_node as usize].name
+                );
+            }
+        }
+        // Every partition has the same number of nodes (balance).
+        let mut sizes = vec![0; n as usize];
+        for &p in &part {
+            sizes[p as usize] += 1;
+        }
+        assert!(sizes.iter().all(|&s| s == sizes[0]), "{sizes:?}");
+    }
+
+    #[test]
+    fn a_leaf_spine_is_cut_into_groups_of_leaves_with_their_hosts() {
+        let t = leaf_spine(40, 4, 2, g(10.0), g(40.0), SimTime::from_us(1)).unwrap();
+        let (part, n) = partition(&t).unwrap();
+        assert_eq!(n, 16);
+        for h in 0..t.n_hosts as usize {
+            let tor = t.racks[t.host_rack[h] as usize] as usize;
+            assert_eq!(part[h], part[tor]);
+        }
+        assert!(part.iter().all(|&p| p < n));
+    }
 }

@@ -211,7 +211,7 @@ impl World {
                 if part.remote_port[p as usize] {
                     // Parallel mode: the peer is in another partition, which
                     // gets it at the end of the window (sim/parallel.rs).
-                    part.outbox.push((arrive, p, pkt));
+                    part.send(arrive, p, pkt);
                     return;
                 }
             }
