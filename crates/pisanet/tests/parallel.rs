@@ -185,3 +185,14 @@ fn the_schema_declares_run_threads() {
     assert_eq!(run["x-unit"], "threads");
     assert_eq!(run["minimum"], 1);
 }
+
+#[test]
+fn a_run_stopped_by_its_time_limit_counts_the_packets_between_partitions() {
+    // Stopped mid-run: packets are on links between partitions (in the
+    // receiving partition's copy of the wire) and in queues; the merge
+    // must count each once for the conservation check.
+    let par = same_at_1_2_3(FAT, &["run.max_sim_time_ms=3"]);
+    assert_eq!(par.summary["stop_reason"], "time_limit");
+    assert!(par.summary["packets"]["in_flight"].as_u64().unwrap() > 0);
+    assert!(par.flows.finish_us.iter().any(|f| f.is_nan()));
+}
