@@ -101,13 +101,16 @@ pub fn build_topology(cfg: &Config, base: Option<&Path>) -> Result<Topology, Err
                         .join(" ")
                 ))
             })?;
-            build_custom(&custom).map_err(|e| format!("topology.file ({file}): {e}"))
+            build_custom(&custom, t).map_err(|e| format!("topology.file ({file}): {e}"))
         }
     };
     topo.map_err(Error::input)
 }
 
-fn build_custom(c: &CustomTopology) -> Result<Topology, String> {
+/// A custom topology file's fabric; links that leave out `gbps` or
+/// `delay_us` take them from `[topology]` (host or fabric rate by whether a
+/// host is at either end, `link_delay_us`).
+fn build_custom(c: &CustomTopology, t: &crate::config::TopologyCfg) -> Result<Topology, String> {
     let mut hosts = Vec::new();
     let mut switches = Vec::new();
     for n in &c.nodes {
@@ -125,6 +128,7 @@ fn build_custom(c: &CustomTopology) -> Result<Topology, String> {
     if hosts.len() < 2 {
         return Err(format!("needs at least 2 hosts, has {}", hosts.len()));
     }
+    let n_hosts = hosts.len() as u32;
     let nodes: Vec<(String, NodeKind)> = hosts.into_iter().chain(switches).collect();
     let mut index = std::collections::HashMap::new();
     for (i, (name, _)) in nodes.iter().enumerate() {
@@ -140,23 +144,28 @@ fn build_custom(c: &CustomTopology) -> Result<Topology, String> {
         let b = *index
             .get(&l.b)
             .ok_or_else(|| format!("links[{i}].b: unknown node {:?}", l.b))?;
-        if !(l.gbps.is_finite() && l.gbps > 0.0) {
+        let host_link = a < n_hosts || b < n_hosts;
+        let gbps = l.gbps.unwrap_or(if host_link {
+            t.host_link_gbps
+        } else {
+            t.fabric_link_gbps
+        });
+        if !(gbps.is_finite() && (1e-6..=100_000.0).contains(&gbps)) {
             return Err(format!(
-                "links[{i}].gbps: must be a positive number, got {}",
-                l.gbps
+                "links[{i}].gbps: must be in [1e-6, 100000] Gb/s, got {gbps}"
             ));
         }
-        if !(l.delay_us.is_finite() && l.delay_us >= 0.0) {
+        let delay_us = l.delay_us.unwrap_or(t.link_delay_us);
+        if !(delay_us.is_finite() && (0.0..=1_000_000.0).contains(&delay_us)) {
             return Err(format!(
-                "links[{i}].delay_us: must be zero or positive, got {}",
-                l.delay_us
+                "links[{i}].delay_us: must be in [0, 1000000] us, got {delay_us}"
             ));
         }
         links.push(LinkSpec {
             a,
             b,
-            rate: BitRate::from_gbps(l.gbps),
-            delay: SimTime::from_us_f64(l.delay_us),
+            rate: BitRate::from_gbps(gbps),
+            delay: SimTime::from_us_f64(delay_us),
         });
     }
     Topology::from_links("custom", nodes, &links, AddrPlan::Flat)

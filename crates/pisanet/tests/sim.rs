@@ -352,6 +352,74 @@ links = [
 }
 
 #[test]
+fn custom_topology_links_default_to_the_topology_keys() {
+    // A link without `gbps` / `delay_us` takes topology.host_link_gbps or
+    // fabric_link_gbps (by whether a host is at an end) and link_delay_us.
+    let d = tmpdir("custom_defaults");
+    let nodes = r#"nodes = [
+  { name = "a", kind = "host" }, { name = "b", kind = "host" },
+  { name = "s1", kind = "switch" }, { name = "s2", kind = "switch" },
+]
+"#;
+    std::fs::write(
+        d.join("explicit.toml"),
+        format!(
+            "{nodes}links = [{{ a = \"a\", b = \"s1\", gbps = 10, delay_us = 3 }}, \
+             {{ a = \"b\", b = \"s2\", gbps = 10, delay_us = 3 }}, \
+             {{ a = \"s1\", b = \"s2\", gbps = 40, delay_us = 3 }}]\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("implicit.toml"),
+        format!(
+            "{nodes}links = [{{ a = \"a\", b = \"s1\" }}, {{ a = \"b\", b = \"s2\" }}, \
+             {{ a = \"s1\", b = \"s2\" }}]\n"
+        ),
+    )
+    .unwrap();
+    let cfg = "[topology]\nkind = \"custom\"\nfile = \"explicit.toml\"\n\
+               [workload]\nflows = 20\nload = 0.3\n";
+    let explicit = run_toml(cfg, Some(&d), &[], &mut |_| true).unwrap();
+    let implicit = |sets: &[&str]| {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        run_toml(
+            &cfg.replace("explicit.toml", "implicit.toml"),
+            Some(&d),
+            &sets,
+            &mut |_| true,
+        )
+    };
+    let same = implicit(&[
+        "topology.host_link_gbps=10",
+        "topology.fabric_link_gbps=40",
+        "topology.link_delay_us=3",
+    ])
+    .unwrap();
+    assert_eq!(explicit.summary["digest"], same.summary["digest"]);
+    // The defaults are read, not ignored: another delay is another run.
+    let other = implicit(&["topology.fabric_link_gbps=40"]).unwrap();
+    assert_ne!(explicit.summary["digest"], other.summary["digest"]);
+    std::fs::write(
+        d.join("bad_rate.toml"),
+        format!("{nodes}links = [{{ a = \"a\", b = \"s1\", gbps = 0 }}, {{ a = \"b\", b = \"s2\" }}, {{ a = \"s1\", b = \"s2\" }}]\n"),
+    )
+    .unwrap();
+    let e = run_toml(
+        &cfg.replace("explicit.toml", "bad_rate.toml"),
+        Some(&d),
+        &[],
+        &mut |_| true,
+    )
+    .err()
+    .unwrap();
+    assert_eq!(
+        e.message,
+        "topology.file (bad_rate.toml): links[0].gbps: must be in [1e-6, 100000] Gb/s, got 0"
+    );
+}
+
+#[test]
 fn a_shared_buffer_admits_by_dynamic_threshold_and_conserves() {
     // Incast into one host through a switch whose ports share 150 KB (alpha 1):
     // the congested port may hold at most about half of it (where 400 KB
