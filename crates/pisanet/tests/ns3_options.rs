@@ -2,15 +2,12 @@
 //! cross-check): `topology.buffer_pkts`, `transport.handshake`,
 //! `transport.limited_transmit` and `transport.rto_granularity_us`.
 
-use pisanet::{run_toml, RunOutput};
-use std::path::PathBuf;
+mod common;
 
-fn run_flows(name: &str, flows: &str, sets: &[&str]) -> RunOutput {
-    let d: PathBuf =
-        std::env::temp_dir().join(format!("pisanet-ns3opt-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    std::fs::write(d.join("flows.csv"), flows).unwrap();
-    let text = r#"
+use pisanet::RunOutput;
+
+/// A 2 x 1 leaf-spine with 4 hosts per leaf (10 Gb/s, 1 us links), NewReno.
+const CFG: &str = r#"
 [topology]
 kind = "leaf_spine"
 leaves = 2
@@ -20,12 +17,10 @@ link_delay_us = 1.0
 buffer_kb = 200
 [transport]
 kind = "newreno"
-[workload]
-pattern = "file"
-file = "flows.csv"
 "#;
-    let o: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    run_toml(text, Some(&d), &o, &mut |_| true).unwrap_or_else(|e| panic!("run failed: {e}"))
+
+fn run_flows(name: &str, flows: &str, sets: &[&str]) -> RunOutput {
+    common::run_flows("ns3opt", name, CFG, flows, sets)
 }
 
 fn n(v: &serde_json::Value, path: &str) -> f64 {

@@ -1,13 +1,12 @@
 //! End-to-end checks of the simulator through its public API: TCP on real
 //! paths, invariants, determinism and bad input.
 
-use pisanet::{run_toml, ErrorKind, RunOutput};
-use std::path::PathBuf;
+mod common;
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("pisanet-test-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+use pisanet::{run_toml, ErrorKind, RunOutput};
+
+fn tmpdir(name: &str) -> std::path::PathBuf {
+    common::tmpdir("sim", name)
 }
 
 fn run(cfg: &str, sets: &[&str]) -> RunOutput {
@@ -17,27 +16,13 @@ fn run(cfg: &str, sets: &[&str]) -> RunOutput {
 
 /// Runs `flows` (CSV rows "start_us,src,dst,bytes") on a config.
 fn run_flows(name: &str, cfg: &str, flows: &str, sets: &[&str]) -> RunOutput {
-    let d = tmpdir(name);
-    std::fs::write(d.join("flows.csv"), flows).unwrap();
-    let o: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    let text = format!("{cfg}\n[workload]\npattern = \"file\"\nfile = \"flows.csv\"\n");
-    run_toml(&text, Some(&d), &o, &mut |_| true).unwrap_or_else(|e| panic!("run failed: {e}"))
+    common::run_flows("sim", name, cfg, flows, sets)
 }
 
-const SMALL: &str = r#"
-[topology]
-kind = "leaf_spine"
-leaves = 2
-spines = 2
-hosts_per_leaf = 2
-host_link_gbps = 10.0
-fabric_link_gbps = 10.0
-link_delay_us = 1.0
-buffer_kb = 200
-ecn_threshold_kb = 65
-[transport]
-kind = "dctcp"
-"#;
+const SMALL: &str = concat!(
+    small_leaf_spine!(200, 65),
+    "[transport]\nkind = \"dctcp\"\n"
+);
 
 fn f64_at(v: &serde_json::Value, path: &str) -> f64 {
     path.split('.')
