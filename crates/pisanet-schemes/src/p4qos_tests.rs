@@ -116,6 +116,8 @@ struct Chain {
     at_b: Vec<(SimTime, Packet)>,
     at_a: Vec<(SimTime, Packet)>,
     consumed: u64,
+    /// How long each LLEP reply waited in its queue (t_q at the downstream).
+    reply_waits: Vec<SimTime>,
 }
 
 const EV_ARRIVE: u8 = 0;
@@ -137,6 +139,7 @@ impl Chain {
             at_b: Vec::new(),
             at_a: Vec::new(),
             consumed: 0,
+            reply_waits: Vec::new(),
         }
     }
 
@@ -150,6 +153,12 @@ impl Chain {
     /// A packet from host A (into switch 0, port 0) at `at`.
     fn send_from_a(&mut self, at: SimTime, pkt: Packet) {
         self.schedule(at, 0, 0, EV_ARRIVE, Some(pkt));
+    }
+
+    /// A packet from host B (into the last switch, port 1) at `at`.
+    fn send_from_b(&mut self, at: SimTime, pkt: Packet) {
+        let last = self.sw.len() - 1;
+        self.schedule(at, last, 1, EV_ARRIVE, Some(pkt));
     }
 
     fn apply(&mut self, now: SimTime, sw: usize, out: Vec<Emit>) {
@@ -190,6 +199,9 @@ impl Chain {
             }
             if let Some(p) = &sent {
                 self.busy[sw][port as usize] = now + self.rate.tx_time(p.size as u64);
+                if ctl_of(p).is_some_and(|c| c.0 == CTL_LLEP_REPLY) {
+                    self.reply_waits.push(now.saturating_sub(q.at));
+                }
             }
             self.apply(now, sw, rest);
             if let Some(p) = sent {
@@ -267,6 +279,15 @@ fn ideal_ll(rate: BitRate, delay: SimTime, data_bytes: u32) -> u64 {
 }
 
 fn llep_estimate(clocks: [Clock; 2]) -> (u64, u64) {
+    let (est, ideal, _) = llep_run(clocks, false);
+    (est, ideal)
+}
+
+/// LLEP over one 1 Gb/s, 40 us link: (the last estimate, the ideal, the
+/// mean of every estimate written), with `reverse` traffic from B that
+/// keeps the downstream switch's port back to A busy 80 % of the time, so
+/// the replies queue there (t_q > 0 in eq. 1).
+fn llep_run(clocks: [Clock; 2], reverse: bool) -> (u64, u64, f64) {
     let rate = BitRate::from_bps(1_000_000_000);
     let delay = SimTime::from_us(40);
     let mut p = params("p4qos", 60_000);
@@ -277,18 +298,31 @@ fn llep_estimate(clocks: [Clock; 2]) -> (u64, u64) {
     for i in 0..200u64 {
         net.send_from_a(SimTime::from_us(20 * i), data(A, B, 1000, 1000));
     }
+    if reverse {
+        // Two 1500-byte segments (24 us on the wire) every 30 us.
+        for i in 0..400u64 {
+            for _ in 0..2 {
+                net.send_from_b(SimTime::from_us(30 * i + 7), data(B, A, 2000, 1460));
+            }
+        }
+    }
     net.run(SimTime::from_ms(10));
     let data_bytes = Packet::tcp_wire_size(1000) + qos::QOS_BYTES as u32;
-    let replies = net.sw[0]
-        .pipeline()
-        .counter_totals()
-        .into_iter()
-        .find(|(n, _)| *n == "qos_llep_replies")
-        .unwrap()
-        .1
-        .packets;
+    let totals = net.sw[0].pipeline().counter_totals();
+    let count = |name: &str| totals.iter().find(|(n, _)| *n == name).unwrap().1;
+    let replies = count("qos_llep_replies").packets;
     assert!(replies >= 20, "LLEP ran: {replies} replies");
-    (ll_est(&net.sw[0], 1), ideal_ll(rate, delay, data_bytes))
+    let sum = count("qos_llep_estimate_ns");
+    let mean = sum.bytes as f64 / sum.packets as f64;
+    if reverse {
+        let waited = net.reply_waits.iter().filter(|w| **w > SimTime::ZERO).count();
+        assert!(
+            waited * 2 > net.reply_waits.len(),
+            "most replies queued: {waited} of {}",
+            net.reply_waits.len()
+        );
+    }
+    (ll_est(&net.sw[0], 1), ideal_ll(rate, delay, data_bytes), mean)
 }
 
 #[test]
@@ -298,6 +332,38 @@ fn llep_estimates_propagation_plus_half_the_serialization() {
     assert!(
         est.abs_diff(ideal) <= 1,
         "estimate {est} ns, ideal {ideal} ns"
+    );
+}
+
+#[test]
+fn llep_subtracts_the_replys_queueing_downstream_under_offset_and_drift() {
+    // The reply waits behind reverse traffic at the downstream switch
+    // (t_q up to ~24 us, a quarter of the link's round trip); eq. 1
+    // subtracts it, so every estimate is still the ideal value.
+    let (_, ideal, mean) = llep_run([Clock::IDEAL, Clock::IDEAL], true);
+    assert!(
+        (mean - ideal as f64).abs() <= 1.0,
+        "ideal clocks: mean estimate {mean} ns, ideal {ideal} ns"
+    );
+    // Offsets of 3.7 s and 0.2 s, drift +80 and -80 ppm, 1 ns resolution:
+    // offsets cancel; drift costs 80 ppm of the upstream's round trip and
+    // of the downstream's t_q (~ 0.01 ns per us), the floors 1 ns each.
+    let clocks = [
+        Clock {
+            offset_ps: 3_700_000_000_123,
+            drift_ppb: 80_000,
+            resolution_ps: 1000,
+        },
+        Clock {
+            offset_ps: 200_000_000_000,
+            drift_ppb: -80_000,
+            resolution_ps: 1000,
+        },
+    ];
+    let (_, ideal, mean) = llep_run(clocks, true);
+    assert!(
+        (mean - ideal as f64).abs() <= 12.0,
+        "offset and drift: mean estimate {mean} ns, ideal {ideal} ns"
     );
 }
 
