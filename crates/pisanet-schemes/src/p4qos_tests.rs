@@ -315,14 +315,22 @@ fn llep_run(clocks: [Clock; 2], reverse: bool) -> (u64, u64, f64) {
     let sum = count("qos_llep_estimate_ns");
     let mean = sum.bytes as f64 / sum.packets as f64;
     if reverse {
-        let waited = net.reply_waits.iter().filter(|w| **w > SimTime::ZERO).count();
+        let waited = net
+            .reply_waits
+            .iter()
+            .filter(|w| **w > SimTime::ZERO)
+            .count();
         assert!(
             waited * 2 > net.reply_waits.len(),
             "most replies queued: {waited} of {}",
             net.reply_waits.len()
         );
     }
-    (ll_est(&net.sw[0], 1), ideal_ll(rate, delay, data_bytes), mean)
+    (
+        ll_est(&net.sw[0], 1),
+        ideal_ll(rate, delay, data_bytes),
+        mean,
+    )
 }
 
 #[test]
