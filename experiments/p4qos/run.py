@@ -66,7 +66,15 @@ MULTI = {
     "paper": ("multi_bottleneck.toml", "multi_bottleneck_topology.toml", "delay_us = 1000\n"),
     "dc": ("multi_bottleneck_dc.toml", "multi_bottleneck_dc_topology.toml", "delay_us = 1\n"),
 }
-PARTS = ["single-paper", "multi-paper", "multi-dc", "single-dc", "rates-paper", "trace-paper"]
+PARTS = [
+    "single-paper",
+    "multi-paper",
+    "multi-dc",
+    "single-dc",
+    "rates-paper",
+    "trace-paper",
+    "interval-paper",
+]
 TRACE_MS = 20_000  # the traced runs' length (paper scale)
 # Link-rate sensitivity (the late packets' explanation): Fig. 2a with the
 # bottleneck (and host links) x10 and x100, the same delays and deadlines,
@@ -316,6 +324,64 @@ def fig3_plot(rows: list[dict], scale: str, mode: Mode) -> str | None:
     fig.savefig(FIGS / name, dpi=90)
     plt.close(fig)
     return name
+
+
+# ---------------------------------------------------------------- Interval P4QoS's reset
+
+
+def run_interval(mode: Mode, out: Path, workers: int | None, paper: list[dict]) -> str:
+    """Interval P4QoS with `scheme.p4qos.interval_reset = "quiet_interval"`
+    (docs/schemes/p4qos.md) on Fig. 3's points at paper scale, beside the
+    default reading (Fig. 3's own Interval P4QoS rows)."""
+    pts = []
+    for _, _, d1, seed, cfg, sets in single_points(mode, out, "paper"):
+        if "scheme.kind=p4qos_interval" in sets:
+            pts.append((d1, seed, cfg, [*sets, "scheme.p4qos.interval_reset=quiet_interval"]))
+    got = P.run_points([(p[2], p[3]) for p in pts], out, workers)
+    rows = [
+        {
+            **single_row(
+                ("paper", "p4qos_interval", d1, seed, cfg, sets), got[P.point_key(cfg, sets)], mode
+            ),
+            "reset": "quiet_interval",
+        }
+        for d1, seed, cfg, sets in pts
+    ]
+    rows += [{**r, "reset": "below_target"} for r in paper if r["scheme"] == "p4qos_interval"]
+    metrics = [
+        ("late1", "late, d1 flow (%)", 2, 1.0),
+        ("late2", "late, d2 flow (%)", 2, 1.0),
+        ("late_sw", "late in the network, both (%)", 2, 1.0),
+        ("util", "utilization (%)", 1, 1.0),
+        ("jain", "Jain's index", 2, 1.0),
+        ("delay_mean", "average one-way delay (ms)", 1, 1000.0),
+        ("delay_max", "maximum one-way delay (ms)", 1, 1000.0),
+        ("rtt_max", "maximum RTT (ms)", 1, 1000.0),
+        ("marks", "marks", 0, 1.0),
+    ]
+    out_ = [
+        '**Interval P4QoS, two readings of its reset** (section III: "if a packet is '
+        "marked the interval is reduced, otherwise the interval is reset to its default "
+        "value\"): `below_target` (the default, Fig. 3's rows: any packet at or below "
+        "trgt resets the interval) and `quiet_interval` (`scheme.p4qos.interval_reset`: "
+        "only an interval without a packet above trgt resets it); "
+        f"{len(mode.seeds)} seeds, paper scale\n",
+        "| metric | reset | " + " | ".join(f"d1 = {d} ms" for d in mode.d1) + " |",
+        "|---" * (len(mode.d1) + 2) + "|",
+    ]
+    for key, title, digits, div in metrics:
+        for reset in ["below_target", "quiet_interval"]:
+            cells = []
+            for d in mode.d1:
+                xs = [
+                    r[key] / div
+                    for r in rows
+                    if r["reset"] == reset and r["d1"] == d and r[key] is not None
+                ]
+                cells.append(fmt(xs, digits))
+            out_.append(f"| {title} | {reset} | " + " | ".join(cells) + " |")
+    out_.append("")
+    return "\n".join(out_)
 
 
 # ---------------------------------------------------------------- traced d1 packets
@@ -700,14 +766,21 @@ def main() -> None:
         P.smoke_threads()
     parts_run = args.part or PARTS
     sections: dict[str, str] = {}
+    paper_rows: list[dict] = []
     for part in parts_run:
         kind, scale = part.split("-")
         if kind == "rates":
             body = [run_rates(mode, out, args.workers)]
         elif kind == "trace":
             body = [run_trace(mode, out, args.workers)]
+        elif kind == "interval":
+            if not paper_rows:
+                paper_rows = run_single(mode, out, args.workers, "paper")
+            body = [run_interval(mode, out, args.workers, paper_rows)]
         elif kind == "single":
             rows = run_single(mode, out, args.workers, scale)
+            if scale == "paper":
+                paper_rows = rows
             title = (
                 "paper scale (10 Mb/s bottleneck, d1 in ms)"
                 if scale == "paper"
@@ -740,7 +813,15 @@ def main() -> None:
         f"({len(mode.seeds)} seeds, d1 in {mode.d1}, {mode.duration_ms / 1000:g} s flows at "
         "paper scale). Mean ± 95% confidence interval over the seeds.\n"
     )
-    order = ["single-paper", "trace-paper", "rates-paper", "single-dc", "multi-paper", "multi-dc"]
+    order = [
+        "single-paper",
+        "trace-paper",
+        "rates-paper",
+        "interval-paper",
+        "single-dc",
+        "multi-paper",
+        "multi-dc",
+    ]
     page = "\n".join([head] + [sections[p] for p in order])
     # NOTE: --quick writes docs/ too: the committed tables say which mode made them.
     P.write_section(DOC, "results", page)

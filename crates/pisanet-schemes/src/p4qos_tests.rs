@@ -855,6 +855,63 @@ fn variants_mark_differently_above_the_same_target() {
     }
 }
 
+/// Interval P4QoS's mark times (ms) on a queue that is 2 ms deep (above a
+/// 0.5 ms trgt) for 5 ms and empty for 5 ms, a packet every ms for 600 ms,
+/// then empty for 300 ms, then deep for 300 ms.
+fn interval_marks(reset: crate::p4qos::IntervalReset) -> Vec<u64> {
+    let mut p = params("p4qos_interval", 20_000);
+    p.p4qos.interval_reset = reset;
+    let info = chain_info(1, 3, BitRate::from_bps(10_000_000_000));
+    let mut sw = build_switch(&p, &info);
+    deliver_update(&mut sw, SimTime::from_us(1), 1, update_pkt(500_000, 5));
+    let mut marks = Vec::new();
+    for ms in 1..=1200u64 {
+        let deep = if ms <= 600 { ms % 10 < 5 } else { ms > 900 };
+        let q = if deep { SimTime::from_ms(2) } else { SimTime::ZERO };
+        let hdr = QosHdr {
+            deadline: 20_000,
+            target: 20_000,
+            ..Default::default()
+        };
+        let out = egress_once(
+            &mut sw,
+            SimTime::from_ms(ms),
+            1,
+            with_qos(data(A, B, 1, 1000), hdr),
+            q,
+            0,
+        );
+        if transmitted(&out).ip.ecn == Ecn::Ce {
+            marks.push(ms);
+        }
+    }
+    sw.assert_no_violations();
+    marks
+}
+
+#[test]
+fn interval_p4qos_resets_its_interval_below_target_or_after_a_quiet_interval() {
+    use crate::p4qos::IntervalReset;
+    // Default reading: every packet at or below trgt resets the interval,
+    // so on a queue that dips below trgt every 10 ms the marks stay a whole
+    // 100 ms apart.
+    let below = interval_marks(IntervalReset::BelowTarget);
+    eprintln!("below_target: {below:?}");
+    assert_eq!(&below[..4], &[1, 101, 201, 301]);
+    // quiet_interval: the queue is above trgt again within an interval
+    // after each idle one, so the interval shrinks as CoDel's (100,
+    // 70.7, 57.7, 50, ... ms) ...
+    let quiet = interval_marks(IntervalReset::QuietInterval);
+    eprintln!("quiet_interval: {quiet:?}");
+    assert_eq!(&quiet[..4], &[1, 101, 172, 230]);
+    let before = |v: &[u64], t| v.iter().filter(|&&m| m <= t).count();
+    assert!(before(&quiet, 600) > before(&below, 600) + 2);
+    // ... and 300 ms with nothing above trgt (longer than an interval
+    // after the last idle one) reset it: two marks a default interval apart.
+    let after: Vec<u64> = quiet.iter().copied().filter(|&m| m > 600).collect();
+    assert_eq!(&after[..2], &[901, 1001], "{after:?}");
+}
+
 #[test]
 fn prio_puts_the_lower_deadline_in_the_higher_priority_queue() {
     let mut p = params("prio", 20_000);

@@ -166,3 +166,27 @@ fn the_multi_bottleneck_configs_run_at_both_scales_with_every_backoff() {
         assert!(sent[1] * 10 < sent[0], "{file}: {sent:?}");
     }
 }
+
+#[test]
+fn interval_reset_is_read_only_by_interval_p4qos() {
+    let text = std::fs::read_to_string(dir().join("single_bottleneck.toml")).unwrap();
+    let sets = |kind: &str| {
+        vec![
+            format!("scheme.kind={kind}"),
+            "scheme.p4qos.interval_reset=quiet_interval".to_string(),
+            "run.max_sim_time_ms=200".to_string(),
+        ]
+    };
+    let err = run_toml(&text, Some(&dir()), &sets("p4qos"), &mut |_| true)
+        .err()
+        .expect("refused with scheme.kind = p4qos");
+    let msg = err.to_string();
+    assert!(
+        msg.contains(
+            "scheme.p4qos.interval_reset: is read only when scheme.kind = \"p4qos_interval\""
+        ),
+        "{msg}"
+    );
+    run_toml(&text, Some(&dir()), &sets("p4qos_interval"), &mut |_| true)
+        .unwrap_or_else(|e| panic!("p4qos_interval: {e}"));
+}
