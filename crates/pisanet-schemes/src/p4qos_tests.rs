@@ -867,7 +867,11 @@ fn interval_marks(reset: crate::p4qos::IntervalReset) -> Vec<u64> {
     let mut marks = Vec::new();
     for ms in 1..=1200u64 {
         let deep = if ms <= 600 { ms % 10 < 5 } else { ms > 900 };
-        let q = if deep { SimTime::from_ms(2) } else { SimTime::ZERO };
+        let q = if deep {
+            SimTime::from_ms(2)
+        } else {
+            SimTime::ZERO
+        };
         let hdr = QosHdr {
             deadline: 20_000,
             target: 20_000,
