@@ -93,6 +93,15 @@ BACKOFFS = ["none", "fixed", "adaptive"]
 T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
 
 
+# `--report-only`: read the finished points back, run nothing.
+READ_ONLY = False
+
+
+def run_points(pts: list, out: Path, workers: int | None, run: bool | None = None) -> dict:
+    """P.run_points, or (`--report-only`, `run=False`) the finished points only."""
+    return P.run_points(pts, out, workers, run=not READ_ONLY if run is None else run)
+
+
 class Mode:
     def __init__(self, quick: bool = False, smoke: bool = False, seeds: int | None = None) -> None:
         self.smoke = smoke
@@ -212,9 +221,11 @@ PATH_MS = 2 * (0.1 + 1518 * 8 / 100e3) + 0.1 + 1527 * 8 / 10e3
 LL_EST_MS = 0.1 + (1527 + 64) * 8 / 10e3 / 2
 
 
-def run_single(mode: Mode, out: Path, workers: int | None, scale: str) -> list[dict]:
+def run_single(
+    mode: Mode, out: Path, workers: int | None, scale: str, run: bool | None = None
+) -> list[dict]:
     pts = single_points(mode, out, scale)
-    got = P.run_points([(p[4], p[5]) for p in pts], out, workers)
+    got = run_points([(p[4], p[5]) for p in pts], out, workers, run)
     return [single_row(p, got[P.point_key(p[4], p[5])], mode) for p in pts]
 
 
@@ -337,7 +348,7 @@ def run_interval(mode: Mode, out: Path, workers: int | None, paper: list[dict]) 
     for _, _, d1, seed, cfg, sets in single_points(mode, out, "paper"):
         if "scheme.kind=p4qos_interval" in sets:
             pts.append((d1, seed, cfg, [*sets, "scheme.p4qos.interval_reset=quiet_interval"]))
-    got = P.run_points([(p[2], p[3]) for p in pts], out, workers)
+    got = run_points([(p[2], p[3]) for p in pts], out, workers)
     rows = [
         {
             **single_row(
@@ -390,6 +401,8 @@ def run_interval(mode: Mode, out: Path, workers: int | None, paper: list[dict]) 
 def run_trace(mode: Mode, out: Path, workers: int | None) -> str:
     """P4QoS at paper scale, seed 1, the d1 flow's packets traced hop by hop
     (`[metrics.trace]`): which of them were late, and why (docs/results/p4qos.md)."""
+    import pandas as pd
+
     from pisanet import database
 
     dur = 3000 if mode.smoke else TRACE_MS
@@ -408,15 +421,16 @@ def run_trace(mode: Mode, out: Path, workers: int | None) -> str:
             "metrics.trace.flows=[0]",
         ]
         pts.append((d1, HERE / SCALES["paper"][0], sets))
-    got = P.run_points([(p[1], p[2]) for p in pts], out, workers)
+    got = run_points([(p[1], p[2]) for p in pts], out, workers)
     trgt_ms = LL_EST_MS
     out_ = [
         "**P4QoS's late d1 packets, one by one** (seed 1, the first "
         f"{dur / 1000:g} s, packets sent after 1 s; `[metrics.trace]` of the d1 "
-        "flow): late (%) = queued at S1 -> S2 longer than trgt = d1 - "
-        f"{trgt_ms:.2f} ms, so marked (%) + queued between d1 - {PATH_MS:.2f} ms "
-        "and trgt, not marked but late (%); and the longest queueing of an on-time "
-        "packet and the shortest of a late one (ms)\n",
+        "flow): late (% of the d1 flow's packets) = above trgt (queued at S1 -> S2 "
+        f"longer than trgt = d1 - {trgt_ms:.2f} ms: marked) + below trgt, late "
+        f"(queued between d1 - {PATH_MS:.2f} ms and trgt: not marked, still late); "
+        "the longest queueing of an on-time packet and the shortest of a late one "
+        "(ms)\n",
         "| d1 | late | above trgt (marked) | below trgt, late | on-time max queueing | "
         "late min queueing |",
         "|---|---|---|---|---|---|",
@@ -436,8 +450,9 @@ def run_trace(mode: Mode, out: Path, workers: int | None) -> str:
         # The last link after its dequeue: 1518 B at 100 Mb/s and 0.1 ms.
         owd = out_t + 1518 * 8 / 100 + 100 - first
         q = (deq - enq).reindex(owd.index)
-        keep = first.reindex(owd.index) > 1e6
-        owd, q = owd[keep].dropna(), q[keep].dropna()
+        both = pd.DataFrame({"owd": owd, "q": q, "sent": first.reindex(owd.index)}).dropna()
+        both = both[both.sent > 1e6]
+        owd, q = both.owd, both.q
         late = owd > d1 * 1000
         above = q > (d1 - LL_EST_MS) * 1000
         n = len(owd)
@@ -496,7 +511,7 @@ def rate_points(mode: Mode, out: Path) -> list[tuple]:
 
 def run_rates(mode: Mode, out: Path, workers: int | None) -> str:
     pts = rate_points(mode, out)
-    got = P.run_points([(p[4], p[5]) for p in pts], out, workers)
+    got = run_points([(p[4], p[5]) for p in pts], out, workers)
     dur_ms = 2000 if mode.smoke else RATE_MS
     rows = []
     for mbps, scheme, d1, _seed, cfg, sets in pts:
@@ -627,7 +642,7 @@ def run_multi(
     pts = multi_points(mode, out, scale) + llep_points(mode, out, scale)
     _, unit, rate = SCALES[scale]
     dur_s = mode.duration_ms * 1e-3 * unit / 1000.0
-    got = P.run_points([(p[4], p[5]) for p in pts], out, workers)
+    got = run_points([(p[4], p[5]) for p in pts], out, workers)
     rows, llep = [], []
     for p in pts:
         point = got[P.point_key(p[4], p[5])]
@@ -758,8 +773,15 @@ def main() -> None:
         default=None,
         help="run only these parts (repeatable); prints their tables, writes nothing",
     )
+    ap.add_argument(
+        "--report-only",
+        action="store_true",
+        help="write the tables from the finished points; run nothing",
+    )
     P.add_arguments(ap, OUT)
     args = ap.parse_args()
+    global READ_ONLY
+    READ_ONLY = args.report_only
     mode = Mode(quick=args.quick, smoke=args.smoke, seeds=args.seeds)
     out = args.out / P.mode_name(args)
     if args.smoke:
@@ -775,7 +797,8 @@ def main() -> None:
             body = [run_trace(mode, out, args.workers)]
         elif kind == "interval":
             if not paper_rows:
-                paper_rows = run_single(mode, out, args.workers, "paper")
+                # Fig. 3's own Interval P4QoS rows: read back, never rerun here.
+                paper_rows = run_single(mode, out, args.workers, "paper", run=False)
             body = [run_interval(mode, out, args.workers, paper_rows)]
         elif kind == "single":
             rows = run_single(mode, out, args.workers, scale)
