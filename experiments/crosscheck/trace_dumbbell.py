@@ -151,7 +151,7 @@ def main() -> None:
         elif ev == "tx":
             tx3[k] += 1
     # pisanet.
-    over: dict[str, Any] = {**xc.PISANET_BASE, **xc.NS3_LIKE}
+    over: dict[str, Any] = xc.for_cc(sc.cc, {**xc.PISANET_BASE, **xc.NS3_LIKE})
     with tempfile.TemporaryDirectory() as tmp:
         topo, csv = xc.write_inputs(tmp, sc.kind, flows)
         cfg: dict[str, Any] = {

@@ -198,6 +198,14 @@ pub struct TcpConfig {
     /// section 6.1.2 treats a loss response as the window's reduction).
     /// Without SACK only. Default false. See docs/model.md, "Hosts".
     pub ece_ends_recovery: bool,
+    /// DCTCP: a duplicate ACK counts as one MSS acknowledged in alpha's
+    /// estimate (RFC 8257 section 3.3's BytesAcked), and as one MSS marked
+    /// when it carries ECE, as Linux 4.x (`dctcp_update_alpha`: "count
+    /// dupack as MSS size") and ns-3 3.44 (`ProcessAck` calls
+    /// `PktsAcked(1)` on a duplicate ACK; `TcpDctcp::PktsAcked` counts it)
+    /// do. Default false: only newly acknowledged bytes count (RFC 8257).
+    /// See docs/model.md, "Hosts".
+    pub dctcp_dupack_bytes: bool,
     /// With `rtt_every_ack`, the tick of the TCP timestamp clock the
     /// samples are read from: a sample is (ticks at the ACK - ticks at the
     /// echoed send) x tick, a zero difference counting as 1 us, as ns-3
@@ -237,6 +245,7 @@ impl Default for TcpConfig {
             cwr_ignores_dupacks: false,
             rtt_every_ack: false,
             ece_ends_recovery: false,
+            dctcp_dupack_bytes: false,
             ts_clock: SimTime::ZERO,
             app_rate_bps: None,
             app_burst_bytes: 0,

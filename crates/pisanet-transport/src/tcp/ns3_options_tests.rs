@@ -342,3 +342,41 @@ fn ece_on_a_partial_ack_ends_recovery_only_with_the_option() {
         }
     }
 }
+
+/// `TcpConfig::dctcp_dupack_bytes`: duplicate ACKs count in DCTCP's alpha
+/// (one MSS each, marked with ECE), as in Linux and ns-3; off, only newly
+/// acknowledged bytes do (RFC 8257).
+#[test]
+fn dctcp_dupack_bytes_counts_marked_duplicate_acks_in_alpha() {
+    use super::test_util::ack_pkt;
+    use super::CcKind;
+    let mut alphas = Vec::new();
+    for on in [false, true] {
+        let c = TcpConfig {
+            cc: CcKind::Dctcp { g_shift: 4 },
+            dctcp_dupack_bytes: on,
+            init_cwnd_segments: 10,
+            ..cfg(false)
+        };
+        let mut tx = TcpSender::new(&c, ends(), 40 * MSS);
+        tx.on_start(SimTime::ZERO, &mut Vec::new());
+        let w = c.rwnd_bytes;
+        // The first ACK ends the first observation window: alpha = 15/16.
+        tx.on_packet(us(10), &ack_pkt(MSS, w, false), &mut Vec::new());
+        // Two duplicate ACKs with ECE, then an unmarked ACK of 10 more
+        // segments, past the window's end (10 MSS sent then).
+        for i in 0..2 {
+            tx.on_packet(us(11 + i), &ack_pkt(MSS, w, true), &mut Vec::new());
+        }
+        tx.on_packet(us(20), &ack_pkt(11 * MSS, w, false), &mut Vec::new());
+        alphas.push(tx.stats().dctcp_alpha.unwrap());
+    }
+    let a0 = 15.0 / 16.0;
+    // Off: F = 0 of 10 MSS. On: F = 2 of 12 MSS.
+    assert!((alphas[0] - a0 * a0).abs() < 1e-12, "{alphas:?}");
+    let f: f64 = 2.0 / 12.0;
+    assert!(
+        (alphas[1] - (a0 * a0 + f / 16.0)).abs() < 1e-12,
+        "{alphas:?}"
+    );
+}

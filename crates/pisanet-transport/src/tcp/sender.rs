@@ -193,6 +193,8 @@ pub struct TcpSender {
     cwr_ignores_dupacks: bool,
     /// `TcpConfig::ece_ends_recovery` (with `cwr_ignores_dupacks`).
     ece_ends_recovery: bool,
+    /// `TcpConfig::dctcp_dupack_bytes`.
+    dctcp_dupack_bytes: bool,
     /// Bytes above cwnd that limited transmit lets out now: one SMSS per
     /// duplicate ACK below the threshold; 0 once recovery starts or new
     /// data is acknowledged.
@@ -285,6 +287,7 @@ impl TcpSender {
             ns3_cwr_until: None,
             cwr_ignores_dupacks: cfg.cwr_ignores_dupacks,
             ece_ends_recovery: cfg.ece_ends_recovery && cfg.cwr_ignores_dupacks,
+            dctcp_dupack_bytes: cfg.dctcp_dupack_bytes,
             lt_allowance: 0,
             syn_sent: None,
             classic_ecn: cfg.ecn && !matches!(cfg.cc, CcKind::Dctcp { .. }),
@@ -428,6 +431,9 @@ impl TcpSender {
                 self.last_window = tcp.window;
             }
             if is_dup {
+                if self.dctcp_dupack_bytes {
+                    self.cc.on_dup_ack(ece, self.mss);
+                }
                 self.on_dup_ack(now, ack, out);
             }
         } else {
@@ -892,6 +898,9 @@ impl TcpSender {
         let dup = news && pure && self.snd_max > self.snd_una;
         if dup {
             self.dup_acks += 1;
+            if self.dctcp_dupack_bytes {
+                self.cc.on_dup_ack(ece, self.mss);
+            }
         }
 
         if self.in_recovery {
