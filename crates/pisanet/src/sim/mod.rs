@@ -27,7 +27,8 @@ use std::collections::VecDeque;
 
 use pisanet_engine::{BitRate, EventQueue, RngStreams, SimRng, SimTime, StreamKind};
 use pisanet_net::packet::{FlowId, HostId, NodeId, Packet, PortNo};
-use pisanet_net::queue::{EgressQueue, QueueConfig, Queued, SharedBuffer};
+use pisanet_net::arena::{PacketArena, PktId, TmMeta};
+use pisanet_net::queue::{EgressQueue, QueueConfig, SharedBuffer};
 use pisanet_net::topology::Topology;
 use pisanet_transport::{TcpConfig, TcpReceiver, TcpSender};
 use pisanet_workload::{FlowSource, FlowSpec};
@@ -106,6 +107,8 @@ pub struct World {
     pub topo: Topology,
     pub q: EventQueue<Ev>,
     pub ports: Vec<Port>,
+    /// Every packet in a queue or on a wire; queues and wires hold its id.
+    pub arena: PacketArena,
     /// First global port of each node.
     pub port_base: Vec<PortIdx>,
     pub shared: Vec<SharedBuffer>,
@@ -268,6 +271,7 @@ impl World {
             topo,
             q: EventQueue::new(),
             ports,
+            arena: PacketArena::new(),
             port_base,
             shared,
             fwd,
