@@ -250,7 +250,6 @@ impl World {
                     shared: sb,
                     is_host_port: is_host,
                     egress_pass: false,
-                    tx_memo: Port::NO_TX_MEMO,
                 });
             }
         }

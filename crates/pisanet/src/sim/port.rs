@@ -31,47 +31,6 @@ pub struct Port {
     pub carried_bytes: u64,
     /// Bytes of switch-made packets (probes, clones) transmitted.
     pub made_tx_bytes: u64,
-    /// The serialization times of the last two frame sizes sent, and the
-    /// rate they are for ([`Port::tx_time`]).
-    pub(crate) tx_memo: ([(u32, SimTime); 2], BitRate),
-}
-
-impl Port {
-    /// A memo of nothing yet (size 0 takes no time at any rate).
-    pub(crate) const NO_TX_MEMO: ([(u32, SimTime); 2], BitRate) =
-        ([(0, SimTime::ZERO); 2], BitRate(0));
-
-    /// `rate.tx_time(size)`, remembered for the last two sizes: frames of
-    /// a port are mostly of two sizes (full segments one way, ACKs the
-    /// other), and this saves a 64-bit division per packet. Same value as
-    /// `BitRate::tx_time` (a pure function of rate and size).
-    #[inline]
-    pub(crate) fn tx_time(&mut self, size: u32) -> SimTime {
-        let (m, rate) = &self.tx_memo;
-        if *rate == self.rate {
-            if m[0].0 == size {
-                return m[0].1;
-            }
-            if m[1].0 == size {
-                return m[1].1;
-            }
-        }
-        self.tx_time_miss(size)
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn tx_time_miss(&mut self, size: u32) -> SimTime {
-        let t = self.rate.tx_time(size as u64);
-        let (m, rate) = &mut self.tx_memo;
-        if *rate != self.rate {
-            *rate = self.rate;
-            m[0] = (0, SimTime::ZERO);
-        }
-        m[1] = m[0];
-        m[0] = (size, t);
-        t
-    }
 }
 
 impl World {
@@ -124,7 +83,7 @@ impl World {
     }
 
     /// Starts transmitting the next packet of port `p`, after the switch's
-    /// egress pipeline if it has one ([`Self::egress_pass`]).
+    /// egress pipeline (v1model: egress runs when the packet leaves the queue).
     pub(crate) fn start_tx(&mut self, now: SimTime, p: PortIdx) {
         loop {
             let port = &mut self.ports[p as usize];
@@ -151,17 +110,64 @@ impl World {
             // PFC: the ingress account is credited once the packet is
             // handled.
             let credit = (slot.tm.pfc_in, slot.pkt.prio, q.size);
-            if port.egress_pass {
-                let sent = self.egress_pass(now, p, id);
-                if credit.0 != pisanet_net::queue::NO_PFC {
-                    self.pfc_dequeued(now, p, credit);
+            let id = if !port.egress_pass {
+                id
+            } else {
+                let Forwarding::Pisa(switches) = &mut self.fwd else {
+                    unreachable!("only PISA switches have egress passes");
+                };
+                let sw = port.node - self.topo.n_hosts;
+                let tm = slot.tm;
+                let deq = DeqInfo {
+                    enq_timestamp: tm.enq_time,
+                    enq_qdepth: tm.enq_qdepth,
+                    deq_qdepth: port.queue.queue_packets(port.queue.queue_of(slot.pkt.prio)),
+                    deq_timedelta: now.saturating_sub(tm.enq_time),
+                    meta: QueueMeta {
+                        user: tm.user_meta,
+                        ingress_port: tm.ingress_port,
+                        instance_type: InstanceType::from_u8(tm.instance_type),
+                        egress_rid: tm.egress_rid,
+                    },
+                };
+                let port_no = port.port_no;
+                let mut emits = std::mem::take(&mut self.emits);
+                emits.clear();
+                let pkt = self.arena.remove(id);
+                switches[sw as usize].egress(now, port_no, pkt, deq, &mut emits);
+                // The packet to send (if egress kept it) goes first, so that
+                // copies queued at this same port wait behind it.
+                let sent = emits
+                    .iter()
+                    .position(|e| matches!(e, Emit::Transmit(_)))
+                    .map(|i| match emits.remove(i) {
+                        Emit::Transmit(pkt) => pkt,
+                        _ => unreachable!("position matched a Transmit"),
+                    });
+                match sent {
+                    Some(pkt) => {
+                        let id = self.arena.insert_with(pkt, tm);
+                        self.transmit(now, p, id);
+                        self.apply_egress_emits(now, sw, &mut emits);
+                        self.emits = emits;
+                        self.arm_switch(sw);
+                        if credit.0 != pisanet_net::queue::NO_PFC {
+                            self.pfc_dequeued(now, p, credit);
+                        }
+                        return;
+                    }
+                    None => {
+                        // Egress dropped or consumed it: emit the rest, try the next packet.
+                        self.apply_egress_emits(now, sw, &mut emits);
+                        self.emits = emits;
+                        self.arm_switch(sw);
+                        if credit.0 != pisanet_net::queue::NO_PFC {
+                            self.pfc_dequeued(now, p, credit);
+                        }
+                        continue;
+                    }
                 }
-                if sent {
-                    return;
-                }
-                // Egress dropped or consumed it: try the next packet.
-                continue;
-            }
+            };
             // TSQ: a host's packet leaves its NIC queue (flow, source, size).
             let from_host = self.ports[p as usize].is_host_port.then(|| {
                 let pkt = self.arena.get(id);
@@ -176,58 +182,6 @@ impl World {
             }
             return;
         }
-    }
-
-    /// The switch's egress control on packet `id`, just dequeued at port
-    /// `p` (v1model: egress runs when the packet leaves the queue): sends
-    /// what it kept, queues what it made. Returns whether a packet went on
-    /// the wire.
-    // NOTE: out of line: most programs have no egress control, and the
-    // dequeue path stays small without it.
-    #[inline(never)]
-    fn egress_pass(&mut self, now: SimTime, p: PortIdx, id: PktId) -> bool {
-        let port = &self.ports[p as usize];
-        let Forwarding::Pisa(switches) = &mut self.fwd else {
-            unreachable!("only PISA switches have egress passes");
-        };
-        let sw = port.node - self.topo.n_hosts;
-        let slot = self.arena.slot(id);
-        let tm = slot.tm;
-        let deq = DeqInfo {
-            enq_timestamp: tm.enq_time,
-            enq_qdepth: tm.enq_qdepth,
-            deq_qdepth: port.queue.queue_packets(port.queue.queue_of(slot.pkt.prio)),
-            deq_timedelta: now.saturating_sub(tm.enq_time),
-            meta: QueueMeta {
-                user: tm.user_meta,
-                ingress_port: tm.ingress_port,
-                instance_type: InstanceType::from_u8(tm.instance_type),
-                egress_rid: tm.egress_rid,
-            },
-        };
-        let port_no = port.port_no;
-        let mut emits = std::mem::take(&mut self.emits);
-        emits.clear();
-        let pkt = self.arena.remove(id);
-        switches[sw as usize].egress(now, port_no, pkt, deq, &mut emits);
-        // The packet to send (if egress kept it) goes first, so that
-        // copies queued at this same port wait behind it.
-        let sent = emits
-            .iter()
-            .position(|e| matches!(e, Emit::Transmit(_)))
-            .map(|i| match emits.remove(i) {
-                Emit::Transmit(pkt) => pkt,
-                _ => unreachable!("position matched a Transmit"),
-            });
-        let kept = sent.is_some();
-        if let Some(pkt) = sent {
-            let id = self.arena.insert_with(pkt, tm);
-            self.transmit(now, p, id);
-        }
-        self.apply_egress_emits(now, sw, &mut emits);
-        self.emits = emits;
-        self.arm_switch(sw);
-        kept
     }
 
     /// Puts packet `id` on port `p`'s wire: busy for its serialization time.
@@ -245,7 +199,7 @@ impl World {
         let pkt = self.arena.get(id);
         let (size, switch_made) = (pkt.size, pkt.switch_made);
         port.queue.count_tx(size);
-        let done = now + port.tx_time(size);
+        let done = now + port.rate.tx_time(size as u64);
         port.busy_until = done;
         if !port.queue.is_empty() && !port.tx_event {
             port.tx_event = true;
@@ -290,9 +244,11 @@ impl World {
             return;
         }
         self.counts.packet_hops += 1;
-        if self.loss.is_some() && self.link_loses() {
-            self.lose_id(id);
-            return;
+        if let Some((p_loss, rng)) = &mut self.loss {
+            if rng.gen::<f64>() < *p_loss {
+                self.lose_id(id);
+                return;
+            }
         }
         if self.pfc.is_some() && is_pause(self.arena.get(id)) {
             // A MAC control frame: consumed by the port it reaches.
@@ -311,16 +267,6 @@ impl World {
             self.pfc_in = peer;
             self.switch_receive(now, node, in_port, id);
         }
-    }
-
-    /// Random link loss (`topology.link_loss_rate`): whether this arrival
-    /// is lost. Out of line: off by default.
-    #[cold]
-    #[inline(never)]
-    fn link_loses(&mut self) -> bool {
-        self.loss
-            .as_mut()
-            .is_some_and(|(p_loss, rng)| rng.gen::<f64>() < *p_loss)
     }
 
     pub(crate) fn on_link_event(&mut self, now: SimTime, i: u32) {

@@ -41,9 +41,6 @@ impl World {
     }
 
     /// Carries out what a switch emitted (queueing, drops, consumption).
-    // NOTE: out of line: a plain unicast pass (the common case) emits
-    // nothing, and the arrival path stays small without this loop.
-    #[inline(never)]
     pub(crate) fn apply_emits(&mut self, now: SimTime, sw: u32, emits: &mut Vec<Emit>) {
         let node = sw + self.topo.n_hosts;
         for e in emits.drain(..) {
