@@ -354,7 +354,10 @@ mod tests {
             shared: Option<&mut SharedBuffer>,
         ) -> Result<(), (Packet, DropCause)> {
             let id = self.store(p);
-            match self.q.enqueue_lossless(id, &mut self.pkts[id as usize], shared) {
+            match self
+                .q
+                .enqueue_lossless(id, &mut self.pkts[id as usize], shared)
+            {
                 Ok(d) => {
                     self.depth[id as usize] = d;
                     Ok(())

@@ -16,8 +16,8 @@
 use std::collections::HashMap;
 
 use pisanet_engine::SimTime;
-use pisanet_net::packet::{FlowId, Packet, L4};
 use pisanet_net::arena::{PktId, Slot};
+use pisanet_net::packet::{FlowId, Packet, L4};
 use pisanet_net::wire::{node_mac, write_frame, HeaderDef, LinkEnds};
 use pisanet_pisa::{Emit, InstanceType};
 use schemars::JsonSchema;

@@ -26,8 +26,8 @@
 use std::collections::VecDeque;
 
 use pisanet_engine::{BitRate, EventQueue, RngStreams, SimRng, SimTime, StreamKind};
-use pisanet_net::packet::{FlowId, HostId, NodeId, Packet, PortNo};
 use pisanet_net::arena::{PacketArena, PktId, TmMeta};
+use pisanet_net::packet::{FlowId, HostId, NodeId, Packet, PortNo};
 use pisanet_net::queue::{EgressQueue, QueueConfig, SharedBuffer};
 use pisanet_net::topology::Topology;
 use pisanet_transport::{TcpConfig, TcpReceiver, TcpSender};
