@@ -395,6 +395,25 @@ impl World {
         }
     }
 
+    /// Whether the packet arena holds exactly the packets in queues and on
+    /// wires (a slot not freed on delivery, drop or consumption, or freed
+    /// twice, breaks it); the run reports a violation otherwise.
+    pub fn arena_check(&self) -> Result<(), String> {
+        let held: u64 = self
+            .ports
+            .iter()
+            .map(|p| p.queue.packets() as u64 + p.wire.len() as u64)
+            .sum();
+        let live = self.arena.live() as u64;
+        if live == held {
+            Ok(())
+        } else {
+            Err(format!(
+                "packet arena holds {live} packets but queues and wires hold {held}"
+            ))
+        }
+    }
+
     /// Packets in queues, on wires, or held inside switches.
     pub fn in_flight(&self) -> u64 {
         let mut n: u64 = 0;
