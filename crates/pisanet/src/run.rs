@@ -710,6 +710,9 @@ fn finish(
     let program_violations = world.program_violations();
     world.violations.extend(program_violations);
     let in_flight = world.in_flight();
+    if let Err(e) = world.arena_check() {
+        world.violations.push(e);
+    }
     let conservation_ok = c.injected == c.delivered + c.consumed + c.dropped + in_flight;
     if !conservation_ok {
         world.violations.push(format!(

@@ -410,6 +410,14 @@ impl World {
         }
     }
 
+    /// [`Self::lose`] for packet `id` of the arena, which it frees.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn lose_id(&mut self, id: PktId) {
+        let pkt = self.arena.remove(id);
+        self.lose(&pkt);
+    }
+
     pub(crate) fn on_flow_timer(&mut self, now: SimTime, id: FlowId, sender: bool) {
         let Some(Some(af)) = self.active.get_mut(id as usize) else {
             return;

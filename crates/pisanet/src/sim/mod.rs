@@ -26,8 +26,9 @@
 use std::collections::VecDeque;
 
 use pisanet_engine::{BitRate, EventQueue, RngStreams, SimRng, SimTime, StreamKind};
+use pisanet_net::arena::{PacketArena, PktId, TmMeta};
 use pisanet_net::packet::{FlowId, HostId, NodeId, Packet, PortNo};
-use pisanet_net::queue::{EgressQueue, QueueConfig, Queued, SharedBuffer};
+use pisanet_net::queue::{EgressQueue, QueueConfig, SharedBuffer};
 use pisanet_net::topology::Topology;
 use pisanet_transport::{TcpConfig, TcpReceiver, TcpSender};
 use pisanet_workload::{FlowSource, FlowSpec};
@@ -106,6 +107,8 @@ pub struct World {
     pub topo: Topology,
     pub q: EventQueue<Ev>,
     pub ports: Vec<Port>,
+    /// Every packet in a queue or on a wire; queues and wires hold its id.
+    pub arena: PacketArena,
     /// First global port of each node.
     pub port_base: Vec<PortIdx>,
     pub shared: Vec<SharedBuffer>,
@@ -268,6 +271,7 @@ impl World {
             topo,
             q: EventQueue::new(),
             ports,
+            arena: PacketArena::new(),
             port_base,
             shared,
             fwd,
@@ -388,6 +392,25 @@ impl World {
             Ev::RateSample => self.on_rate_sample(now),
             Ev::SwitchTimer(sw) => self.on_switch_timer(now, sw),
             Ev::PfcExpire(_) | Ev::PfcRefresh(_) | Ev::PfcCheck => self.on_pfc_event(now, ev),
+        }
+    }
+
+    /// Whether the packet arena holds exactly the packets in queues and on
+    /// wires (a slot not freed on delivery, drop or consumption, or freed
+    /// twice, breaks it); the run reports a violation otherwise.
+    pub fn arena_check(&self) -> Result<(), String> {
+        let held: u64 = self
+            .ports
+            .iter()
+            .map(|p| p.queue.packets() as u64 + p.wire.len() as u64)
+            .sum();
+        let live = self.arena.live() as u64;
+        if live == held {
+            Ok(())
+        } else {
+            Err(format!(
+                "packet arena holds {live} packets but queues and wires hold {held}"
+            ))
         }
     }
 
