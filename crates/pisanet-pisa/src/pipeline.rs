@@ -370,7 +370,7 @@ impl Pipeline {
         self.selectors[selector.0 as usize]
             .groups
             .get(group as usize)
-            .map_or(&[], |g| g.as_slice())
+            .map_or(&[], |g| g.members.as_slice())
     }
 
     /// The estimator of `port`, decayed to `now` (bytes).

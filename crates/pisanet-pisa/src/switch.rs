@@ -246,6 +246,9 @@ pub struct Switch {
     stats: SwitchStats,
     /// `dp.has_parser()`, asked once.
     parses: bool,
+    /// No parser, an ideal clock and no copy of the original packet: an
+    /// ingress pass needs none of the three checks (one flag, read first).
+    plain_ingress: bool,
     scratch_writes: Vec<Write>,
     scratch_outs: Vec<Packet>,
 }
@@ -281,10 +284,12 @@ impl Switch {
             recirc_free_at: SimTime::ZERO,
             stats: SwitchStats::default(),
             parses: true,
+            plain_ingress: false,
             scratch_writes: Vec::new(),
             scratch_outs: Vec::new(),
         };
         sw.parses = sw.dp.has_parser();
+        sw.update_plain_ingress();
         let mut writes = Vec::new();
         let mut outs = Vec::new();
         let mut wake = None;
@@ -320,6 +325,11 @@ impl Switch {
     pub fn set_clock(&mut self, clock: Clock) {
         self.clock = clock;
         self.clock_ideal = clock.is_ideal();
+        self.update_plain_ingress();
+    }
+
+    fn update_plain_ingress(&mut self) {
+        self.plain_ingress = !self.parses && self.clock_ideal && !self.pipe.keep_original;
     }
 
     /// The switch's clock.
@@ -447,7 +457,7 @@ impl Switch {
             );
             self.dp.egress(&mut ctx, &mut pkt, &mut sm, &mut meta);
         }
-        if sm.resubmit {
+        if sm.resubmit_requested() {
             self.pipe
                 .violate(now, ViolationKind::PrimitiveInWrongGress, "resubmit");
         }
@@ -456,7 +466,7 @@ impl Switch {
                 .violate(now, ViolationKind::EgressPortChanged, "egress_spec");
         }
         self.end_pass(now);
-        if let Some((kind, session)) = sm.clone {
+        if let Some((kind, session)) = sm.clone_request() {
             if kind == CloneType::I2E {
                 self.pipe
                     .violate(now, ViolationKind::PrimitiveInWrongGress, "clone I2E");
@@ -473,7 +483,7 @@ impl Switch {
                 );
             }
         }
-        if sm.terminate {
+        if sm.terminate_requested() {
             self.stats.terminated += 1;
             out.push(Emit::Consumed(pkt));
         } else if sm.egress_spec == DROP_PORT {
@@ -481,7 +491,7 @@ impl Switch {
                 pkt,
                 reason: DropReason::Program,
             });
-        } else if sm.recirculate {
+        } else if sm.recirculate_requested() {
             self.recirculate(now, pkt, meta);
         } else {
             out.push(Emit::Transmit(pkt));
@@ -743,17 +753,18 @@ impl Switch {
         self.pass += 1;
         self.stats.ingress_passes += 1;
         let mut meta = user;
-        if self.parses && !self.dp.parse(pkt, &mut meta) {
+        let plain = self.plain_ingress;
+        if !plain && self.parses && !self.dp.parse(pkt, &mut meta) {
             self.parser_reject(pkt, out);
             return None;
         }
         let mut sm = StandardMetadata::for_ingress(in_port, pkt.size, now, instance);
         let mut local = now;
-        if !self.clock_ideal {
+        if !plain && !self.clock_ideal {
             local = self.clock.read(now);
             sm.ingress_global_timestamp = local;
         }
-        let original = if self.pipe.keep_original {
+        let original = if !plain && self.pipe.keep_original {
             Some(pkt.clone())
         } else {
             None
@@ -803,19 +814,20 @@ impl Switch {
         original: Option<Packet>,
         out: &mut Vec<Emit>,
     ) -> Option<(PortNo, QueueMeta)> {
-        if sm.recirculate {
+        if sm.recirculate_requested() {
             self.pipe
                 .violate(now, ViolationKind::PrimitiveInWrongGress, "recirculate");
         }
         self.end_pass(now);
-        let needs_original = sm.resubmit || matches!(sm.clone, Some((CloneType::I2E, _)));
+        let needs_original =
+            sm.resubmit_requested() || matches!(sm.clone_request(), Some((CloneType::I2E, _)));
         if needs_original && original.is_none() {
             self.pipe
                 .violate(now, ViolationKind::OriginalNotKept, "clone I2E / resubmit");
             self.stats.violations = self.pipe.violation_count;
         }
         // 1. The I2E clone: a copy of the packet as it entered ingress.
-        if let Some((kind, session)) = sm.clone {
+        if let Some((kind, session)) = sm.clone_request() {
             if kind == CloneType::E2E {
                 self.pipe
                     .violate(now, ViolationKind::PrimitiveInWrongGress, "clone E2E");
@@ -834,7 +846,7 @@ impl Switch {
             }
         }
         // 2. Resubmission: the original passes ingress again; this one is not forwarded.
-        if sm.resubmit {
+        if sm.resubmit_requested() {
             self.stats.resubmitted += 1;
             let again = original.unwrap_or_else(|| std::mem::take(pkt));
             let work = Work::Reenter {
@@ -847,7 +859,7 @@ impl Switch {
             return None;
         }
         // 3. Termination (a probe's last hop): consumed, not forwarded.
-        if sm.terminate {
+        if sm.terminate_requested() {
             self.stats.terminated += 1;
             out.push(Emit::Consumed(std::mem::take(pkt)));
             return None;
