@@ -144,9 +144,14 @@ pub enum Emit {
 /// (clones, multicast copies beyond one, generated, packet-out), each marked
 /// `switch_made`: the loop checks injected = delivered + consumed + dropped +
 /// in flight.
+// NOTE: `repr(C)`: the two counters every ingress pass reads come first
+// (the switch keeps them beside its other per-pass fields).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct SwitchStats {
     pub ingress_passes: u64,
+    /// PISA rule violations by the program (must be zero for a valid run).
+    pub violations: u64,
     pub egress_passes: u64,
     pub resubmitted: u64,
     pub recirculated: u64,
@@ -172,8 +177,6 @@ pub struct SwitchStats {
     pub write_wait_ps_max: u64,
     pub write_errors: u64,
     pub last_write_error: Option<String>,
-    /// PISA rule violations by the program (must be zero for a valid run).
-    pub violations: u64,
 }
 
 enum Work {
@@ -221,34 +224,39 @@ impl Ord for Pending {
 }
 
 /// One switch: its program, state, CPU agent and pending work.
+// NOTE: `repr(C)`: what an ingress pass reads comes first (program,
+// counters, flags, then the pipeline, whose own per-pass fields lead), so a
+// pass touches few cache lines of a switch that has gone cold since its last
+// packet.
+#[repr(C, align(64))]
 pub struct Switch {
-    id: u32,
-    n_ports: u16,
     dp: Box<dyn DataPlane>,
-    agent: Box<dyn ControlAgent>,
+    /// Passes so far (ingress and egress each count one; the first is 1).
+    pass: u64,
+    seq: u64,
+    n_ports: u16,
+    /// No parser, an ideal clock and no copy of the original packet: an
+    /// ingress pass needs none of the three checks (one flag, read first).
+    plain_ingress: bool,
+    /// `dp.has_parser()`, asked once.
+    parses: bool,
+    /// `clock.is_ideal()`, asked once.
+    clock_ideal: bool,
     pipe: Pipeline,
+    stats: SwitchStats,
+    id: u32,
+    agent: Box<dyn ControlAgent>,
     rng: SimRng,
     cp: ControlPlaneConfig,
     target: TargetConfig,
     /// The switch's own clock (ideal unless `[clock]` says otherwise).
     clock: Clock,
-    /// `clock.is_ideal()`, asked once.
-    clock_ideal: bool,
     pending: BinaryHeap<Pending>,
-    seq: u64,
-    /// Passes so far (ingress and egress each count one; the first is 1).
-    pass: u64,
     made: u64,
     /// When the last scheduled control-plane write takes effect.
     last_write_at: Option<SimTime>,
     /// When the recirculation port is free again.
     recirc_free_at: SimTime,
-    stats: SwitchStats,
-    /// `dp.has_parser()`, asked once.
-    parses: bool,
-    /// No parser, an ideal clock and no copy of the original packet: an
-    /// ingress pass needs none of the three checks (one flag, read first).
-    plain_ingress: bool,
     scratch_writes: Vec<Write>,
     scratch_outs: Vec<Packet>,
 }

@@ -318,9 +318,52 @@ fn lpm_walk(map: &FlatMap, masks: &[u64], v: u64) -> Option<usize> {
 fn lpm_walk_and_memo(map: &FlatMap, masks: &[u64], memo: &mut LpmMemo, v: u64) -> Option<usize> {
     let best = lpm_walk(map, masks, v);
     if memo.on {
-        memo.store(v as u32, best.map_or(MEMO_MISS, |p| p as u32 + 1));
+        let slot = match best {
+            Some(p) => {
+                let x = &map.slots[p];
+                MemoSlot {
+                    key: v as u32,
+                    res: (x.action.action.0 as u32) << 24 | ((x.flags & LPM_NONE) + 1),
+                    params: x.action.params,
+                }
+            }
+            None => MemoSlot {
+                key: v as u32,
+                res: MEMO_MISS,
+                params: [0; MAX_ACTION_PARAMS],
+            },
+        };
+        memo.store(slot);
     }
     best
+}
+
+/// The hit (or miss) a memo slot holds.
+#[inline(always)]
+fn memo_hit(
+    s: &MemoSlot,
+    count_hits: bool,
+    counters: &mut [CounterData],
+    default_action: ActionCall,
+) -> Hit {
+    if s.res == MEMO_MISS {
+        return Hit {
+            hit: false,
+            action: default_action,
+            entry: u32::MAX,
+        };
+    }
+    let i = (s.res & MEMO_MISS) - 1;
+    if count_hits {
+        if let Some(c) = counters.get_mut(i as usize) {
+            c.packets += 1;
+        }
+    }
+    Hit {
+        hit: true,
+        action: ActionCall::new(ActionId((s.res >> 24) as u8), s.params),
+        entry: i,
+    }
 }
 
 /// The hit (or miss) of a flat-index lookup: the action comes from the
@@ -377,26 +420,34 @@ struct LpmMemo {
     on: bool,
 }
 
-/// A memo slot: the key and `1 + the FlatMap position` of the entry it
-/// matches, `MEMO_MISS` if none matches, 0 if the slot is empty.
+/// A memo slot: the key and the result of its lookup, whole, so that a
+/// memo hit reads this one slot (32 bytes, two to a cache line): `res` is
+/// 0 for an empty slot, `MEMO_MISS` if no entry matches, else the action id
+/// (bits 24-31) and 1 + the entry's index (bits 0-23); `params` are the
+/// entry's action data.
 #[derive(Clone, Copy, Default)]
+#[repr(C, align(32))]
 struct MemoSlot {
     key: u32,
     res: u32,
+    params: [u64; MAX_ACTION_PARAMS],
 }
 
-const MEMO_MISS: u32 = u32::MAX;
-/// Slots of a memo at its first use (512 B) and at most (8 KiB).
+const MEMO_MISS: u32 = 0x00FF_FFFF;
+/// Entries a table may have for its memo to be on (the index must fit
+/// below `MEMO_MISS` in 24 bits).
+const MEMO_ENTRIES: u32 = 0x00FF_FFF0;
+/// Slots of a memo at its first use (2 KiB) and at most (16 KiB).
 const MEMO_MIN: usize = 64;
-const MEMO_MAX: usize = 1024;
+const MEMO_MAX: usize = 512;
 
 impl LpmMemo {
-    fn new(width: u8) -> Self {
+    fn new(width: u8, size: u32) -> Self {
         LpmMemo {
             slots: Vec::new(),
             shift: 64,
             evictions: 0,
-            on: width <= 32,
+            on: width <= 32 && size <= MEMO_ENTRIES,
         }
     }
 
@@ -411,9 +462,10 @@ impl LpmMemo {
         ((key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
     }
 
-    /// Stores `res` for `key` (after a walk).
+    /// Stores a result (after a walk).
     #[inline]
-    fn store(&mut self, key: u32, res: u32) {
+    fn store(&mut self, slot: MemoSlot) {
+        let key = slot.key;
         if self.slots.is_empty() {
             self.resize(MEMO_MIN);
         }
@@ -426,7 +478,7 @@ impl LpmMemo {
             }
         }
         let i = self.slot(key);
-        self.slots[i] = MemoSlot { key, res };
+        self.slots[i] = slot;
     }
 
     fn resize(&mut self, n: usize) {
@@ -449,16 +501,18 @@ enum Index {
     /// stops at the first length that has neither an entry nor a marker.
     /// The slot also holds a copy of the entry's action, so a hit touches
     /// only the map's bucket.
+    // (Fields in the order a lookup reads them: `repr(u8)` lays a variant
+    // out as declared.)
     Lpm1 {
-        /// The prefix masks of the lengths present, shortest first (read
-        /// only when the memo misses).
-        masks: Box<[u64]>,
-        map: FlatMap,
         /// Results by exact key (see [`LpmMemo`]).
         memo: LpmMemo,
         /// The field's bits (`prefix_mask(width, width)`): what the result
         /// depends on.
         full: u64,
+        map: FlatMap,
+        /// The prefix masks of the lengths present, shortest first (read
+        /// only when the memo misses).
+        masks: Box<[u64]>,
     },
     /// (prefix mask, entries by masked key), longest prefix first.
     Lpm {
@@ -469,17 +523,17 @@ enum Index {
     Scan(Vec<u32>),
 }
 
-// NOTE: `repr(C)`: what a lookup reads comes first, in one or two cache
-// lines (the index, the flags, the hit counters); the declaration and the
-// entries (control-plane state) after it.
-#[repr(C)]
+// NOTE: `repr(C)`, aligned to a cache line: what a lookup reads comes
+// first, in the first line (the flags, the index's tag and memo); the
+// declaration and the entries (control-plane state) after it.
+#[repr(C, align(64))]
 pub(crate) struct Table {
-    index: Index,
     /// Entries changed since the index was built: it is rebuilt at the next
     /// lookup, so installing n entries costs one rebuild, not n.
     stale: bool,
     /// `spec.direct_counter`.
     count_hits: bool,
+    index: Index,
     pub(crate) counters: Vec<CounterData>,
     default_action: ActionCall,
     pub(crate) spec: TableSpec,
@@ -514,7 +568,7 @@ impl Table {
             Index::Lpm1 {
                 masks: Box::new([]),
                 map: FlatMap::new(&[]),
-                memo: LpmMemo::new(spec.keys[0].width),
+                memo: LpmMemo::new(spec.keys[0].width, spec.size),
                 full: prefix_mask(spec.keys[0].width, spec.keys[0].width),
             }
         } else if spec.keys.len() == 1 {
@@ -798,8 +852,7 @@ impl Table {
                 // (An empty memo, off or just emptied, has no slot.)
                 if let Some(s) = memo.slots.get(memo.slot(v as u32)) {
                     if s.key == v as u32 && s.res != 0 {
-                        let best = map.slots.get(s.res.wrapping_sub(1) as usize);
-                        return flat_hit(best, self.count_hits, &mut self.counters, self.default_action);
+                        return memo_hit(s, self.count_hits, &mut self.counters, self.default_action);
                     }
                 }
                 let best = lpm_walk_and_memo(map, masks, memo, v);
@@ -1239,6 +1292,11 @@ mod tests {
         assert_eq!(memo.slots.len(), MEMO_MAX);
         // A key above the field's width matches as its low 32 bits do.
         assert_eq!(t.lookup(&key1((1 << 40) | ip(10, 0, 3, 7))).action, act(32));
+        // Direct counters count memo hits as walks: every lookup hit once.
+        let total: u64 = t.counters.iter().map(|c| c.packets).sum();
+        assert_eq!(total, 3 * 128 * 40 + 1);
+        assert_eq!(t.counters[65].packets, 3 + 1, "the /32");
+        assert_eq!(t.counters[0].packets, 3 * 64 * 40, "the /8");
     }
 
     #[test]
