@@ -840,7 +840,12 @@ impl Table {
         match &mut self.index {
             Index::Exact1(map) => {
                 let slot = map.get(1, key[0]);
-                flat_hit(slot, self.count_hits, &mut self.counters, self.default_action)
+                flat_hit(
+                    slot,
+                    self.count_hits,
+                    &mut self.counters,
+                    self.default_action,
+                )
             }
             Index::Lpm1 {
                 masks,
@@ -852,12 +857,22 @@ impl Table {
                 // (An empty memo, off or just emptied, has no slot.)
                 if let Some(s) = memo.slots.get(memo.slot(v as u32)) {
                     if s.key == v as u32 && s.res != 0 {
-                        return memo_hit(s, self.count_hits, &mut self.counters, self.default_action);
+                        return memo_hit(
+                            s,
+                            self.count_hits,
+                            &mut self.counters,
+                            self.default_action,
+                        );
                     }
                 }
                 let best = lpm_walk_and_memo(map, masks, memo, v);
                 let best = best.map(|p| &map.slots[p]);
-                flat_hit(best, self.count_hits, &mut self.counters, self.default_action)
+                flat_hit(
+                    best,
+                    self.count_hits,
+                    &mut self.counters,
+                    self.default_action,
+                )
             }
             _ => self.lookup_general(key),
         }
@@ -1260,8 +1275,11 @@ mod tests {
             }])
         });
         let lpm = |v, len| vec![FieldMatch::Lpm { value: v, len }];
-        t.insert(TableEntry::new(lpm(ip(10, 0, 0, 0), 8), act(8)), SimTime::ZERO)
-            .unwrap();
+        t.insert(
+            TableEntry::new(lpm(ip(10, 0, 0, 0), 8), act(8)),
+            SimTime::ZERO,
+        )
+        .unwrap();
         for r in 0..64u8 {
             t.insert(
                 TableEntry::new(lpm(ip(10, 0, r, 0), 24), act(1000 + r as u64)),
@@ -1269,8 +1287,11 @@ mod tests {
             )
             .unwrap();
         }
-        t.insert(TableEntry::new(lpm(ip(10, 0, 3, 7), 32), act(32)), SimTime::ZERO)
-            .unwrap();
+        t.insert(
+            TableEntry::new(lpm(ip(10, 0, 3, 7), 32), act(32)),
+            SimTime::ZERO,
+        )
+        .unwrap();
         for round in 0..3 {
             for r in 0..128u8 {
                 for h in 0..40u8 {
