@@ -11,6 +11,9 @@ points must not share one) calling `pisanet.run`:
 3. set-up: fat_tree k = 16, 32, 64 and a 1000-leaf leaf-spine, 10 flows:
    the run's wall time (set-up dominates it) and peak RSS.
 
+Each point writes its result directory to a temp directory (`pisanet.run`
+with `out`, as `pisanet run` does): the flow table is streamed to Parquet.
+
 Usage: python scripts/scaling.py [--quick] [--json OUT.json]
 `--quick` takes fewer, smaller points (about a minute on a 2-core machine);
 the full run takes about 15 minutes. Prints Markdown tables to stdout.
@@ -33,14 +36,17 @@ CDF = ROOT / "experiments" / "soak" / "short_flows.cdf"
 
 # One point: the config text, run in a child through pisanet.run; prints
 # the summary's figures and the child's own peak RSS, as JSON.
+# The run writes a result directory (as `pisanet run` does), so its flow
+# table is streamed to flows.parquet, not kept in memory.
 CHILD = r"""
-import json, resource, sys, time
+import json, resource, sys, tempfile, time
 t0 = time.perf_counter()
 import pisanet
 imported = time.perf_counter()
 rss_import_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 text, sets = sys.argv[1], json.loads(sys.argv[2])
-r = pisanet.run(text, set=sets)
+with tempfile.TemporaryDirectory() as out:
+    r = pisanet.run(text, out=out + "/res", set=sets)
 s = r.summary
 print(json.dumps({
     "import_s": imported - t0,
