@@ -434,13 +434,29 @@ def flows_table(columns: Mapping[str, tuple[str, bytes]]) -> pa.Table:
     `flows.parquet` holds it (NaN as null, units in the metadata), without pandas."""
     import pyarrow as pa
 
-    # NOTE: from_pandas=True turns NaN into null, as Table.from_pandas does
-    # for the tables written from a DataFrame.
-    arrays = [pa.array(_array(*columns[k]), from_pandas=True) for k in FLOW_COLUMNS]
+    arrays = [_arrow_array(*columns[k]) for k in FLOW_COLUMNS]
     schema = pa.schema(
         [pa.field(n, a.type) for n, a in zip(FLOW_COLUMNS.values(), arrays, strict=True)]
     )
     return pa.Table.from_arrays(arrays, schema=_with_units(schema))
+
+
+def _arrow_array(dtype: str, buffer: bytes) -> pa.Array:
+    """A native column as an Arrow array without a copy, NaN as null (what
+    `Table.from_pandas` makes of the DataFrame the whole table was written from)."""
+    import numpy as np
+    import pyarrow as pa
+
+    # NOTE: built from the buffers: pa.array() of a numpy array imports pandas
+    # (half a second and 40 MB) to check whether it was given a pandas object.
+    arrow_type = {"|u1": pa.uint8(), "<u4": pa.uint32(), "<u8": pa.uint64(), "<f8": pa.float64()}
+    validity = None
+    if dtype == "<f8":
+        nan = np.isnan(_array(dtype, buffer))
+        if nan.any():
+            validity = pa.py_buffer(np.packbits(~nan, bitorder="little"))
+    n = len(buffer) // np.dtype(dtype).itemsize
+    return pa.Array.from_buffers(arrow_type[dtype], n, [validity, pa.py_buffer(buffer)])
 
 
 class FlowsWriter:

@@ -100,3 +100,13 @@ def test_import_pisanet_loads_no_heavy_library() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_a_run_writing_its_directory_does_not_load_pandas(tmp_path: Path) -> None:
+    code = (
+        "import sys, pisanet\n"
+        f"pisanet.run({TINY!r}, out={str(tmp_path / 'res')!r})\n"
+        "print('pandas' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
