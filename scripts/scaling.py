@@ -16,7 +16,10 @@ with `out`, as `pisanet run` does): the flow table is streamed to Parquet.
 
 Usage: python scripts/scaling.py [--quick] [--json OUT.json]
 `--quick` takes fewer, smaller points (about a minute on a 2-core machine);
-the full run takes about 15 minutes. Prints Markdown tables to stdout.
+the full run took 6 minutes of wall time on a busy 2-core machine (about 2
+of CPU). "run wall" is the summary's `wall_time_s` (set-up and run, inside
+the Rust core); "process wall" the whole child process (interpreter,
+imports, writing the result directory). Prints Markdown tables to stdout.
 Figures are of this machine at this moment: compare them only with figures
 from the same run (docs/performance.md says which machine).
 """
@@ -158,12 +161,12 @@ def main() -> None:
         )
 
     print("\n### Set-up (10 flows)\n")
-    print("| topology | run wall (s) | peak RSS (MB) |")
-    print("|---|---:|---:|")
+    print("| topology | run wall (s) | process wall (s) | peak RSS (MB) |")
+    print("|---|---:|---:|---:|")
     for name, topo in setup:
         r = point(topo, 10)
         record["setup"].append({"topology": name, **r})
-        print(f"| {name} | {r['wall_s']:.2f} | {r['peak_rss_mb']:.0f} |")
+        print(f"| {name} | {r['wall_s']:.2f} | {r['process_s']:.1f} | {r['peak_rss_mb']:.0f} |")
 
     imp = record["setup"][0]
     print(
