@@ -395,13 +395,13 @@ pub fn run_config(
     let wall = Instant::now();
     let mut world = build_world(cfg, base)?;
     let failed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    if let Some(mut sink) = sink {
+    let sink = sink.map(|mut sink| {
         let flag = failed.clone();
-        let watched: crate::sim::FlowSink = Box::new(move |rows| {
+        Box::new(move |rows| {
             sink(rows).inspect_err(|_| flag.store(true, std::sync::atomic::Ordering::Relaxed))
-        });
-        world.records = crate::sim::FlowRecords::new(world.total_flows, Some(watched));
-    }
+        }) as crate::sim::FlowSink
+    });
+    world.records = crate::sim::FlowRecords::new(world.total_flows, sink);
     let max_time = SimTime::from_us_f64(cfg.run.max_sim_time_ms * 1000.0);
     let mut watch = |p: Progress| !failed.load(std::sync::atomic::Ordering::Relaxed) && progress(p);
     let stop = world.run(max_time, &mut watch);

@@ -274,7 +274,7 @@ impl World {
             port_base,
             shared,
             fwd,
-            records: FlowRecords::new(params.total_flows, None),
+            records: FlowRecords::default(),
             active: Vec::new(),
             active_count: 0,
             completed: 0,

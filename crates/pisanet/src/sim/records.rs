@@ -112,8 +112,9 @@ impl FlowRecords {
     /// Records for a run of `total` flows (capacity is reserved, not touched).
     pub fn new(total: u64, sink: Option<FlowSink>) -> Self {
         // NOTE: reserving the exact count avoids a doubling Vec's slack (up
-        // to 2x); pages never written cost no memory.
-        let done = Vec::with_capacity(total.min(u32::MAX as u64) as usize);
+        // to 2x); pages never written cost no memory. Capped (512 MB of
+        // address space) for runs that stop long before their flow count.
+        let done = Vec::with_capacity(total.min(1 << 24) as usize);
         FlowRecords {
             done,
             sink,
