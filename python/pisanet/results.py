@@ -583,7 +583,7 @@ def write(
                 or (entry.name.startswith("flow_") and entry.name.endswith(".png"))
                 or (entry.name.startswith(".") and entry.name.endswith(".tmp"))
             )
-            and (flows is None or entry != flows.tmp)
+            and (flows is None or entry.name != flows.tmp.name)
         ):
             entry.unlink(missing_ok=True)
     written = []

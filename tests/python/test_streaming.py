@@ -110,3 +110,17 @@ def test_a_run_writing_its_directory_does_not_load_pandas(tmp_path: Path) -> Non
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_relative_out_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # NOTE: the streamed temp file's name is absolute (mkstemp); the directory
+    # clean-up before the rename must still tell it from an old run's leftovers.
+    monkeypatch.chdir(tmp_path)
+    result = pisanet.run(TINY, out="res")
+    assert sorted(p.name for p in (tmp_path / "res").iterdir()) == [
+        "config.resolved.toml",
+        "flows.parquet",
+        "ports.json",
+        "summary.json",
+    ]
+    assert len(result.flows) == result.summary["flows"]["started"]
