@@ -12,9 +12,8 @@ use pisanet_workload::{
     ServerAssignment, Transport, WorkloadSpec,
 };
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
-use crate::api::{Error, FlowTable, GoodputSeries, PortRates, Progress, QueueSamples, RunOutput};
+use crate::api::{Error, GoodputSeries, PortRates, Progress, QueueSamples, RunOutput};
 use crate::config::{
     Config, CustomTopology, EventKind, GroupCfg, PatternKind, ServerAssignmentKind,
     SourcePortsKind, TopologyKind, TransportKind, WorkloadCfg, CC_NAMES, DEADLINE_NEEDS_FLOW_STATS,
@@ -391,16 +390,33 @@ fn tcp_config(cfg: &Config) -> TcpConfig {
     cfg.transport.tcp_config()
 }
 
-/// Builds and runs; returns the results.
+/// Builds and runs; returns the results. With a `sink`, the flow table's
+/// rows go to it in batches as flows end (`sim::records`) and the output's
+/// `flows` is empty; without one, `flows` holds every row in flow id order.
+/// The sink's error stops the run (at the next progress point) and is
+/// returned.
 pub fn run_config(
     cfg: &Config,
     base: Option<&Path>,
     progress: &mut dyn FnMut(Progress) -> bool,
+    sink: Option<crate::sim::FlowSink>,
 ) -> Result<RunOutput, Error> {
     let wall = Instant::now();
     let mut world = build_world(cfg, base)?;
+    let failed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sink = sink.map(|mut sink| {
+        let flag = failed.clone();
+        Box::new(move |rows| {
+            sink(rows).inspect_err(|_| flag.store(true, std::sync::atomic::Ordering::Relaxed))
+        }) as crate::sim::FlowSink
+    });
+    world.records = crate::sim::FlowRecords::new(world.total_flows, sink);
     let max_time = SimTime::from_us_f64(cfg.run.max_sim_time_ms * 1000.0);
-    let stop = world.run(max_time, progress);
+    let mut watch = |p: Progress| !failed.load(std::sync::atomic::Ordering::Relaxed) && progress(p);
+    let stop = world.run(max_time, &mut watch);
+    if let Some(e) = world.records.failed.take() {
+        return Err(e);
+    }
     if let Some(msg) = world.pfc.as_ref().and_then(|p| p.fatal.clone()) {
         return Err(Error::invariant(msg));
     }
@@ -610,99 +626,28 @@ fn finish(
     stop: StopReason,
     wall_s: f64,
 ) -> Result<RunOutput, Error> {
-    let n = world.flows.len();
-    let mut ft = FlowTable::default();
-    let mut hasher = Sha256::new();
-    for (id, f) in world.flows.iter().enumerate() {
-        let start = f.first_sent.unwrap_or(f.arrival);
-        let (finish_us, fct_us, slowdown) = match f.finish {
-            Some(fin) => {
-                let fct = fin.saturating_sub(start);
-                (
-                    fin.as_us_f64(),
-                    fct.as_us_f64(),
-                    fct.ps() as f64 / f.ideal.ps().max(1) as f64,
-                )
-            }
-            None => (f64::NAN, f64::NAN, f64::NAN),
-        };
-        ft.id.push(id as u32);
-        ft.src.push(f.src);
-        ft.dst.push(f.dst);
-        ft.bytes.push(f.bytes);
-        ft.class.push(f.class);
-        ft.start_us.push(start.as_us_f64());
-        ft.finish_us.push(finish_us);
-        ft.fct_us.push(fct_us);
-        ft.slowdown.push(slowdown);
-        ft.retransmissions.push(f.retransmissions);
-        ft.reordered.push(f.reordered);
-        ft.transport.push(f.transport);
-        ft.priority.push(f.prio);
-        ft.group.push(f.group as u32);
-        ft.lost_packets.push(f.lost_packets);
-        ft.lost_bytes.push(f.lost_bytes);
-        let st = world
-            .meter
-            .as_deref()
-            .and_then(|m| m.stats.get(id))
-            .copied()
-            .unwrap_or_default();
-        ft.delay_mean_us.push(st.delay_mean_us);
-        ft.delay_p50_us.push(st.delay_p50_us);
-        ft.delay_p99_us.push(st.delay_p99_us);
-        ft.delay_max_us.push(st.delay_max_us);
-        ft.rtt_mean_us.push(st.rtt_mean_us);
-        ft.rtt_p99_us.push(st.rtt_p99_us);
-        ft.rtt_max_us.push(st.rtt_max_us);
-        ft.deadline_missed_packets.push(st.deadline_missed_packets);
-        ft.dup_acks.push(st.tcp.dup_acks);
-        ft.fast_retransmits.push(st.tcp.fast_retransmits);
-        ft.timeouts.push(st.tcp.timeouts);
-        ft.delay_packets.push(st.delay_packets);
-        ft.delivered.push(f.delivered);
-        for x in [
-            id as u64,
-            f.src as u64,
-            f.dst as u64,
-            f.bytes,
-            start.ps(),
-            f.finish.map_or(u64::MAX, |t| t.ps()),
-            f.retransmissions as u64,
-            f.reordered as u64,
-        ] {
-            hasher.update(x.to_le_bytes());
-        }
-    }
-    let digest: String = hasher.finalize()[..16]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-
-    let done = |i: usize| !ft.fct_us[i].is_nan();
-    let pick = |pred: &dyn Fn(usize) -> bool| -> Vec<f64> {
-        (0..n)
-            .filter(|&i| done(i) && pred(i))
-            .map(|i| ft.fct_us[i])
+    let n = world.records.started;
+    // The sink gets its last rows here; `done` is then in flow id order.
+    let (digest, ft) = world.records.finish()?;
+    let done = &world.records.done;
+    let fct = |pred: &dyn Fn(&crate::sim::records::Done) -> bool| -> Vec<f64> {
+        done.iter()
+            .filter(|d| pred(d))
+            .map(|d| d.fct.as_us_f64())
             .collect()
     };
-    let fct_all = stats(pick(&|_| true));
-    let fct_short = stats(pick(&|i| ft.class[i] == pisanet_net::TC_SHORT));
-    let fct_large = stats(pick(&|i| ft.class[i] == pisanet_net::TC_LARGE));
-    let fct_lt100k = stats(pick(&|i| ft.bytes[i] < 100_000));
-    let fct_gt10m = stats(pick(&|i| ft.bytes[i] > 10_000_000));
-    let slow = stats(
-        (0..n)
-            .filter(|&i| done(i))
-            .map(|i| ft.slowdown[i])
-            .collect(),
-    );
-    let retrans: u64 = ft.retransmissions.iter().map(|&r| r as u64).sum();
-    let lost_packets: u64 = ft.lost_packets.iter().map(|&r| r as u64).sum();
-    let lost_bytes: u64 = ft.lost_bytes.iter().sum();
-    let fairness = fairness_summary(cfg, &ft);
+    let fct_all = stats(fct(&|_| true));
+    let fct_short = stats(fct(&|d| d.class == pisanet_net::TC_SHORT));
+    let fct_large = stats(fct(&|d| d.class == pisanet_net::TC_LARGE));
+    let fct_lt100k = stats(fct(&|d| d.size & crate::sim::records::LT_100KB != 0));
+    let fct_gt10m = stats(fct(&|d| d.size & crate::sim::records::GT_10MB != 0));
+    let slow = stats(done.iter().map(|d| d.slowdown).collect());
+    let retrans = world.records.retransmissions;
+    let lost_packets = world.records.lost_packets;
+    let lost_bytes = world.records.lost_bytes;
+    let fairness = fairness_summary(cfg, done);
     let flow_stats = flow_stats_summary(&world);
-    let reordered: u64 = ft.reordered.iter().map(|&r| r as u64).sum();
+    let reordered = world.records.reordered;
 
     world.pfc_finish(world.q.now());
     let mut c = world.counts;
@@ -917,23 +862,15 @@ pub fn jain_index(x: &[f64]) -> Option<f64> {
 /// goodput (payload bytes delivered x 8 / FCT; TCP delivers all its bytes,
 /// UDP `bytes - lost_bytes`), over all flows and per
 /// flow group (docs/metrics.md, "Fairness").
-fn fairness_summary(cfg: &Config, ft: &FlowTable) -> Value {
+fn fairness_summary(cfg: &Config, done: &[crate::sim::records::Done]) -> Value {
     let n_groups = 1 + cfg.workload.groups.len();
     let mut per_group: Vec<Vec<f64>> = vec![Vec::new(); n_groups];
     let mut all = Vec::new();
-    for i in 0..ft.id.len() {
-        if ft.fct_us[i].is_nan() || ft.fct_us[i] <= 0.0 {
-            continue;
-        }
-        // TCP delivers every byte (losses are retransmitted); UDP what arrived.
-        let delivered = match ft.transport[i] {
-            0 => ft.bytes[i],
-            _ => ft.bytes[i] - ft.lost_bytes[i],
-        } as f64;
-        let gbps = delivered * 8.0 / (ft.fct_us[i] * 1e3);
-        all.push(gbps);
-        if let Some(g) = per_group.get_mut(ft.group[i] as usize) {
-            g.push(gbps);
+    // `done` is in flow id order, so the sums add up as they always did.
+    for d in done.iter().filter(|d| !d.gbps.is_nan()) {
+        all.push(d.gbps);
+        if let Some(g) = per_group.get_mut(d.group as usize) {
+            g.push(d.gbps);
         }
     }
     let mut out = json!({"jain_index": jain_index(&all), "flows": all.len()});
@@ -970,22 +907,14 @@ fn flow_stats_summary(world: &World) -> Value {
     let num = |v: f64| if v.is_nan() { Value::Null } else { json!(v) };
     let d = &m.delay_all;
     let r = &m.rtt_all;
-    let with_deadline: Vec<_> = m.stats.iter().filter(|s| s.has_deadline).collect();
-    let packets: u64 = with_deadline.iter().map(|s| s.delay_packets).sum();
-    let missed: u64 = with_deadline
-        .iter()
-        .map(|s| s.deadline_missed_packets)
-        .sum();
-    let missed_flows = with_deadline
-        .iter()
-        .filter(|s| s.deadline_missed_packets > 0)
-        .count();
+    let packets = m.deadline_packets;
+    let missed = m.deadline_missed_packets;
     json!({
         "delay_us": {"packets": d.n, "mean": num(d.mean_us()), "p50": num(d.quantile_us(0.5)), "p99": num(d.quantile_us(0.99)), "max": num(d.max_us())},
         "rtt_us": {"samples": r.n, "mean": num(r.mean_us()), "p99": num(r.quantile_us(0.99)), "max": num(r.max_us())},
         "deadline": {
-            "flows": with_deadline.len(),
-            "missed_flows": missed_flows,
+            "flows": m.deadline_flows,
+            "missed_flows": m.deadline_missed_flows,
             "packets": packets,
             "missed_packets": missed,
             "missed_fraction": if packets > 0 { json!(missed as f64 / packets as f64) } else { Value::Null },

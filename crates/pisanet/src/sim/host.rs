@@ -94,7 +94,7 @@ impl World {
                 break;
             }
             sent = true;
-            let host = self.flows[id as usize].src;
+            let host = af.rec.src;
             self.queue_at_host(now, host, &mut out);
         }
         self.tsq_out = out;

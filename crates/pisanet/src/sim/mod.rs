@@ -43,6 +43,7 @@ mod host;
 pub mod meter;
 mod pfc;
 mod port;
+pub mod records;
 mod sampling;
 mod switch;
 
@@ -50,6 +51,7 @@ use flow::ActiveFlow;
 pub use flow::{source_port, CcChoice, FlowRecord, HostParams};
 pub use pfc::{is_pause, pause_fields, Pfc, PfcStats, PAUSE_KIND};
 pub use port::Port;
+pub use records::{FlowRecords, FlowSink};
 pub use sampling::RateSampler;
 
 /// A global port index.
@@ -113,7 +115,8 @@ pub struct World {
     pub port_base: Vec<PortIdx>,
     pub shared: Vec<SharedBuffer>,
     pub fwd: Forwarding,
-    pub flows: Vec<FlowRecord>,
+    /// What ended flows left: rows, digest, statistics (`records`).
+    pub records: FlowRecords,
     pub(crate) active: Vec<Option<Box<ActiveFlow>>>,
     pub active_count: u64,
     pub completed: u64,
@@ -275,7 +278,7 @@ impl World {
             port_base,
             shared,
             fwd,
-            flows: Vec::new(),
+            records: FlowRecords::default(),
             active: Vec::new(),
             active_count: 0,
             completed: 0,
@@ -324,11 +327,6 @@ impl World {
         progress: &mut dyn FnMut(Progress) -> bool,
     ) -> StopReason {
         self.pending_flow = self.gen.next();
-        if let Some(m) = self.meter.as_deref_mut() {
-            if m.flow_stats {
-                m.stats.reserve(self.total_flows.min(1 << 20) as usize);
-            }
-        }
         if let Some(f) = &self.pending_flow {
             self.q.schedule(f.start, Ev::NextFlow);
         }

@@ -660,12 +660,11 @@ links = [
             let mut w = crate::run::build_world(&cfg, Some(&dir)).unwrap();
             w.run(SimTime::from_ms(20), &mut |_| true);
             assert_eq!(w.counts.dropped, 0);
-            let f = &w.flows[2];
-            let fct = f
-                .finish
-                .expect("victim finishes")
-                .saturating_sub(f.first_sent.unwrap());
-            f.bytes as f64 * 8.0 / fct.as_secs_f64() / 1e9
+            w.check_unfinished();
+            let (_, t) = w.records.finish().unwrap();
+            let i = t.id.iter().position(|&id| id == 2).expect("victim's row");
+            assert!(t.fct_us[i].is_finite(), "victim finishes");
+            t.bytes[i] as f64 * 8.0 / (t.fct_us[i] * 1e-6) / 1e9
         };
         let same = victim_gbps(0);
         let other = victim_gbps(1);
