@@ -321,11 +321,18 @@ def mode_name(args: Any) -> str:
     return "smoke" if args.smoke else "quick" if args.quick else "full"
 
 
-def publish(args: Any, out: Path, name: str, body: str, write: Any) -> None:
+def publish(args: Any, out: Path, name: str, body: str, write: Any, missing: int = 0) -> None:
     """Prints the tables; the full mode writes them into docs/ (`write(body)`),
     `--quick` into `OUT/quick/NAME.md` (its numbers are not the page's), and
-    `--smoke` nowhere."""
+    `--smoke` nowhere. With `missing` runs not finished (and not `--smoke`),
+    the tables are printed but not written."""
     print(body)
+    if missing and not args.smoke:
+        print(
+            f"{missing} runs not finished (run without --only/--tables): tables not written",
+            file=sys.stderr,
+        )
+        return
     if args.smoke:
         return
     if args.quick:

@@ -2,7 +2,13 @@
 # Paired speed comparison of two builds of the example runner (or any two
 # commands that print pisanet's summary.json on standard output).
 #
-#   scripts/bench-compare.sh [-n RUNS] [-w WARMUP] NEW_BIN OLD_BIN CONFIG [key=value ...]
+#   scripts/bench-compare.sh [-n RUNS] [-w WARMUP] [-a SET] [-b SET] NEW_BIN OLD_BIN CONFIG [key=value ...]
+#
+# -a SET / -b SET (repeatable): a key=value override for NEW only / OLD only,
+# after the common ones. With the same binary twice this compares two
+# settings in one build, e.g. the PISA model against the reference:
+#   scripts/bench-compare.sh -a scheme.kind=ecmp -b scheme.kind=ecmp_native \
+#       target/release/examples/run target/release/examples/run CONFIG
 #
 # Runs NEW and OLD alternately (NEW OLD NEW OLD ...) on the same config and
 # overrides, after WARMUP unpaired runs of each, so that a drift in the
@@ -18,29 +24,35 @@
 set -euo pipefail
 runs=5
 warmup=1
-while getopts "n:w:" opt; do
+sets_a=""
+sets_b=""
+while getopts "n:w:a:b:" opt; do
     case $opt in
         n) runs=$OPTARG ;;
         w) warmup=$OPTARG ;;
-        *) echo "usage: $0 [-n RUNS] [-w WARMUP] NEW_BIN OLD_BIN CONFIG [key=value ...]" >&2; exit 2 ;;
+        a) sets_a="$sets_a $OPTARG" ;;
+        b) sets_b="$sets_b $OPTARG" ;;
+        *) echo "usage: $0 [-n RUNS] [-w WARMUP] [-a SET] [-b SET] NEW_BIN OLD_BIN CONFIG [key=value ...]" >&2; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
 if [ $# -lt 3 ]; then
-    echo "usage: $0 [-n RUNS] [-w WARMUP] NEW_BIN OLD_BIN CONFIG [key=value ...]" >&2
+    echo "usage: $0 [-n RUNS] [-w WARMUP] [-a SET] [-b SET] NEW_BIN OLD_BIN CONFIG [key=value ...]" >&2
     exit 2
 fi
-exec python3 - "$runs" "$warmup" "$@" <<'PY'
+exec python3 - "$runs" "$warmup" "$sets_a" "$sets_b" "$@" <<'PY'
 import json, os, re, statistics, subprocess, sys, time
 
 runs, warmup = int(sys.argv[1]), int(sys.argv[2])
-new, old, config, *sets = sys.argv[3:]
+only = {"new": sys.argv[3].split(), "old": sys.argv[4].split()}
+new, old, config, *sets = sys.argv[5:]
 
 
-def once(binary):
+def once(binary, which):
     """One run: (cpu seconds, wall seconds, summary dict)."""
     t0 = time.monotonic()
-    p = subprocess.Popen([binary, config, *sets], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    args = [binary, config, *sets, *only[which]]
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     out = p.stdout.read()
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.monotonic() - t0
@@ -53,11 +65,11 @@ def once(binary):
 
 
 for _ in range(warmup):
-    once(new)
-    once(old)
+    once(new, "new")
+    once(old, "old")
 rows = []
 for i in range(runs):
-    a, b = once(new), once(old)
+    a, b = once(new, "new"), once(old, "old")
     if a[2].get("digest") != b[2].get("digest"):
         sys.exit(f"digests differ: {a[2].get('digest')} (new) vs {b[2].get('digest')} (old)")
     rows.append((a, b))
@@ -71,6 +83,8 @@ def spread(xs):
 
 hops = rows[0][0][2].get("packet_hops", 0)
 print(f"config: {config} {' '.join(sets)}")
+if only["new"] or only["old"]:
+    print(f"new only: {' '.join(only['new'])}; old only: {' '.join(only['old'])}")
 print(f"digest: {rows[0][0][2].get('digest')} (same for both)")
 print(f"events: {rows[0][0][2].get('events')}, packet-hops: {hops}")
 print(f"cpu  ratio new/old: {spread([a[0] / b[0] for a, b in rows])}")

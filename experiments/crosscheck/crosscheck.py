@@ -106,6 +106,13 @@ NS3_LIKE: dict[str, Any] = {
     "transport.rto_granularity_us": 1000,
     # ns-3's CA_CWR: no fast retransmit from duplicate ACKs after an ECN cut.
     "transport.cwr_ignores_dupacks": True,
+    # ns-3's EnterCwr also from fast recovery (an ECE on a partial ACK).
+    "transport.ece_ends_recovery": True,
+    # ns-3's TcpDctcp counts a duplicate ACK as one segment acked (marked with ECE).
+    "transport.dctcp_dupack_bytes": True,
+    # ns-3's RTT samples: every ACK, read from its millisecond TCP timestamps.
+    "transport.rtt_every_ack": True,
+    "transport.ts_clock_us": 1000,
 }
 CACHED_ONLY = False
 
@@ -277,6 +284,14 @@ def write_inputs(tmp: str, kind: str, flows: list[dict[str, Any]]) -> tuple[Path
     return topo, csv
 
 
+DCTCP_ONLY = ("transport.dctcp_dupack_bytes",)
+
+
+def for_cc(cc: str, overrides: dict[str, Any]) -> dict[str, Any]:
+    """`overrides` without the DCTCP-only keys when `cc` is not DCTCP (pisanet refuses them)."""
+    return {k: v for k, v in overrides.items() if cc == "dctcp" or k not in DCTCP_ONLY}
+
+
 def run_pisanet(
     sc: Scenario, flows: list[dict[str, Any]], overrides: dict[str, Any]
 ) -> dict[str, Any]:
@@ -295,7 +310,8 @@ def run_pisanet(
             "workload": {"pattern": "file", "file": str(csv)},
         }
         sets = [
-            f"{k}={pisanet.config.toml_value(v)}" for k, v in {**PISANET_BASE, **overrides}.items()
+            f"{k}={pisanet.config.toml_value(v)}"
+            for k, v in for_cc(sc.cc, {**PISANET_BASE, **overrides}).items()
         ]
         r = pisanet.run(cfg, set=sets)
     fl = r.flows.sort_values("id")
@@ -444,9 +460,33 @@ def ablation_rows(quick: bool) -> list[tuple[str, Scenario, dict[str, Any], dict
                 {},
             ),
             (
-                "ns-3-like but fast retransmit after an ECN cut (cwr_ignores_dupacks off)",
+                "ns-3-like but fast retransmit after an ECN cut (cwr_ignores_dupacks and ece_ends_recovery off)",
                 sc,
-                {**NS3_LIKE, "transport.cwr_ignores_dupacks": False},
+                {
+                    **{k: v for k, v in NS3_LIKE.items() if k != "transport.ece_ends_recovery"},
+                    "transport.cwr_ignores_dupacks": False,
+                },
+                {},
+            ),
+            (
+                "ns-3-like but an ECE does not end fast recovery (ece_ends_recovery off)",
+                sc,
+                {**NS3_LIKE, "transport.ece_ends_recovery": False},
+                {},
+            ),
+            (
+                "ns-3-like but RTT samples on pisanet's clock (ts_clock_us = 0)",
+                sc,
+                {**NS3_LIKE, "transport.ts_clock_us": 0},
+                {},
+            ),
+            (
+                "ns-3-like but one RTT sample per round trip (rtt_every_ack off)",
+                sc,
+                {
+                    **{k: v for k, v in NS3_LIKE.items() if k != "transport.ts_clock_us"},
+                    "transport.rtt_every_ack": False,
+                },
                 {},
             ),
             (
@@ -474,6 +514,15 @@ def ablation_rows(quick: bool) -> list[tuple[str, Scenario, dict[str, Any], dict
                 {"ns3::TcpSocketBase::Sack": "true"},
             ),
         ]
+        if sc.cc == "dctcp":
+            out.append(
+                (
+                    "ns-3-like but duplicate ACKs not in DCTCP's alpha (dctcp_dupack_bytes off)",
+                    sc,
+                    {**NS3_LIKE, "transport.dctcp_dupack_bytes": False},
+                    {},
+                )
+            )
     for sc in [s for s in scenarios(quick) if s.kind == "incast"]:
         out += [
             ("pisanet defaults (TSQ, byte buffers, no handshake)", sc, {}, {}),
@@ -490,9 +539,27 @@ def ablation_rows(quick: bool) -> list[tuple[str, Scenario, dict[str, Any], dict
                 {},
             ),
             (
-                "ns-3-like but cwr_ignores_dupacks off",
+                "ns-3-like but cwr_ignores_dupacks (and ece_ends_recovery) off",
                 sc,
-                {**NS3_LIKE, "transport.cwr_ignores_dupacks": False},
+                {
+                    **{k: v for k, v in NS3_LIKE.items() if k != "transport.ece_ends_recovery"},
+                    "transport.cwr_ignores_dupacks": False,
+                },
+                {},
+            ),
+            (
+                "ns-3-like but ece_ends_recovery off",
+                sc,
+                {**NS3_LIKE, "transport.ece_ends_recovery": False},
+                {},
+            ),
+            (
+                "ns-3-like but rtt_every_ack off",
+                sc,
+                {
+                    **{k: v for k, v in NS3_LIKE.items() if k != "transport.ts_clock_us"},
+                    "transport.rtt_every_ack": False,
+                },
                 {},
             ),
             (
@@ -514,6 +581,15 @@ def ablation_rows(quick: bool) -> list[tuple[str, Scenario, dict[str, Any], dict
                 {"ns3::TcpSocketBase::LimitedTransmit": "false"},
             ),
         ]
+        if sc.cc == "dctcp":
+            out.append(
+                (
+                    "ns-3-like but dctcp_dupack_bytes off",
+                    sc,
+                    {**NS3_LIKE, "transport.dctcp_dupack_bytes": False},
+                    {},
+                )
+            )
     return out
 
 
@@ -553,7 +629,7 @@ def main() -> None:
     parts = [
         f"Generated by `experiments/crosscheck/crosscheck.py{' --quick' if args.quick else ''}` (ns-3 {NS3_VERSION}).",
         "",
-        "### pisanet with ns-3's behaviour selected (`tsq_kb = 0`, `buffer_pkts = 100`, `handshake`, `limited_transmit`, `rto_granularity_us = 1000`, `cwr_ignores_dupacks`)",
+        "### pisanet with ns-3's behaviour selected (`tsq_kb = 0`, `buffer_pkts = 100`, `handshake`, `limited_transmit`, `rto_granularity_us = 1000`, `cwr_ignores_dupacks`, `ece_ends_recovery`, `dctcp_dupack_bytes`, `rtt_every_ack`, `ts_clock_us = 1000`)",
         "",
         comparison_table(rows, "pisanet ns-3-like"),
         "",

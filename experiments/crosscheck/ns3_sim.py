@@ -34,8 +34,11 @@ SINK_PORT = 5000
 # Optional per-socket trace (spec["trace"] = output path): every TCP socket's
 # congestion-state changes (CA_OPEN 0, CA_DISORDER 1, CA_CWR 2, CA_RECOVERY 3,
 # CA_LOSS 4: an RTO), RTO and RTT updates, segments sent and received, one
-# line each: "time_ns path event a b" (rx: ACK number and payload bytes of a
-# received segment; tx: sequence number and payload of a sent one). Connected at each flow start.
+# line each: "time_ns path event a b" (rx / rxe: ACK number and payload bytes of a
+# received segment, rxe when it carries ECE; tx: sequence number and payload of
+# a sent one; cwnd / ssth: old and new value in bytes). Connected at each flow
+# start. With spec["trace_nics"] = [host names], also those hosts' NIC queue
+# disc lengths ("nic-HOST qlen old new", in packets).
 TRACE_CPP = r"""
 #include <fstream>
 #include <set>
@@ -57,7 +60,17 @@ static void Tx(std::string ctx, Ptr<const Packet> p, const TcpHeader& h, Ptr<con
     out << Simulator::Now().GetNanoSeconds() << " " << ctx << " tx " << h.GetSequenceNumber().GetValue() << " " << p->GetSize() << "\n";
 }
 static void Rx(std::string ctx, Ptr<const Packet> p, const TcpHeader& h, Ptr<const TcpSocketBase> s) {
-  out << Simulator::Now().GetNanoSeconds() << " " << ctx << " rx " << h.GetAckNumber().GetValue() << " " << p->GetSize() << "\n";
+  const char* ev = (h.GetFlags() & TcpHeader::ECE) ? " rxe " : " rx ";
+  out << Simulator::Now().GetNanoSeconds() << " " << ctx << ev << h.GetAckNumber().GetValue() << " " << p->GetSize() << "\n";
+}
+static void Cwnd(std::string ctx, uint32_t a, uint32_t b) {
+  out << Simulator::Now().GetNanoSeconds() << " " << ctx << " cwnd " << a << " " << b << "\n";
+}
+static void Ssth(std::string ctx, uint32_t a, uint32_t b) {
+  out << Simulator::Now().GetNanoSeconds() << " " << ctx << " ssth " << a << " " << b << "\n";
+}
+static void Qlen(std::string ctx, uint32_t a, uint32_t b) {
+  out << Simulator::Now().GetNanoSeconds() << " " << ctx << " qlen " << a << " " << b << "\n";
 }
 static void Drop(std::string ctx, Ptr<const QueueDiscItem> item) {
   out << Simulator::Now().GetNanoSeconds() << " " << ctx << " drop 0 0\n";
@@ -76,11 +89,16 @@ void ConnectAll() {
     o->TraceConnect("RTT", ctx, MakeCallback(&Rtt));
     o->TraceConnect("Tx", ctx, MakeCallback(&Tx));
     o->TraceConnect("Rx", ctx, MakeCallback(&Rx));
+    o->TraceConnect("CongestionWindow", ctx, MakeCallback(&Cwnd));
+    o->TraceConnect("SlowStartThreshold", ctx, MakeCallback(&Ssth));
   }
 }
 void ScheduleConnect(uint64_t at_ns) { Simulator::Schedule(NanoSeconds(at_ns), &ConnectAll); }
 void ConnectDrops(Ptr<QueueDisc> q, std::string ctx) {
   q->TraceConnect("Drop", ctx, MakeCallback(&Drop));
+}
+void ConnectQlen(Ptr<QueueDisc> q, std::string ctx) {
+  q->TraceConnect("PacketsInQueue", ctx, MakeCallback(&Qlen));
 }
 }
 """
@@ -154,6 +172,7 @@ def main() -> None:
     addr.SetBase(ns.Ipv4Address("10.0.0.0"), ns.Ipv4Mask("255.255.255.252"))
     host_addr: dict[str, object] = {}
     switch_qdiscs = []
+    host_qdiscs: dict[str, object] = {}
     for link in spec["links"]:
         p2p = ns.PointToPointHelper()
         p2p.SetDeviceAttribute("DataRate", ns.StringValue(f"{link['gbps']}Gbps"))
@@ -166,7 +185,8 @@ def main() -> None:
                 qdc = switch_tc.Install(one)
                 switch_qdiscs.append(qdc.Get(0))
             else:
-                host_tc.Install(one)
+                hq = host_tc.Install(one)
+                host_qdiscs[end] = hq.Get(0)
         ifs = addr.Assign(devs)
         addr.NewNetwork()
         for i, end in enumerate((link["a"], link["b"])):
@@ -204,6 +224,9 @@ def main() -> None:
         xc.Open(spec["trace"])
         for i, qd in enumerate(switch_qdiscs):
             xc.ConnectDrops(qd, f"qdisc{i}")
+        # NIC queue length of the hosts named in spec["trace_nics"].
+        for h in spec.get("trace_nics", []):
+            xc.ConnectQlen(host_qdiscs[h], f"nic-{h}")
         for t_ns in sorted({round(float(f["start_us"]) * 1000) for f in flows}):
             # Sockets exist once the applications started (and the sinks'
             # accepted ones after the SYN): connect shortly after each start.

@@ -161,7 +161,7 @@ def pisanet_trace(
     cc: str, size: int, sets: list[str], dump: int = -1
 ) -> tuple[list[float], None, int]:
     flows = incast_flows(size)
-    over: dict[str, Any] = {**xc.PISANET_BASE, **xc.NS3_LIKE}
+    over: dict[str, Any] = xc.for_cc(cc, {**xc.PISANET_BASE, **xc.NS3_LIKE})
     extra = list(sets)
     with tempfile.TemporaryDirectory() as tmp:
         topo, csv = xc.write_inputs(tmp, "incast", flows)

@@ -19,18 +19,36 @@ pandas DataFrame), `sweep` it over loads, schemes and seeds and get a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pisanet import _core, results
 from pisanet._core import ConfigError, InvariantError, __version__
 from pisanet.config import ConfigLike, keyword_overrides, load, parse_set
 from pisanet.results import Result
-from pisanet.sweeps import SweepInterrupted, SweepProgress, SweepResult, sweep
+
+if TYPE_CHECKING:
+    from pisanet.sweeps import SweepInterrupted, SweepProgress, SweepResult, sweep
+
+# NOTE: `import pisanet` loads no numpy, pandas, pyarrow, DuckDB or plotting
+# library: each is imported where it is used (a run that writes its result
+# directory needs pyarrow only; `Result.flows` pandas). The sweep API is
+# loaded when first named (docs/performance.md, "The fixed cost").
+_SWEEP_NAMES = ("SweepInterrupted", "SweepProgress", "SweepResult", "sweep")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SWEEP_NAMES:
+        from pisanet import sweeps
+
+        return getattr(sweeps, name)
+    raise AttributeError(f"module 'pisanet' has no attribute {name!r}")
+
 
 __all__ = [
     "ConfigError",
@@ -84,18 +102,56 @@ def run(
     returning False stops the run. Ctrl-C stops it with `KeyboardInterrupt`.
     Raises `ConfigError` for invalid input, `InvariantError` when the run broke
     an invariant (a simulator bug).
+
+    With `out`, the flow table is written to `out/flows.parquet` while the run
+    goes, a batch of finished flows at a time, and not kept in memory:
+    `result.flows` reads it back when first asked for.
     """
+    result, _ = _run(config, out, set=set, progress=progress, overrides=overrides)
+    return result
+
+
+def _run(
+    config: ConfigLike,
+    out: str | os.PathLike[str] | None,
+    *,
+    set: Iterable[str],
+    progress: Progress | None,
+    overrides: dict[str, Any],
+) -> tuple[Result, list[Path]]:
+    """`run`, and the files it wrote into `out` (for the command line)."""
     text, base_dir = load(config)
     flat = _overrides(set, overrides)
     resolved = _core.resolve(text, base_dir, flat)
-    if out is not None:
-        results.check_out(out)  # before the run, not after it
-    result = results.from_native(_core.run(text, base_dir, flat, progress), resolved)
+    if out is None:
+        result = results.from_native(_core.run(text, base_dir, flat, progress), resolved)
+        _warn(result)
+        return result, []
+    directory = results.check_out(out)  # before the run, not after it
+    created = not directory.exists()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OSError(e.errno, f"cannot write: {e.strerror}", str(directory)) from None
+    flows = results.FlowsWriter(directory)
+    try:
+        payload = _core.run(text, base_dir, flat, progress, flows)
+        result = results.from_native(payload, resolved, flows_file=flows.path)
+        _warn(result)
+        written = results.write(directory, result, flows=flows)
+    except BaseException:
+        flows.discard()
+        if created:
+            # A failed or interrupted run leaves no result directory behind.
+            with contextlib.suppress(OSError):
+                directory.rmdir()
+        raise
+    return result, written
+
+
+def _warn(result: Result) -> None:
     for message in result.summary.get("warnings", []):
-        warnings.warn(message, RuntimeWarning, stacklevel=2)
-    if out is not None:
-        results.write(Path(out), result)
-    return result
+        warnings.warn(message, RuntimeWarning, stacklevel=4)
 
 
 def schema() -> dict[str, Any]:

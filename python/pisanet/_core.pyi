@@ -35,6 +35,7 @@ def run(
     base_dir: str | os.PathLike[str] | None = None,
     overrides: list[str] = ...,
     progress: Callable[[float, int, int], bool | None] | None = None,
+    flows: Callable[[dict[str, tuple[str, bytes]]], object] | None = None,
 ) -> tuple[
     str,
     dict[str, tuple[str, bytes]],
@@ -57,6 +58,12 @@ def run(
 
     `progress(sim_time_s, flows_completed, flows_total)` is called at most every
     50 ms of wall time; returning False stops the run (KeyboardInterrupt).
+
+    With `flows`, the flow table's columns go to `flows(columns)` instead, a
+    batch of at most 65 536 rows at a time as flows end (then the flows still
+    running at the end; the last call may have no rows), and the returned
+    `flows` columns are empty. An exception it raises stops the run and is
+    raised here.
     """
 
 def resolve(

@@ -27,7 +27,7 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 from rich.table import Table
 
 import pisanet
-from pisanet import database, results, sweeps
+from pisanet import results, sweeps
 from pisanet._core import ConfigError, InvariantError
 from pisanet.config import ConfigLike, parse_set
 
@@ -123,10 +123,20 @@ def _warnings_to_stderr() -> Iterator[None]:
                 )
 
 
-def _run_with_progress(config: ConfigLike, overrides: list[str], quiet: bool) -> pisanet.Result:
+def _database() -> Any:
+    # NOTE: imported when a command needs it: pandas and DuckDB cost about half a
+    # second and 60 MB that `pisanet run` does not need (docs/performance.md).
+    from pisanet import database
+
+    return database
+
+
+def _run_with_progress(
+    config: ConfigLike, overrides: list[str], quiet: bool, out: Path | None = None
+) -> tuple[pisanet.Result, list[Path]]:
     # NOTE: no live display when stderr is not a terminal (CI logs, pipes).
     if quiet or not err_console.is_terminal:
-        return pisanet.run(config, set=overrides)
+        return pisanet._run(config, out, set=overrides, progress=None, overrides={})
     bar = Progress(
         TextColumn("[bold]sim[/] {task.fields[sim_ms]:>10.3f} ms"),
         BarColumn(),
@@ -150,7 +160,7 @@ def _run_with_progress(config: ConfigLike, overrides: list[str], quiet: bool) ->
             )
             return True
 
-        return pisanet.run(config, set=overrides, progress=on_progress)
+        return pisanet._run(config, out, set=overrides, progress=on_progress, overrides={})
 
 
 def _get(summary: dict[str, Any], path: str) -> Any:
@@ -247,12 +257,13 @@ def run(
         directory = results.check_out(out if out is not None else Path("results") / config.stem)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", RuntimeWarning)
-            result = _run_with_progress(config, overrides, quiet)
+            # The run writes the result directory as it goes (flows.parquet
+            # streamed, the rest at the end).
+            result, written = _run_with_progress(config, overrides, quiet, directory)
         for w in caught:
             err_console.print(
                 f"warning: {w.message}", markup=False, highlight=False, soft_wrap=True
             )
-        written = results.write(directory, result)
     if not quiet:
         _title(f"pisanet run {config}")
         out_console.print(_summary_table(result.summary))
@@ -382,7 +393,7 @@ def bench(
         if flows is not None:
             overrides.append(f"workload.flows={flows}")
         start = time.perf_counter()
-        result = _run_with_progress(text, overrides, quiet)
+        result, _ = _run_with_progress(text, overrides, quiet)
         wall = time.perf_counter() - start
     s = result.summary
     table = Table(title=f"pisanet bench {scenario}", show_header=False, title_justify="left")
@@ -545,7 +556,7 @@ def sweep(
         out_console.print(table)
         where = result.directory
         out_console.print(
-            f"wrote {where}/{database.DB_FILE} (runs table, flows view); "
+            f"wrote {where}/{_database().DB_FILE} (runs table, flows view); "
             f'next: pisanet query {where} "SELECT ..." or pisanet report {where}',
             markup=False,
             highlight=False,
@@ -575,7 +586,7 @@ def query(
         if format not in ("table", "csv", "json"):
             raise ConfigError(f"--format {format!r}: expected table, csv or json")
         with _warnings_to_stderr():
-            frame = database.query(directory, sql)
+            frame = _database().query(directory, sql)
     if format == "csv":
         sys.stdout.write(frame.to_csv(index=False))
     elif format == "json":

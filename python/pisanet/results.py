@@ -4,7 +4,11 @@ A result directory holds (every file written atomically: a temp file in the same
 directory, then `os.replace`, so a reader never sees a half-written file):
 
 - `summary.json`: the run summary (see docs/results-format.md).
-- `flows.parquet`: one row per flow, in flow id order. Columns: `id`, `src`, `dst`
+- `flows.parquet`: one row per flow. Written while the run goes (by `pisanet run` and
+  `pisanet.run(..., out=...)`), a batch of rows at a time as flows end, so the rows
+  are in the order flows ended, then the flows still running when the run stopped,
+  by id (sweep points are written in flow id order); `read_flows`, `Result.flows`
+  and the sweep database's `Point.flows()` give them in flow id order. Columns: `id`, `src`, `dst`
   (host ids), `bytes`, `class` (0 = short, 1 = large), `start`, `finish`, `fct`
   (microseconds; NaN for a flow that did not finish), `slowdown` (FCT over the
   ideal FCT on an idle network), `retransmissions`, `reordered` (packets),
@@ -51,17 +55,24 @@ directory, then `os.replace`, so a reader never sees a half-written file):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+# NOTE: numpy, pandas and pyarrow are imported where they are used, not here:
+# `import pisanet` and `pisanet run` then pay only for what a run needs
+# (docs/performance.md, "The fixed cost").
 
 # Native column name -> published column name (times lose their `_us` suffix:
 # every time column is in microseconds, written down in the Parquet metadata).
@@ -150,43 +161,110 @@ PCAP_DIR = "pcap"
 PLOT_FILES = ("fct_cdf.png", "slowdown_by_size.png")
 
 
-@dataclass(frozen=True)
 class Result:
-    """What a run produced."""
+    """What a run produced (read-only).
+
+    - `summary`: the run summary (the contents of `summary.json`).
+    - `flows`: one row per flow, in flow id order; columns as in `flows.parquet`
+      (times in microseconds). A run that wrote a result directory streamed its
+      flows there: they are read from its `flows.parquet` when first asked for.
+    - `queues`: queue-depth samples, or None when queues were not sampled.
+    - `ports`: per-port counters (the contents of `ports.json`).
+    - `resolved_config`: the config as run, every default filled in (TOML).
+    - `port_rates`: per-port transmit rates, or None when not sampled.
+    - `pcaps`: pcap file contents by port name (`[metrics.pcap]`), empty when
+      not captured.
+    - `trace`: per-packet events (`[metrics.trace]`), or None when not traced.
+    - `goodput`: per-flow goodput series (`metrics.goodput_interval_us`), or
+      None when off.
+    """
 
     summary: dict[str, Any]
-    """The run summary (the contents of `summary.json`)."""
-    flows: pd.DataFrame
-    """One row per flow; columns as in `flows.parquet` (times in microseconds)."""
     queues: pd.DataFrame | None
-    """Queue-depth samples, or None when queues were not sampled."""
     ports: Any
-    """Per-port counters (the contents of `ports.json`)."""
     resolved_config: str
-    """The config as run, every default filled in (TOML)."""
-    port_rates: pd.DataFrame | None = None
-    """Per-port transmit rates, or None when port rates were not sampled."""
-    pcaps: Mapping[str, bytes] = field(default_factory=dict)
-    """pcap file contents by port name (`[metrics.pcap]`), empty when not captured."""
-    trace: pd.DataFrame | None = None
-    """Per-packet events (`[metrics.trace]`), or None when not traced."""
-    goodput: pd.DataFrame | None = None
-    """Per-flow goodput series (`metrics.goodput_interval_us`), or None when off."""
+    port_rates: pd.DataFrame | None
+    pcaps: Mapping[str, bytes]
+    trace: pd.DataFrame | None
+    goodput: pd.DataFrame | None
+
+    def __init__(
+        self,
+        summary: dict[str, Any],
+        flows: pd.DataFrame | None,
+        queues: pd.DataFrame | None,
+        ports: Any,
+        resolved_config: str,
+        port_rates: pd.DataFrame | None = None,
+        pcaps: Mapping[str, bytes] | None = None,
+        trace: pd.DataFrame | None = None,
+        goodput: pd.DataFrame | None = None,
+        *,
+        flows_file: Path | None = None,
+    ) -> None:
+        if flows is None and flows_file is None:
+            raise TypeError("Result: give flows or flows_file")
+        values = {
+            "summary": summary,
+            "_flows": flows,
+            "_flows_file": flows_file,
+            "queues": queues,
+            "ports": ports,
+            "resolved_config": resolved_config,
+            "port_rates": port_rates,
+            "pcaps": dict(pcaps or {}),
+            "trace": trace,
+            "goodput": goodput,
+        }
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Result is read-only (cannot set {name})")
+
+    @property
+    def flows(self) -> pd.DataFrame:
+        """One row per flow, in flow id order (times in microseconds)."""
+        frame: pd.DataFrame | None = self.__dict__["_flows"]
+        if frame is None:
+            frame = _read_flows_file(self.__dict__["_flows_file"])
+            object.__setattr__(self, "_flows", frame)
+        return frame
+
+    @property
+    def flows_file(self) -> Path | None:
+        """The `flows.parquet` the run streamed its flows to, if it did."""
+        path: Path | None = self.__dict__["_flows_file"]
+        return path
+
+    def __repr__(self) -> str:
+        return f"Result(digest={self.summary.get('digest')!r}, flows={self.summary.get('flows')})"
 
 
 def _array(dtype: str, buffer: bytes) -> np.ndarray:
+    import numpy as np
+
     return np.frombuffer(buffer, dtype=np.dtype(dtype))
+
+
+def _empty(column: tuple[str, bytes]) -> bool:
+    return len(column[1]) == 0
 
 
 def flows_frame(columns: Mapping[str, tuple[str, bytes]]) -> pd.DataFrame:
     """The flow table from the native module's `(dtype, buffer)` columns."""
+    import pandas as pd
+
     return pd.DataFrame({FLOW_COLUMNS[k]: _array(*columns[k]) for k in FLOW_COLUMNS})
 
 
 def _sampled_frame(columns: Mapping[str, Any], names: Mapping[str, str]) -> pd.DataFrame | None:
     """Per-port samples (`port` dictionary-encoded), or None when there are none."""
-    if len(_array(*columns["time_us"])) == 0:
+    if _empty(columns["time_us"]):
         return None
+    import numpy as np
+    import pandas as pd
+
     codes = _array(*columns["port"]).astype(np.int64)
     port = pd.Categorical.from_codes(codes, categories=columns["port_names"][1])
     return pd.DataFrame(
@@ -209,17 +287,24 @@ def port_rates_frame(columns: Mapping[str, Any]) -> pd.DataFrame | None:
 
 def goodput_frame(columns: Mapping[str, tuple[str, bytes]]) -> pd.DataFrame | None:
     """Goodput series from the native module's columns, or None when there are none."""
-    if len(_array(*columns["time_us"])) == 0:
+    if _empty(columns["time_us"]):
         return None
+    import pandas as pd
+
     return pd.DataFrame({GOODPUT_COLUMNS[k]: _array(*columns[k]) for k in GOODPUT_COLUMNS})
 
 
-def from_native(payload: tuple[Any, ...], resolved: str) -> Result:
-    """The `Result` of the native module's `run` tuple and the resolved config."""
+def from_native(payload: tuple[Any, ...], resolved: str, flows_file: Path | None = None) -> Result:
+    """The `Result` of the native module's `run` tuple and the resolved config.
+
+    With `flows_file`, the run streamed its flows there (`FlowsWriter`) and
+    `Result.flows` reads them from it when first asked for.
+    """
     summary, flows, queues, ports, port_rates, capture, goodput = payload
     return Result(
         summary=json.loads(summary),
-        flows=flows_frame(flows),
+        flows=None if flows_file is not None else flows_frame(flows),
+        flows_file=flows_file,
         queues=queues_frame(queues),
         ports=json.loads(ports),
         resolved_config=resolved,
@@ -231,14 +316,20 @@ def from_native(payload: tuple[Any, ...], resolved: str) -> Result:
 
 
 def _codes(columns: Mapping[str, Any], name: str) -> pd.Categorical:
+    import numpy as np
+    import pandas as pd
+
     codes = _array(*columns[name]).astype(np.int64)
     return pd.Categorical.from_codes(codes, categories=columns[f"{name}_names"][1])
 
 
 def trace_frame(columns: Mapping[str, Any]) -> pd.DataFrame | None:
     """The per-packet trace from the native module's columns, or None when empty."""
-    if len(_array(*columns["time_us"])) == 0:
+    if _empty(columns["time_us"]):
         return None
+    import numpy as np
+    import pandas as pd
+
     flow = _array(*columns["flow"]).astype(np.int64)
     flow[flow == 0xFFFF_FFFF] = -1
     return pd.DataFrame(
@@ -268,14 +359,31 @@ def write_atomic(path: Path, write: Callable[[Path], object]) -> None:
     On any failure (including KeyboardInterrupt) the temp file is removed and
     `path` is left as it was.
     """
+    tmp = _temp_beside(path)
+    try:
+        write(tmp)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise _naming(e, path) from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _commit(tmp, path)
+
+
+def _temp_beside(path: Path) -> Path:
+    """A new empty temp file in `path`'s directory (`.<name>.XXXX.tmp`)."""
     try:
         fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as e:
         raise _naming(e, path) from None
     os.close(fd)
-    tmp = Path(name)
+    return Path(name)
+
+
+def _commit(tmp: Path, path: Path) -> None:
+    """Syncs the written temp file `tmp` and renames it to `path` (removed on failure)."""
     try:
-        write(tmp)
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         # NOTE: mkstemp creates the file 0600; results are ordinary files.
@@ -301,17 +409,100 @@ def write_text_atomic(path: Path, text: str) -> None:
     write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
+def _with_units(schema: pa.Schema) -> pa.Schema:
+    """`schema` with each column's unit in its field metadata, and all of them in
+    the schema's (`pisanet.units`)."""
+    import pyarrow as pa
+
+    fields = [f.with_metadata({"unit": UNITS[f.name]}) if f.name in UNITS else f for f in schema]
+    names = set(schema.names)
+    meta = {b"pisanet.units": json.dumps({k: v for k, v in UNITS.items() if k in names}).encode()}
+    return pa.schema(fields, metadata={**(schema.metadata or {}), **meta})
+
+
 def _write_parquet(path: Path, frame: pd.DataFrame) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     table = pa.Table.from_pandas(frame, preserve_index=False)
-    fields = [
-        f.with_metadata({"unit": UNITS[f.name]}) if f.name in UNITS else f for f in table.schema
-    ]
-    meta = {b"pisanet.units": json.dumps({k: v for k, v in UNITS.items() if k in frame}).encode()}
-    schema = pa.schema(fields, metadata={**(table.schema.metadata or {}), **meta})
+    schema = _with_units(table.schema)
     write_atomic(path, lambda tmp: pq.write_table(table.cast(schema), tmp))
+
+
+def flows_table(columns: Mapping[str, tuple[str, bytes]]) -> pa.Table:
+    """The flow table from the native module's columns as an Arrow table, as
+    `flows.parquet` holds it (NaN as null, units in the metadata), without pandas."""
+    import pyarrow as pa
+
+    arrays = [_arrow_array(*columns[k]) for k in FLOW_COLUMNS]
+    schema = pa.schema(
+        [pa.field(n, a.type) for n, a in zip(FLOW_COLUMNS.values(), arrays, strict=True)]
+    )
+    return pa.Table.from_arrays(arrays, schema=_with_units(schema))
+
+
+def _arrow_array(dtype: str, buffer: bytes) -> pa.Array:
+    """A native column as an Arrow array without a copy, NaN as null (what
+    `Table.from_pandas` makes of the DataFrame the whole table was written from)."""
+    import numpy as np
+    import pyarrow as pa
+
+    # NOTE: built from the buffers: pa.array() of a numpy array imports pandas
+    # (half a second and 40 MB) to check whether it was given a pandas object.
+    arrow_type = {"|u1": pa.uint8(), "<u4": pa.uint32(), "<u8": pa.uint64(), "<f8": pa.float64()}
+    validity = None
+    if dtype == "<f8":
+        nan = np.isnan(_array(dtype, buffer))
+        if nan.any():
+            validity = pa.py_buffer(np.packbits(~nan, bitorder="little"))
+    n = len(buffer) // np.dtype(dtype).itemsize
+    return pa.Array.from_buffers(arrow_type[dtype], n, [validity, pa.py_buffer(buffer)])
+
+
+class FlowsWriter:
+    """The flow sink of a run that writes a result directory (`pisanet.run` with
+    `out`, `pisanet run`): the native module calls it with each batch of
+    finished flows' columns, and it appends them to a temp file beside
+    `flows.parquet` (one row group per batch); `write` renames that file into
+    place, `discard` removes it. So the flow table never has to be in memory
+    whole (docs/performance.md, "Memory against finished flows")."""
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / "flows.parquet"
+        self.tmp = _temp_beside(self.path)
+        self.rows = 0
+        self._writer: pq.ParquetWriter | None = None
+
+    def __call__(self, columns: Mapping[str, tuple[str, bytes]]) -> None:
+        import pyarrow.parquet as pq
+
+        table = flows_table(columns)
+        try:
+            if self._writer is None:
+                self._writer = pq.ParquetWriter(self.tmp, table.schema)
+            self._writer.write_table(table)
+        except OSError as e:
+            raise _naming(e, self.path) from None
+        self.rows += table.num_rows
+
+    def close(self) -> Path:
+        """Finishes the temp file (the native module's last call came) and returns it."""
+        if self._writer is None:
+            raise RuntimeError("FlowsWriter.close: the run wrote no flow batch")
+        try:
+            self._writer.close()
+        except OSError as e:
+            raise _naming(e, self.path) from None
+        self._writer = None
+        return self.tmp
+
+    def discard(self) -> None:
+        """Drops the temp file (the run failed or was interrupted)."""
+        if self._writer is not None:
+            with contextlib.suppress(Exception):
+                self._writer.close()
+            self._writer = None
+        self.tmp.unlink(missing_ok=True)
 
 
 def _is_ours(entry: Path) -> bool:
@@ -352,12 +543,15 @@ def check_out(out: str | os.PathLike[str]) -> Path:
     return directory
 
 
-def write(out: str | os.PathLike[str], result: Result) -> list[Path]:
+def write(
+    out: str | os.PathLike[str], result: Result, flows: FlowsWriter | None = None
+) -> list[Path]:
     """Writes the result directory `out` (created if missing); returns the files written.
 
     `out` must be empty, missing or an earlier result directory (`check_out`);
     the files of the earlier run that this one does not write (samples, pcaps,
-    plots) are removed.
+    plots) are removed. With `flows`, the run streamed its flow table there
+    (in `out`): that file becomes `flows.parquet`.
     """
     directory = check_out(out)
     try:
@@ -382,10 +576,14 @@ def write(out: str | os.PathLike[str], result: Result) -> list[Path]:
                 old.unlink()
     # Plots and temp files of the earlier run (a killed writer's) describe other results.
     for entry in directory.iterdir():
-        if entry.is_file() and (
-            entry.name in PLOT_FILES
-            or (entry.name.startswith("flow_") and entry.name.endswith(".png"))
-            or (entry.name.startswith(".") and entry.name.endswith(".tmp"))
+        if (
+            entry.is_file()
+            and (
+                entry.name in PLOT_FILES
+                or (entry.name.startswith("flow_") and entry.name.endswith(".png"))
+                or (entry.name.startswith(".") and entry.name.endswith(".tmp"))
+            )
+            and (flows is None or entry.name != flows.tmp.name)
         ):
             entry.unlink(missing_ok=True)
     written = []
@@ -395,7 +593,10 @@ def write(out: str | os.PathLike[str], result: Result) -> list[Path]:
         written.append(directory / name)
 
     text("config.resolved.toml", result.resolved_config)
-    _write_parquet(directory / "flows.parquet", result.flows)
+    if flows is not None:
+        _commit(flows.close(), directory / "flows.parquet")
+    else:
+        _write_parquet(directory / "flows.parquet", result.flows)
     written.append(directory / "flows.parquet")
     if result.queues is not None:
         _write_parquet(directory / QUEUES_FILE, result.queues)
@@ -422,5 +623,14 @@ def write(out: str | os.PathLike[str], result: Result) -> list[Path]:
 
 
 def read_flows(directory: str | os.PathLike[str]) -> pd.DataFrame:
-    """The flow table of a result directory."""
-    return pd.read_parquet(Path(directory) / "flows.parquet")
+    """The flow table of a result directory, in flow id order."""
+    return _read_flows_file(Path(directory) / "flows.parquet")
+
+
+def _read_flows_file(path: Path) -> pd.DataFrame:
+    import pandas as pd
+
+    frame = pd.read_parquet(path)
+    if not frame["id"].is_monotonic_increasing:
+        frame = frame.sort_values("id", kind="stable", ignore_index=True)
+    return frame

@@ -1,9 +1,11 @@
 //! The engine's hot path: event-queue churn at a realistic pending size, an
-//! egress queue's enqueue/dequeue, and a whole small run end to end.
+//! egress queue's enqueue/dequeue over the packet arena, and a whole small
+//! run end to end.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use pisanet_engine::{EventQueue, SimTime};
-use pisanet_net::queue::{EgressQueue, QueueConfig, Queued};
+use pisanet_net::arena::PacketArena;
+use pisanet_net::queue::{EgressQueue, QueueConfig};
 use pisanet_net::Packet;
 
 fn event_queue(c: &mut Criterion) {
@@ -38,35 +40,51 @@ fn egress_queue(c: &mut Criterion) {
         ecn_threshold_bytes: Some(65_000),
         priorities: 1,
     };
+    // 1000 packets through the arena and one port's queue, as the loop
+    // moves them: stored once, queued and dequeued by id, then freed.
     c.bench_function("egress_queue/enqueue_dequeue_1000", |b| {
         b.iter_batched(
-            || EgressQueue::new(cfg),
-            |mut q| {
+            || (EgressQueue::new(cfg), PacketArena::new()),
+            |(mut q, mut arena)| {
                 for i in 0..1000u32 {
-                    let pkt = Packet {
+                    let id = arena.insert(Packet {
                         size: 1518,
                         uid: i as u64,
                         ..Default::default()
-                    };
-                    let _ = q.enqueue(
-                        Queued {
-                            pkt,
-                            enq_time: SimTime::ZERO,
-                            enq_qdepth: 0,
-                            user_meta: [0; 2],
-                            instance_type: 0,
-                            ingress_port: 0,
-                            egress_rid: 0,
-                            pfc_in: pisanet_net::queue::NO_PFC,
-                        },
-                        None,
-                    );
+                    });
+                    if q.enqueue(id, arena.get_mut(id), None).is_err() {
+                        arena.free(id);
+                    }
                 }
-                while q.dequeue(None).is_some() {}
-                q
+                while let Some(e) = q.dequeue(None) {
+                    arena.free(e.id);
+                }
+                (q, arena)
             },
             BatchSize::SmallInput,
         )
+    });
+    // The arena alone at a steady state of 1000 packets in flight: one
+    // packet in, the oldest out (a FIFO of ids, as a wire holds them).
+    c.bench_function("arena/insert_remove_steady_1000", |b| {
+        let mut arena = PacketArena::new();
+        let mut fifo = std::collections::VecDeque::new();
+        for i in 0..1000u64 {
+            fifo.push_back(arena.insert(Packet {
+                uid: i,
+                size: 1518,
+                ..Default::default()
+            }));
+        }
+        let mut uid = 1000u64;
+        b.iter(|| {
+            for _ in 0..1000 {
+                let old = fifo.pop_front().unwrap();
+                let pkt = arena.remove(old);
+                uid += 1;
+                fifo.push_back(arena.insert(Packet { uid, ..pkt }));
+            }
+        });
     });
 }
 

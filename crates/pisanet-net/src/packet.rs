@@ -197,7 +197,8 @@ impl PacketExtra {
     }
 }
 
-/// One packet. Moved by value through queues and links.
+/// One packet. Stored once in the simulator's packet arena (crate::arena)
+/// while in flight; queues and wires hold its id.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Packet {
     /// Unique id, for conservation checks and tracing.
@@ -383,8 +384,9 @@ mod tests {
 
     #[test]
     fn packet_stays_small() {
-        // Packets are moved by value through every queue and wire: keep
-        // them compact (88 B: the custom header and SACK share one box).
+        // Packets are written into the arena at every injection and read
+        // at every hop: keep them compact (88 B: the custom header and
+        // SACK share one box).
         assert!(
             std::mem::size_of::<Packet>() <= 88,
             "{}",

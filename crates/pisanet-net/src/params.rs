@@ -49,13 +49,16 @@ pub struct TopologyParams {
     /// custom: path to a TOML file with [[nodes]] and [[links]].
     #[schemars(extend("x-applies-when" = {"key": "topology.kind", "in": ["custom"]}))]
     pub file: Option<String>,
-    /// Host-to-ToR link rate (Gb/s).
+    /// Host-to-ToR link rate (Gb/s); custom: the rate of a host link whose
+    /// `gbps` the file leaves out.
     #[schemars(range(min = 0.000001, max = 100000), extend("x-unit" = "Gb/s"))]
     pub host_link_gbps: f64,
-    /// Switch-to-switch link rate (Gb/s).
+    /// Switch-to-switch link rate (Gb/s); custom: the rate of a switch-to-
+    /// switch link whose `gbps` the file leaves out.
     #[schemars(range(min = 0.000001, max = 100000), extend("x-unit" = "Gb/s"))]
     pub fabric_link_gbps: f64,
-    /// Propagation delay of every link (us).
+    /// Propagation delay of every link (us); custom: of every link whose
+    /// `delay_us` the file leaves out.
     #[schemars(range(min = 0, max = 1000000), extend("x-unit" = "us"))]
     pub link_delay_us: f64,
     /// Per-port drop-tail buffer of switch ports (KB = 1000 bytes).
@@ -327,13 +330,13 @@ pub struct CustomNode {
 pub struct CustomLink {
     pub a: String,
     pub b: String,
-    pub gbps: f64,
-    #[serde(default = "default_delay")]
-    pub delay_us: f64,
-}
-
-fn default_delay() -> f64 {
-    1.0
+    /// Link rate (Gb/s); default: the config's `topology.host_link_gbps` for
+    /// a link with a host at either end, else `topology.fabric_link_gbps`.
+    #[serde(default)]
+    pub gbps: Option<f64>,
+    /// Propagation delay (us); default: the config's `topology.link_delay_us`.
+    #[serde(default)]
+    pub delay_us: Option<f64>,
 }
 
 #[cfg(test)]

@@ -5,40 +5,27 @@
 //!
 //! Guarantees: a packet is either admitted (and later dequeued exactly once)
 //! or handed back as dropped; byte and packet counts always equal the sum of
-//! what is queued. The queue never looks at time except to stamp arrivals.
+//! what is queued. The queue never looks at time, and holds packets by id
+//! (the simulator's arena keeps the packets themselves, crate::arena).
 
+use crate::arena::PktId;
 use crate::packet::{Ecn, Packet};
-use pisanet_engine::SimTime;
 use std::collections::VecDeque;
 
 /// Maximum number of strict-priority queues per port.
 pub const MAX_PRIORITIES: usize = 8;
 
-/// A queued packet with what v1model's egress sees of its stay.
-#[derive(Clone, Debug)]
+/// A queued packet: its id in the [`PacketArena`](crate::arena::PacketArena)
+/// and its wire size (what the queue's byte count needs when it leaves).
+/// What the traffic manager keeps of its stay (`enq_timestamp`, ...) is
+/// with the packet in the arena ([`TmMeta`](crate::arena::TmMeta)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Queued {
-    pub pkt: Packet,
-    /// v1model `enq_timestamp`.
-    pub enq_time: SimTime,
-    /// v1model `enq_qdepth`: packets ahead of this one in its priority
-    /// queue on arrival (the port's depth when the port has one queue).
-    pub enq_qdepth: u32,
-    /// User metadata carried from ingress to egress.
-    pub user_meta: [u64; 2],
-    /// v1model `instance_type` of this copy.
-    pub instance_type: u8,
-    /// v1model `ingress_port` the packet came in on.
-    pub ingress_port: u16,
-    /// v1model `egress_rid` (replication id of a multicast copy).
-    pub egress_rid: u16,
-    /// Priority flow control: the global ingress port whose (port,
-    /// priority) account holds this packet's bytes, or [`NO_PFC`] (PFC off,
-    /// a lossy priority, or a packet made inside the switch).
-    pub pfc_in: u32,
+    pub id: PktId,
+    pub size: u32,
 }
 
-/// `Queued::pfc_in` of a packet no PFC account holds.
-pub const NO_PFC: u32 = u32::MAX;
+pub use crate::arena::NO_PFC;
 
 /// Static parameters of one egress port's queues.
 #[derive(Clone, Copy, Debug)]
@@ -145,74 +132,71 @@ impl EgressQueue {
         self.packets == 0
     }
 
-    /// Admits `q` or gives it back with the cause. On admission, marks CE if
-    /// the queue already holds more than the ECN threshold (DCTCP, RFC 8257
-    /// section 3.1: mark on the instantaneous queue at arrival). O(1).
-    #[allow(clippy::result_large_err)] // the refused packet is handed back by value, on purpose
+    /// Admits packet `id` (`pkt`, kept by the caller) or refuses it with
+    /// the cause. On admission, marks `pkt` CE if the queue already holds
+    /// more than the ECN threshold (DCTCP, RFC 8257 section 3.1: mark on the
+    /// instantaneous queue at arrival) and returns its `enq_qdepth` (packets
+    /// ahead of it in its priority queue). O(1).
     #[inline]
     pub fn enqueue(
         &mut self,
-        mut q: Queued,
+        id: PktId,
+        pkt: &mut Packet,
         shared: Option<&mut SharedBuffer>,
-    ) -> Result<(), (Queued, DropCause)> {
-        let size = q.pkt.size as u64;
+    ) -> Result<u32, DropCause> {
+        let size = pkt.size as u64;
         if self.bytes + size > self.cfg.buffer_bytes || self.packets >= self.cfg.buffer_packets {
             self.count_drop(size);
-            return Err((q, DropCause::PortBufferFull));
+            return Err(DropCause::PortBufferFull);
         }
         if let Some(sb) = shared {
             if !sb.admits(self.bytes, size) {
                 self.count_drop(size);
-                return Err((q, DropCause::SharedBufferFull));
+                return Err(DropCause::SharedBufferFull);
             }
             sb.used_bytes += size;
         }
+        Ok(self.admit(id, pkt))
+    }
+
+    /// Marks (ECN) and queues an admitted packet; returns its `enq_qdepth`.
+    #[inline]
+    fn admit(&mut self, id: PktId, pkt: &mut Packet) -> u32 {
+        let size = pkt.size;
         if let Some(k) = self.cfg.ecn_threshold_bytes {
-            if self.bytes > k && q.pkt.ip.ecn.is_ect() {
-                q.pkt.ip.ecn = Ecn::Ce;
+            if self.bytes > k && pkt.ip.ecn.is_ect() {
+                pkt.ip.ecn = Ecn::Ce;
                 self.counters.ecn_marks += 1;
             }
         }
-        let prio = self.queue_of(q.pkt.prio);
-        q.enq_qdepth = self.queues[prio].len() as u32;
-        self.queues[prio].push_back(q);
-        self.bytes += size;
+        let prio = self.queue_of(pkt.prio);
+        let depth = self.queues[prio].len() as u32;
+        self.queues[prio].push_back(Queued { id, size });
+        self.bytes += size as u64;
         self.packets += 1;
         self.counters.max_depth_bytes = self.counters.max_depth_bytes.max(self.bytes);
-        Ok(())
+        depth
     }
 
     /// Admits a packet of a lossless priority under PFC: the port's own
     /// limits and the shared buffer's dynamic threshold do not apply (the
     /// switch admits it by its ingress account, sim/pfc.rs); only the
     /// shared buffer's capacity does. ECN marking is as in [`Self::enqueue`].
-    #[allow(clippy::result_large_err)] // as enqueue
     pub fn enqueue_lossless(
         &mut self,
-        mut q: Queued,
+        id: PktId,
+        pkt: &mut Packet,
         shared: Option<&mut SharedBuffer>,
-    ) -> Result<(), (Queued, DropCause)> {
-        let size = q.pkt.size as u64;
+    ) -> Result<u32, DropCause> {
+        let size = pkt.size as u64;
         if let Some(sb) = shared {
             if sb.used_bytes + size > sb.total_bytes {
                 self.count_drop(size);
-                return Err((q, DropCause::SharedBufferFull));
+                return Err(DropCause::SharedBufferFull);
             }
             sb.used_bytes += size;
         }
-        if let Some(k) = self.cfg.ecn_threshold_bytes {
-            if self.bytes > k && q.pkt.ip.ecn.is_ect() {
-                q.pkt.ip.ecn = Ecn::Ce;
-                self.counters.ecn_marks += 1;
-            }
-        }
-        let prio = self.queue_of(q.pkt.prio);
-        q.enq_qdepth = self.queues[prio].len() as u32;
-        self.queues[prio].push_back(q);
-        self.bytes += size;
-        self.packets += 1;
-        self.counters.max_depth_bytes = self.counters.max_depth_bytes.max(self.bytes);
-        Ok(())
+        Ok(self.admit(id, pkt))
     }
 
     /// The queue index a packet of priority `prio` goes to.
@@ -236,6 +220,16 @@ impl EgressQueue {
         self.paused = mask;
     }
 
+    /// Gives every queued packet a new arena id (`f(old)`), in queue order
+    /// (the parallel mode's merge moves packets between arenas).
+    pub fn remap_ids(&mut self, mut f: impl FnMut(PktId) -> PktId) {
+        for q in self.queues.iter_mut() {
+            for x in q.iter_mut() {
+                x.id = f(x.id);
+            }
+        }
+    }
+
     /// Packets of queue `i`, head first.
     pub fn iter_queue(&self, i: usize) -> impl Iterator<Item = &Queued> {
         self.queues.get(i).into_iter().flatten()
@@ -249,7 +243,7 @@ impl EgressQueue {
 
     /// Bytes in queue `i` (O(packets of it): for samples, not the hot path).
     pub fn queue_bytes(&self, i: usize) -> u64 {
-        self.iter_queue(i).map(|q| q.pkt.size as u64).sum()
+        self.iter_queue(i).map(|q| q.size as u64).sum()
     }
 
     /// Whether a dequeue would find a packet (some unpaused queue holds one).
@@ -277,7 +271,7 @@ impl EgressQueue {
         } else {
             self.pop_unpaused()?
         };
-        let size = q.pkt.size as u64;
+        let size = q.size as u64;
         self.bytes -= size;
         self.packets -= 1;
         if let Some(sb) = shared {
@@ -318,22 +312,99 @@ impl EgressQueue {
 mod tests {
     use super::*;
 
-    fn pkt(size: u32, prio: u8, ecn: Ecn) -> Queued {
+    fn pkt(size: u32, prio: u8, ecn: Ecn) -> Packet {
         let mut p = Packet {
             size,
             prio,
             ..Default::default()
         };
         p.ip.ecn = ecn;
-        Queued {
-            pkt: p,
-            enq_time: SimTime::ZERO,
-            enq_qdepth: 0,
-            user_meta: [0; 2],
-            instance_type: 0,
-            ingress_port: 0,
-            egress_rid: 0,
-            pfc_in: NO_PFC,
+        p
+    }
+
+    /// A queue with its own packet store (the arena's role in the
+    /// simulator): ids index `pkts`; `depth[id]` is the `enq_qdepth` given.
+    struct Tq {
+        q: EgressQueue,
+        pkts: Vec<Packet>,
+        depth: Vec<u32>,
+    }
+
+    /// A dequeued packet with its `enq_qdepth`.
+    struct Out {
+        pkt: Packet,
+        enq_qdepth: u32,
+    }
+
+    impl Tq {
+        fn store(&mut self, p: Packet) -> PktId {
+            self.pkts.push(p);
+            self.depth.push(u32::MAX);
+            self.pkts.len() as PktId - 1
+        }
+
+        fn enqueue(
+            &mut self,
+            p: Packet,
+            shared: Option<&mut SharedBuffer>,
+        ) -> Result<(), (Packet, DropCause)> {
+            let id = self.store(p);
+            match self.q.enqueue(id, &mut self.pkts[id as usize], shared) {
+                Ok(d) => {
+                    self.depth[id as usize] = d;
+                    Ok(())
+                }
+                Err(e) => Err((self.pkts[id as usize].clone(), e)),
+            }
+        }
+
+        fn enqueue_lossless(
+            &mut self,
+            p: Packet,
+            shared: Option<&mut SharedBuffer>,
+        ) -> Result<(), (Packet, DropCause)> {
+            let id = self.store(p);
+            match self
+                .q
+                .enqueue_lossless(id, &mut self.pkts[id as usize], shared)
+            {
+                Ok(d) => {
+                    self.depth[id as usize] = d;
+                    Ok(())
+                }
+                Err(e) => Err((self.pkts[id as usize].clone(), e)),
+            }
+        }
+
+        fn dequeue(&mut self, shared: Option<&mut SharedBuffer>) -> Option<Out> {
+            let e = self.q.dequeue(shared)?;
+            let pkt = self.pkts[e.id as usize].clone();
+            assert_eq!(e.size, pkt.size);
+            Some(Out {
+                pkt,
+                enq_qdepth: self.depth[e.id as usize],
+            })
+        }
+    }
+
+    impl std::ops::Deref for Tq {
+        type Target = EgressQueue;
+        fn deref(&self) -> &EgressQueue {
+            &self.q
+        }
+    }
+
+    impl std::ops::DerefMut for Tq {
+        fn deref_mut(&mut self) -> &mut EgressQueue {
+            &mut self.q
+        }
+    }
+
+    fn queue(cfg: QueueConfig) -> Tq {
+        Tq {
+            q: EgressQueue::new(cfg),
+            pkts: Vec::new(),
+            depth: Vec::new(),
         }
     }
 
@@ -348,7 +419,7 @@ mod tests {
 
     #[test]
     fn drop_tail_counts_bytes() {
-        let mut q = EgressQueue::new(cfg(3000, None, 1));
+        let mut q = queue(cfg(3000, None, 1));
         assert!(q.enqueue(pkt(1500, 0, Ecn::NotEct), None).is_ok());
         assert!(q.enqueue(pkt(1500, 0, Ecn::NotEct), None).is_ok());
         let err = q.enqueue(pkt(64, 0, Ecn::NotEct), None).unwrap_err();
@@ -361,7 +432,7 @@ mod tests {
     #[test]
     fn drop_tail_counts_packets_when_limited() {
         // 3 packets, whatever their size (64 B ACKs count as much as 1500 B data).
-        let mut q = EgressQueue::new(QueueConfig {
+        let mut q = queue(QueueConfig {
             buffer_packets: 3,
             ..cfg(1_000_000, None, 2)
         });
@@ -374,7 +445,7 @@ mod tests {
         // One leaves, one more fits; the byte limit still applies as well.
         q.dequeue(None).unwrap();
         q.enqueue(pkt(64, 0, Ecn::NotEct), None).unwrap();
-        let mut small = EgressQueue::new(QueueConfig {
+        let mut small = queue(QueueConfig {
             buffer_packets: 10,
             ..cfg(3000, None, 1)
         });
@@ -385,7 +456,7 @@ mod tests {
 
     #[test]
     fn ecn_marks_only_ect_above_threshold() {
-        let mut q = EgressQueue::new(cfg(100_000, Some(3000), 1));
+        let mut q = queue(cfg(100_000, Some(3000), 1));
         for _ in 0..2 {
             q.enqueue(pkt(1500, 0, Ecn::Ect0), None).unwrap();
         }
@@ -405,7 +476,7 @@ mod tests {
 
     #[test]
     fn strict_priority_serves_lower_index_first() {
-        let mut q = EgressQueue::new(cfg(100_000, None, 3));
+        let mut q = queue(cfg(100_000, None, 3));
         q.enqueue(pkt(100, 2, Ecn::NotEct), None).unwrap();
         q.enqueue(pkt(200, 1, Ecn::NotEct), None).unwrap();
         q.enqueue(pkt(300, 0, Ecn::NotEct), None).unwrap();
@@ -418,7 +489,7 @@ mod tests {
 
     #[test]
     fn enq_qdepth_is_packets_ahead() {
-        let mut q = EgressQueue::new(cfg(100_000, None, 1));
+        let mut q = queue(cfg(100_000, None, 1));
         for _ in 0..3 {
             q.enqueue(pkt(100, 0, Ecn::NotEct), None).unwrap();
         }
@@ -432,7 +503,7 @@ mod tests {
     fn enq_qdepth_counts_the_packets_own_priority_queue() {
         // Two priority queues: a priority-1 packet behind three priority-0
         // packets sees an empty queue of its own (Tofino's per-queue depth).
-        let mut q = EgressQueue::new(cfg(100_000, None, 2));
+        let mut q = queue(cfg(100_000, None, 2));
         for _ in 0..3 {
             q.enqueue(pkt(100, 0, Ecn::NotEct), None).unwrap();
         }
@@ -451,8 +522,8 @@ mod tests {
     fn shared_buffer_dynamic_threshold() {
         // 10 000 B shared, alpha 1: one port may hold at most half when alone.
         let mut sb = SharedBuffer::new(10_000, 1.0);
-        let mut a = EgressQueue::new(cfg(u64::MAX, None, 1));
-        let mut b = EgressQueue::new(cfg(u64::MAX, None, 1));
+        let mut a = queue(cfg(u64::MAX, None, 1));
+        let mut b = queue(cfg(u64::MAX, None, 1));
         let mut admitted = 0;
         while a.enqueue(pkt(500, 0, Ecn::NotEct), Some(&mut sb)).is_ok() {
             admitted += 1;
@@ -473,7 +544,7 @@ mod tests {
 
     #[test]
     fn paused_priority_is_skipped_and_others_send() {
-        let mut q = EgressQueue::new(cfg(100_000, None, 3));
+        let mut q = queue(cfg(100_000, None, 3));
         q.enqueue(pkt(100, 0, Ecn::NotEct), None).unwrap();
         q.enqueue(pkt(200, 1, Ecn::NotEct), None).unwrap();
         q.enqueue(pkt(300, 0, Ecn::NotEct), None).unwrap();
@@ -493,7 +564,7 @@ mod tests {
     #[test]
     fn lossless_admission_ignores_port_limits_not_the_shared_capacity() {
         let mut sb = SharedBuffer::new(3_000, 1.0);
-        let mut q = EgressQueue::new(cfg(1_000, None, 1));
+        let mut q = queue(cfg(1_000, None, 1));
         q.enqueue_lossless(pkt(1500, 0, Ecn::NotEct), Some(&mut sb))
             .unwrap();
         q.enqueue_lossless(pkt(1500, 0, Ecn::NotEct), Some(&mut sb))

@@ -100,11 +100,19 @@ pub struct StandardMetadata {
     pub mcast_grp: u16,
     /// Replication id of this copy (set by the PRE).
     pub egress_rid: u16,
-    pub(crate) clone: Option<(CloneType, u16)>,
-    pub(crate) resubmit: bool,
-    pub(crate) recirculate: bool,
-    pub(crate) terminate: bool,
+    /// What the pass asked for beyond a port: `REQ_*` bits (one byte, so
+    /// that the common "nothing" is one compare).
+    pub(crate) requests: u8,
+    /// The clone asked for, if `REQ_CLONE` is set.
+    pub(crate) clone_type: CloneType,
+    pub(crate) clone_session: u16,
 }
+
+/// `StandardMetadata::requests` bits.
+pub(crate) const REQ_CLONE: u8 = 1;
+pub(crate) const REQ_RESUBMIT: u8 = 2;
+pub(crate) const REQ_RECIRCULATE: u8 = 4;
+pub(crate) const REQ_TERMINATE: u8 = 8;
 
 impl StandardMetadata {
     /// Nothing asked of the packet but a port (which may still be a drop,
@@ -112,11 +120,31 @@ impl StandardMetadata {
     /// termination or multicast.
     #[inline(always)]
     pub(crate) fn is_plain_unicast(&self) -> bool {
-        self.clone.is_none()
-            && !self.resubmit
-            && !self.recirculate
-            && !self.terminate
-            && self.mcast_grp == 0
+        self.requests == 0 && self.mcast_grp == 0
+    }
+
+    /// The clone asked for in this pass, if any.
+    #[inline]
+    pub(crate) fn clone_request(&self) -> Option<(CloneType, u16)> {
+        (self.requests & REQ_CLONE != 0).then_some((self.clone_type, self.clone_session))
+    }
+
+    /// Whether the pass called `resubmit`.
+    #[inline]
+    pub(crate) fn resubmit_requested(&self) -> bool {
+        self.requests & REQ_RESUBMIT != 0
+    }
+
+    /// Whether the pass called `recirculate`.
+    #[inline]
+    pub(crate) fn recirculate_requested(&self) -> bool {
+        self.requests & REQ_RECIRCULATE != 0
+    }
+
+    /// Whether the pass called `terminate`.
+    #[inline]
+    pub(crate) fn terminate_requested(&self) -> bool {
+        self.requests & REQ_TERMINATE != 0
     }
 
     pub(crate) fn for_ingress(
@@ -139,10 +167,9 @@ impl StandardMetadata {
             deq_qdepth: 0,
             mcast_grp: 0,
             egress_rid: 0,
-            clone: None,
-            resubmit: false,
-            recirculate: false,
-            terminate: false,
+            requests: 0,
+            clone_type: CloneType::I2E,
+            clone_session: 0,
         }
     }
 
@@ -161,19 +188,21 @@ impl StandardMetadata {
     /// v1model `clone(type, session)`: at the end of this pass, a copy goes to
     /// the port of clone `session` (I2E from ingress, E2E from egress).
     pub fn clone_to(&mut self, kind: CloneType, session: u16) {
-        self.clone = Some((kind, session));
+        self.requests |= REQ_CLONE;
+        self.clone_type = kind;
+        self.clone_session = session;
     }
 
     /// v1model `resubmit` (ingress only): the packet as it entered ingress
     /// passes ingress again, with this pass's user metadata.
     pub fn resubmit(&mut self) {
-        self.resubmit = true;
+        self.requests |= REQ_RESUBMIT;
     }
 
     /// v1model `recirculate` (egress only): instead of leaving, the packet as
     /// it leaves egress enters ingress again through the recirculation port.
     pub fn recirculate(&mut self) {
-        self.recirculate = true;
+        self.requests |= REQ_RECIRCULATE;
     }
 
     /// Ends a switch-made packet's journey here (a probe at its last hop, or
@@ -183,7 +212,7 @@ impl StandardMetadata {
     ///
     /// [`Emit::Consumed`]: crate::Emit::Consumed
     pub fn terminate(&mut self) {
-        self.terminate = true;
+        self.requests |= REQ_TERMINATE;
         self.mcast_grp = 0;
     }
 

@@ -124,15 +124,20 @@ pub enum Write {
 }
 
 /// The state of a program: every object it declared.
+// NOTE: `repr(C)`: what a pass reads comes first (the objects a program
+// uses most, the digest and violation counts checked after every pass).
+#[repr(C)]
 pub struct Pipeline {
-    pub(crate) name: &'static str,
     pub(crate) tables: Vec<Table>,
     pub(crate) selectors: Vec<ActionSelector>,
+    pub(crate) hashes: Vec<HashExtern>,
+    pub(crate) digests: Vec<Digest>,
+    pub(crate) violation_count: u64,
     pub(crate) registers: Vec<RegisterArray>,
     pub(crate) counters: Vec<CounterArray>,
     pub(crate) meters: Vec<MeterArray>,
-    pub(crate) hashes: Vec<HashExtern>,
     pub(crate) estimators: Vec<EstimatorArray>,
+    pub(crate) name: &'static str,
     pub(crate) pktgen: Vec<PktGenSpec>,
     /// Dependent stages of ingress and egress, as the program declares them.
     pub(crate) stages: (u8, u8),
@@ -141,8 +146,6 @@ pub struct Pipeline {
     /// Replica ports of each clone session (empty: no session).
     pub(crate) clone_sessions: Vec<Vec<PortNo>>,
     pub(crate) violations: Vec<Violation>,
-    pub(crate) violation_count: u64,
-    pub(crate) digests: Vec<Digest>,
 }
 
 /// Violations kept in full; later ones are only counted.
@@ -370,7 +373,7 @@ impl Pipeline {
         self.selectors[selector.0 as usize]
             .groups
             .get(group as usize)
-            .map_or(&[], |g| g.as_slice())
+            .map_or(&[], |g| g.members.as_slice())
     }
 
     /// The estimator of `port`, decayed to `now` (bytes).

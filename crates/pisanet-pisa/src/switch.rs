@@ -144,9 +144,14 @@ pub enum Emit {
 /// (clones, multicast copies beyond one, generated, packet-out), each marked
 /// `switch_made`: the loop checks injected = delivered + consumed + dropped +
 /// in flight.
+// NOTE: `repr(C)`: the two counters every ingress pass reads come first
+// (the switch keeps them beside its other per-pass fields).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct SwitchStats {
     pub ingress_passes: u64,
+    /// PISA rule violations by the program (must be zero for a valid run).
+    pub violations: u64,
     pub egress_passes: u64,
     pub resubmitted: u64,
     pub recirculated: u64,
@@ -172,8 +177,6 @@ pub struct SwitchStats {
     pub write_wait_ps_max: u64,
     pub write_errors: u64,
     pub last_write_error: Option<String>,
-    /// PISA rule violations by the program (must be zero for a valid run).
-    pub violations: u64,
 }
 
 enum Work {
@@ -221,31 +224,39 @@ impl Ord for Pending {
 }
 
 /// One switch: its program, state, CPU agent and pending work.
+// NOTE: `repr(C)`: what an ingress pass reads comes first (program,
+// counters, flags, then the pipeline, whose own per-pass fields lead), so a
+// pass touches few cache lines of a switch that has gone cold since its last
+// packet.
+#[repr(C, align(64))]
 pub struct Switch {
-    id: u32,
-    n_ports: u16,
     dp: Box<dyn DataPlane>,
-    agent: Box<dyn ControlAgent>,
+    /// Passes so far (ingress and egress each count one; the first is 1).
+    pass: u64,
+    seq: u64,
+    n_ports: u16,
+    /// No parser, an ideal clock and no copy of the original packet: an
+    /// ingress pass needs none of the three checks (one flag, read first).
+    plain_ingress: bool,
+    /// `dp.has_parser()`, asked once.
+    parses: bool,
+    /// `clock.is_ideal()`, asked once.
+    clock_ideal: bool,
     pipe: Pipeline,
+    stats: SwitchStats,
+    id: u32,
+    agent: Box<dyn ControlAgent>,
     rng: SimRng,
     cp: ControlPlaneConfig,
     target: TargetConfig,
     /// The switch's own clock (ideal unless `[clock]` says otherwise).
     clock: Clock,
-    /// `clock.is_ideal()`, asked once.
-    clock_ideal: bool,
     pending: BinaryHeap<Pending>,
-    seq: u64,
-    /// Passes so far (ingress and egress each count one; the first is 1).
-    pass: u64,
     made: u64,
     /// When the last scheduled control-plane write takes effect.
     last_write_at: Option<SimTime>,
     /// When the recirculation port is free again.
     recirc_free_at: SimTime,
-    stats: SwitchStats,
-    /// `dp.has_parser()`, asked once.
-    parses: bool,
     scratch_writes: Vec<Write>,
     scratch_outs: Vec<Packet>,
 }
@@ -281,10 +292,12 @@ impl Switch {
             recirc_free_at: SimTime::ZERO,
             stats: SwitchStats::default(),
             parses: true,
+            plain_ingress: false,
             scratch_writes: Vec::new(),
             scratch_outs: Vec::new(),
         };
         sw.parses = sw.dp.has_parser();
+        sw.update_plain_ingress();
         let mut writes = Vec::new();
         let mut outs = Vec::new();
         let mut wake = None;
@@ -320,6 +333,11 @@ impl Switch {
     pub fn set_clock(&mut self, clock: Clock) {
         self.clock = clock;
         self.clock_ideal = clock.is_ideal();
+        self.update_plain_ingress();
+    }
+
+    fn update_plain_ingress(&mut self) {
+        self.plain_ingress = !self.parses && self.clock_ideal && !self.pipe.keep_original;
     }
 
     /// The switch's clock.
@@ -447,7 +465,7 @@ impl Switch {
             );
             self.dp.egress(&mut ctx, &mut pkt, &mut sm, &mut meta);
         }
-        if sm.resubmit {
+        if sm.resubmit_requested() {
             self.pipe
                 .violate(now, ViolationKind::PrimitiveInWrongGress, "resubmit");
         }
@@ -456,7 +474,7 @@ impl Switch {
                 .violate(now, ViolationKind::EgressPortChanged, "egress_spec");
         }
         self.end_pass(now);
-        if let Some((kind, session)) = sm.clone {
+        if let Some((kind, session)) = sm.clone_request() {
             if kind == CloneType::I2E {
                 self.pipe
                     .violate(now, ViolationKind::PrimitiveInWrongGress, "clone I2E");
@@ -473,7 +491,7 @@ impl Switch {
                 );
             }
         }
-        if sm.terminate {
+        if sm.terminate_requested() {
             self.stats.terminated += 1;
             out.push(Emit::Consumed(pkt));
         } else if sm.egress_spec == DROP_PORT {
@@ -481,7 +499,7 @@ impl Switch {
                 pkt,
                 reason: DropReason::Program,
             });
-        } else if sm.recirculate {
+        } else if sm.recirculate_requested() {
             self.recirculate(now, pkt, meta);
         } else {
             out.push(Emit::Transmit(pkt));
@@ -743,17 +761,18 @@ impl Switch {
         self.pass += 1;
         self.stats.ingress_passes += 1;
         let mut meta = user;
-        if self.parses && !self.dp.parse(pkt, &mut meta) {
+        let plain = self.plain_ingress;
+        if !plain && self.parses && !self.dp.parse(pkt, &mut meta) {
             self.parser_reject(pkt, out);
             return None;
         }
         let mut sm = StandardMetadata::for_ingress(in_port, pkt.size, now, instance);
         let mut local = now;
-        if !self.clock_ideal {
+        if !plain && !self.clock_ideal {
             local = self.clock.read(now);
             sm.ingress_global_timestamp = local;
         }
-        let original = if self.pipe.keep_original {
+        let original = if !plain && self.pipe.keep_original {
             Some(pkt.clone())
         } else {
             None
@@ -803,19 +822,20 @@ impl Switch {
         original: Option<Packet>,
         out: &mut Vec<Emit>,
     ) -> Option<(PortNo, QueueMeta)> {
-        if sm.recirculate {
+        if sm.recirculate_requested() {
             self.pipe
                 .violate(now, ViolationKind::PrimitiveInWrongGress, "recirculate");
         }
         self.end_pass(now);
-        let needs_original = sm.resubmit || matches!(sm.clone, Some((CloneType::I2E, _)));
+        let needs_original =
+            sm.resubmit_requested() || matches!(sm.clone_request(), Some((CloneType::I2E, _)));
         if needs_original && original.is_none() {
             self.pipe
                 .violate(now, ViolationKind::OriginalNotKept, "clone I2E / resubmit");
             self.stats.violations = self.pipe.violation_count;
         }
         // 1. The I2E clone: a copy of the packet as it entered ingress.
-        if let Some((kind, session)) = sm.clone {
+        if let Some((kind, session)) = sm.clone_request() {
             if kind == CloneType::E2E {
                 self.pipe
                     .violate(now, ViolationKind::PrimitiveInWrongGress, "clone E2E");
@@ -834,7 +854,7 @@ impl Switch {
             }
         }
         // 2. Resubmission: the original passes ingress again; this one is not forwarded.
-        if sm.resubmit {
+        if sm.resubmit_requested() {
             self.stats.resubmitted += 1;
             let again = original.unwrap_or_else(|| std::mem::take(pkt));
             let work = Work::Reenter {
@@ -847,7 +867,7 @@ impl Switch {
             return None;
         }
         // 3. Termination (a probe's last hop): consumed, not forwarded.
-        if sm.terminate {
+        if sm.terminate_requested() {
             self.stats.terminated += 1;
             out.push(Emit::Consumed(std::mem::take(pkt)));
             return None;

@@ -271,12 +271,18 @@ impl FlatMap {
 
     #[inline(always)]
     fn get(&self, tag: u32, key: u64) -> Option<&FlatSlot> {
+        self.position(tag, key).map(|i| &self.slots[i])
+    }
+
+    /// The slot of (tag, key), if present.
+    #[inline(always)]
+    fn position(&self, tag: u32, key: u64) -> Option<usize> {
         let mask = self.slots.len() - 1;
         let mut i = self.home(tag, key);
         loop {
             let s = &self.slots[i];
             if s.tag == tag && s.key == key {
-                return Some(s);
+                return Some(i);
             }
             if s.tag == 0 {
                 return None;
@@ -286,19 +292,93 @@ impl FlatMap {
     }
 }
 
+/// The longest-prefix match of `v` by the markers of an [`Index::Lpm1`]
+/// map (Waldvogel et al., SIGCOMM 1997), shortest length first: the
+/// position in `map` of the entry matched, or None.
+#[inline]
+fn lpm_walk(map: &FlatMap, masks: &[u64], v: u64) -> Option<usize> {
+    let mut best = None;
+    for (j, mask) in masks.iter().enumerate() {
+        let Some(p) = map.position(j as u32 + 1, v & mask) else {
+            break;
+        };
+        let x = &map.slots[p];
+        if x.flags & LPM_NONE != LPM_NONE {
+            best = Some(p);
+        }
+        if x.flags & LPM_MORE == 0 {
+            break;
+        }
+    }
+    best
+}
+
+/// [`lpm_walk`], remembered in `memo` (a memo miss: off the hot path).
+#[inline(never)]
+fn lpm_walk_and_memo(map: &FlatMap, masks: &[u64], memo: &mut LpmMemo, v: u64) -> Option<usize> {
+    let best = lpm_walk(map, masks, v);
+    if memo.on {
+        let slot = match best {
+            Some(p) => {
+                let x = &map.slots[p];
+                MemoSlot {
+                    key: v as u32,
+                    res: (x.action.action.0 as u32) << 24 | ((x.flags & LPM_NONE) + 1),
+                    params: x.action.params,
+                }
+            }
+            None => MemoSlot {
+                key: v as u32,
+                res: MEMO_MISS,
+                params: [0; MAX_ACTION_PARAMS],
+            },
+        };
+        memo.store(slot);
+    }
+    best
+}
+
+/// The hit (or miss) a memo slot holds.
+#[inline(always)]
+fn memo_hit(
+    s: &MemoSlot,
+    count_hits: bool,
+    counters: &mut [CounterData],
+    default_action: ActionCall,
+) -> Hit {
+    if s.res == MEMO_MISS {
+        return Hit {
+            hit: false,
+            action: default_action,
+            entry: u32::MAX,
+        };
+    }
+    let i = (s.res & MEMO_MISS) - 1;
+    if count_hits {
+        if let Some(c) = counters.get_mut(i as usize) {
+            c.packets += 1;
+        }
+    }
+    Hit {
+        hit: true,
+        action: ActionCall::new(ActionId((s.res >> 24) as u8), s.params),
+        entry: i,
+    }
+}
+
 /// The hit (or miss) of a flat-index lookup: the action comes from the
 /// slot, without a second load from the entries.
 #[inline(always)]
 fn flat_hit(
     slot: Option<&FlatSlot>,
-    spec: &TableSpec,
+    count_hits: bool,
     counters: &mut [CounterData],
     default_action: ActionCall,
 ) -> Hit {
     match slot {
         Some(slot) => {
             let i = slot.flags & LPM_NONE;
-            if spec.direct_counter {
+            if count_hits {
                 counters[i as usize].packets += 1;
             }
             Hit {
@@ -315,9 +395,102 @@ fn flat_hit(
     }
 }
 
-// NOTE: `Lpm1` holds its masks inline (a lookup's first load finds them
-// beside the slots pointer); one index per table, so the size is no cost.
-#[allow(clippy::large_enum_variant)]
+/// A memo of an LPM table's results by exact key (the destination
+/// address): a direct-mapped array of (key, result) slots indexed by a
+/// multiply-shift hash of the key. A hit gives the result of the longest-
+/// prefix match in one probe, whatever the prefix lengths present; a miss
+/// runs the marker walk of [`Index::Lpm1`] and stores its result. Emptied
+/// whenever the index is rebuilt (every control-plane write to the table),
+/// so it never returns what the current entries would not: the result of a
+/// lookup is a function of the key and the entries only. This is the
+/// simulator's cache of a lookup the hardware does in one TCAM or algorithmic-
+/// LPM access; it is not program state (the data plane cannot see it) and
+/// it does not change what matches.
+struct LpmMemo {
+    /// Empty until the first lookup after a rebuild; then `MEMO_MIN` slots,
+    /// doubling (up to `MEMO_MAX`) when slots are overwritten more often
+    /// than there are slots (keys that share a slot take turns).
+    slots: Vec<MemoSlot>,
+    /// 64 - log2(slots).
+    shift: u32,
+    /// Slots overwritten by another key since the last growth.
+    evictions: u32,
+    /// Keys are at most 32 bits wide: the memo is on (a wider LPM field
+    /// runs the marker walk every time).
+    on: bool,
+}
+
+/// A memo slot: the key and the result of its lookup, whole, so that a
+/// memo hit reads this one slot (32 bytes, two to a cache line): `res` is
+/// 0 for an empty slot, `MEMO_MISS` if no entry matches, else the action id
+/// (bits 24-31) and 1 + the entry's index (bits 0-23); `params` are the
+/// entry's action data.
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(32))]
+struct MemoSlot {
+    key: u32,
+    res: u32,
+    params: [u64; MAX_ACTION_PARAMS],
+}
+
+const MEMO_MISS: u32 = 0x00FF_FFFF;
+/// Entries a table may have for its memo to be on (the index must fit
+/// below `MEMO_MISS` in 24 bits).
+const MEMO_ENTRIES: u32 = 0x00FF_FFF0;
+/// Slots of a memo at its first use (2 KiB) and at most (16 KiB).
+const MEMO_MIN: usize = 64;
+const MEMO_MAX: usize = 512;
+
+impl LpmMemo {
+    fn new(width: u8, size: u32) -> Self {
+        LpmMemo {
+            slots: Vec::new(),
+            shift: 64,
+            evictions: 0,
+            on: width <= 32 && size <= MEMO_ENTRIES,
+        }
+    }
+
+    /// Forgets every result (the entries changed).
+    fn clear(&mut self) {
+        self.slots = Vec::new();
+        self.evictions = 0;
+    }
+
+    #[inline(always)]
+    fn slot(&self, key: u32) -> usize {
+        ((key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+    }
+
+    /// Stores a result (after a walk).
+    #[inline]
+    fn store(&mut self, slot: MemoSlot) {
+        let key = slot.key;
+        if self.slots.is_empty() {
+            self.resize(MEMO_MIN);
+        }
+        let i = self.slot(key);
+        let s = self.slots[i];
+        if s.res != 0 && s.key != key {
+            self.evictions += 1;
+            if self.evictions as usize > self.slots.len() && self.slots.len() < MEMO_MAX {
+                self.resize(self.slots.len() * 2);
+            }
+        }
+        let i = self.slot(key);
+        self.slots[i] = slot;
+    }
+
+    fn resize(&mut self, n: usize) {
+        self.slots = vec![MemoSlot::default(); n];
+        self.shift = 64 - n.trailing_zeros();
+        self.evictions = 0;
+    }
+}
+
+// NOTE: an explicit one-byte tag: the variant is found by one compare (a
+// niche-encoded tag took a few instructions to decode on every lookup).
+#[repr(u8)]
 enum Index {
     /// One exact field (the common case: a plain hash probe on a word).
     Exact1(FlatMap),
@@ -328,12 +501,18 @@ enum Index {
     /// stops at the first length that has neither an entry nor a marker.
     /// The slot also holds a copy of the entry's action, so a hit touches
     /// only the map's bucket.
+    // (Fields in the order a lookup reads them: `repr(u8)` lays a variant
+    // out as declared.)
     Lpm1 {
-        /// The first `n_masks` prefix masks, inline (one load fewer in
-        /// the chain of a lookup than a separate allocation).
-        masks: [u64; 65],
-        n_masks: u8,
+        /// Results by exact key (see [`LpmMemo`]).
+        memo: LpmMemo,
+        /// The field's bits (`prefix_mask(width, width)`): what the result
+        /// depends on.
+        full: u64,
         map: FlatMap,
+        /// The prefix masks of the lengths present, shortest first (read
+        /// only when the memo misses).
+        masks: Box<[u64]>,
     },
     /// (prefix mask, entries by masked key), longest prefix first.
     Lpm {
@@ -344,16 +523,22 @@ enum Index {
     Scan(Vec<u32>),
 }
 
+// NOTE: `repr(C)`, aligned to a cache line: what a lookup reads comes
+// first, in the first line (the flags, the index's tag and memo); the
+// declaration and the entries (control-plane state) after it.
+#[repr(C, align(64))]
 pub(crate) struct Table {
-    pub(crate) spec: TableSpec,
-    pub(crate) entries: Vec<TableEntry>,
-    pub(crate) counters: Vec<CounterData>,
-    pub(crate) meters: Vec<MeterCell>,
-    default_action: ActionCall,
-    index: Index,
     /// Entries changed since the index was built: it is rebuilt at the next
     /// lookup, so installing n entries costs one rebuild, not n.
     stale: bool,
+    /// `spec.direct_counter`.
+    count_hits: bool,
+    index: Index,
+    pub(crate) counters: Vec<CounterData>,
+    default_action: ActionCall,
+    pub(crate) spec: TableSpec,
+    pub(crate) entries: Vec<TableEntry>,
+    pub(crate) meters: Vec<MeterCell>,
     /// Count of entries per (key, priority): an insert finds an existing
     /// entry without scanning the table (set-up installs thousands).
     present: FxMap<(Vec<FieldMatch>, i32), u32>,
@@ -381,9 +566,10 @@ impl Table {
             Index::Scan(Vec::new())
         } else if spec.keys.len() == 1 && n_lpm == 1 {
             Index::Lpm1 {
-                masks: [0; 65],
-                n_masks: 0,
+                masks: Box::new([]),
                 map: FlatMap::new(&[]),
+                memo: LpmMemo::new(spec.keys[0].width, spec.size),
+                full: prefix_mask(spec.keys[0].width, spec.keys[0].width),
             }
         } else if spec.keys.len() == 1 {
             Index::Exact1(FlatMap::new(&[]))
@@ -402,6 +588,7 @@ impl Table {
         };
         Table {
             default_action: spec.default_action,
+            count_hits: spec.direct_counter,
             spec,
             entries: Vec::new(),
             counters: Vec::new(),
@@ -559,10 +746,9 @@ impl Table {
                 *map = FlatMap::new(&items);
             }
             Index::Lpm1 {
-                masks,
-                n_masks,
-                map,
+                masks, map, memo, ..
             } => {
+                memo.clear();
                 let width = self.spec.keys[0].width;
                 let len_of = |e: &TableEntry| match e.key[0] {
                     FieldMatch::Lpm { len, .. } => len,
@@ -571,10 +757,7 @@ impl Table {
                 let mut lens: Vec<u8> = self.entries.iter().map(len_of).collect();
                 lens.sort_unstable();
                 lens.dedup();
-                for (j, &l) in lens.iter().enumerate() {
-                    masks[j] = prefix_mask(l, width);
-                }
-                *n_masks = lens.len() as u8;
+                *masks = lens.iter().map(|&l| prefix_mask(l, width)).collect();
                 let tag_of =
                     |len: u8| 1 + lens.iter().position(|&l| l == len).expect("listed") as u32;
                 // (tag, masked key) -> (flags, action): entries, then markers:
@@ -654,30 +837,42 @@ impl Table {
         if self.stale {
             self.refresh();
         }
-        match &self.index {
+        match &mut self.index {
             Index::Exact1(map) => {
                 let slot = map.get(1, key[0]);
-                flat_hit(slot, &self.spec, &mut self.counters, self.default_action)
+                flat_hit(
+                    slot,
+                    self.count_hits,
+                    &mut self.counters,
+                    self.default_action,
+                )
             }
             Index::Lpm1 {
                 masks,
-                n_masks,
                 map,
+                memo,
+                full,
             } => {
-                let v = key[0];
-                let mut best: Option<&FlatSlot> = None;
-                for (j, mask) in masks[..*n_masks as usize].iter().enumerate() {
-                    let Some(x) = map.get(j as u32 + 1, v & mask) else {
-                        break;
-                    };
-                    if x.flags & LPM_NONE != LPM_NONE {
-                        best = Some(x);
-                    }
-                    if x.flags & LPM_MORE == 0 {
-                        break;
+                let v = key[0] & *full;
+                // (An empty memo, off or just emptied, has no slot.)
+                if let Some(s) = memo.slots.get(memo.slot(v as u32)) {
+                    if s.key == v as u32 && s.res != 0 {
+                        return memo_hit(
+                            s,
+                            self.count_hits,
+                            &mut self.counters,
+                            self.default_action,
+                        );
                     }
                 }
-                flat_hit(best, &self.spec, &mut self.counters, self.default_action)
+                let best = lpm_walk_and_memo(map, masks, memo, v);
+                let best = best.map(|p| &map.slots[p]);
+                flat_hit(
+                    best,
+                    self.count_hits,
+                    &mut self.counters,
+                    self.default_action,
+                )
             }
             _ => self.lookup_general(key),
         }
@@ -750,10 +945,17 @@ pub struct SelectorId(pub(crate) u16);
 
 pub(crate) struct ActionSelector {
     pub(crate) spec: SelectorSpec,
-    /// Members of each group, indexed by group id.
-    pub(crate) groups: Vec<Vec<ActionCall>>,
-    /// Per group, the multiplier of [`fast_mod`] for its member count.
-    magic: Vec<u64>,
+    /// The groups, indexed by group id.
+    pub(crate) groups: Vec<Group>,
+}
+
+/// A group of an action selector: its members and what picks one.
+#[derive(Clone, Default)]
+pub(crate) struct Group {
+    pub(crate) members: Vec<ActionCall>,
+    /// The multiplier of [`fast_mod`] for the member count (beside the
+    /// members' pointer: a pick reads one line, then the member's).
+    magic: u64,
 }
 
 /// The multiplier `M` of [`fast_mod`] for divisor `d` (d > 0).
@@ -777,7 +979,6 @@ impl ActionSelector {
         ActionSelector {
             spec,
             groups: Vec::new(),
-            magic: Vec::new(),
         }
     }
 
@@ -803,25 +1004,26 @@ impl ActionSelector {
             return Err(format!("{name}: no action {}", m.action.0));
         }
         if self.groups.len() <= group as usize {
-            self.groups.resize(group as usize + 1, Vec::new());
-            self.magic.resize(group as usize + 1, 0);
+            self.groups.resize(group as usize + 1, Group::default());
         }
-        self.magic[group as usize] = fast_mod_magic(members.len().max(1) as u32);
-        self.groups[group as usize] = members;
+        self.groups[group as usize] = Group {
+            magic: fast_mod_magic(members.len().max(1) as u32),
+            members,
+        };
         Ok(())
     }
 
     /// The member of `group` that `hash` picks (`None` for an empty group).
     #[inline]
     pub(crate) fn select(&self, group: u32, hash: u32) -> Option<ActionCall> {
-        let members = self.groups.get(group as usize)?;
-        if members.is_empty() {
+        let g = self.groups.get(group as usize)?;
+        if g.members.is_empty() {
             return None;
         }
         // The selector's own member arithmetic (hardware), not program code:
         // hash % members, without the division.
-        let n = members.len() as u32;
-        Some(members[fast_mod(hash, self.magic[group as usize], n) as usize])
+        let n = g.members.len() as u32;
+        g.members.get(fast_mod(hash, g.magic, n) as usize).copied()
     }
 }
 
@@ -972,6 +1174,150 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// What a control plane does to an LPM table between lookups.
+    #[derive(Clone, Debug)]
+    enum LpmOp {
+        Insert(u64, u8, u64),
+        /// Modifies (or deletes) the `n % len`-th entry kept.
+        Modify(usize, u64),
+        Delete(usize),
+        Lookup(u64),
+    }
+
+    fn lpm_op() -> impl proptest::strategy::Strategy<Value = LpmOp> {
+        use proptest::prelude::*;
+        // Addresses in a few /16s (as a fabric's hosts are), so that
+        // prefixes nest and lookups repeat (memo hits) and collide.
+        let addr = (0u64..4, 0u64..1 << 12).prop_map(|(net, low)| 0x0a00_0000 | net << 16 | low);
+        prop_oneof![
+            2 => (addr.clone(), prop_oneof![Just(0u8), Just(8), Just(16), Just(22), Just(24), Just(30), Just(32), 0u8..=32], 0u64..1000)
+                .prop_map(|(a, l, x)| LpmOp::Insert(a, l, x)),
+            1 => (any::<usize>(), 0u64..1000).prop_map(|(i, x)| LpmOp::Modify(i, x)),
+            1 => any::<usize>().prop_map(LpmOp::Delete),
+            12 => addr.prop_map(LpmOp::Lookup),
+        ]
+    }
+
+    proptest::proptest! {
+        /// The LPM table (marker walk and the exact-key memo in front of
+        /// it) gives what a brute-force longest-prefix scan of the current
+        /// entries gives, whatever the order of control-plane inserts,
+        /// modifies and deletes between lookups (the memo is emptied by
+        /// every write), and however many keys share memo slots.
+        #[test]
+        fn lpm_with_memo_matches_a_scan_under_updates(
+            ops in proptest::collection::vec(lpm_op(), 1..600),
+        ) {
+            let mut t = Table::new(TableSpec {
+                size: 4096,
+                ..spec(vec![KeyField { name: "dst", kind: MatchKind::Lpm, width: 32 }])
+            });
+            // (masked prefix, len, action value, value as written)
+            let mut kept: Vec<(u64, u8, u64, u64)> = Vec::new();
+            for op in ops {
+                match op {
+                    LpmOp::Insert(v, len, x) => {
+                        // P4Runtime: an LPM value has no bits past its length.
+                        let masked = v & prefix_mask(len, 32);
+                        let v = masked;
+                        let exists = kept.iter().any(|&(m, l, _, _)| m == masked && l == len);
+                        let r = t.insert(TableEntry::new(vec![FieldMatch::Lpm { value: v, len }], act(x)), SimTime::ZERO);
+                        proptest::prop_assert_eq!(r.is_ok(), !exists);
+                        if !exists {
+                            kept.push((masked, len, x, v));
+                        }
+                    }
+                    LpmOp::Modify(i, x) if !kept.is_empty() => {
+                        let i = i % kept.len();
+                        let (_, l, _, v) = kept[i];
+                        t.modify(TableEntry::new(vec![FieldMatch::Lpm { value: v, len: l }], act(x)), SimTime::ZERO).unwrap();
+                        kept[i].2 = x;
+                    }
+                    LpmOp::Delete(i) if !kept.is_empty() => {
+                        let (_, l, _, v) = kept.remove(i % kept.len());
+                        t.delete(&[FieldMatch::Lpm { value: v, len: l }], 0).unwrap();
+                    }
+                    LpmOp::Modify(..) | LpmOp::Delete(_) => {}
+                    LpmOp::Lookup(p) => {
+                        let want = kept
+                            .iter()
+                            .filter(|&&(m, l, _, _)| p & prefix_mask(l, 32) == m)
+                            .max_by_key(|&&(_, l, _, _)| l)
+                            .map(|&(_, _, a, _)| act(a));
+                        // Twice: the second is answered by the memo.
+                        for _ in 0..2 {
+                            let got = t.lookup(&key1(p));
+                            proptest::prop_assert_eq!(got.hit, want.is_some());
+                            proptest::prop_assert_eq!(got.action, want.unwrap_or(ActionCall::bare(ActionId(0))));
+                            if got.hit {
+                                let e = &t.entries[got.entry as usize];
+                                proptest::prop_assert_eq!(e.action, got.action);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn lpm_memo_grows_and_stays_exact_with_many_keys() {
+        // More distinct keys than the memo's largest size: slots are shared,
+        // overwritten and grown; every answer stays the scan's.
+        let mut t = Table::new(TableSpec {
+            size: 4096,
+            ..spec(vec![KeyField {
+                name: "dst",
+                kind: MatchKind::Lpm,
+                width: 32,
+            }])
+        });
+        let lpm = |v, len| vec![FieldMatch::Lpm { value: v, len }];
+        t.insert(
+            TableEntry::new(lpm(ip(10, 0, 0, 0), 8), act(8)),
+            SimTime::ZERO,
+        )
+        .unwrap();
+        for r in 0..64u8 {
+            t.insert(
+                TableEntry::new(lpm(ip(10, 0, r, 0), 24), act(1000 + r as u64)),
+                SimTime::ZERO,
+            )
+            .unwrap();
+        }
+        t.insert(
+            TableEntry::new(lpm(ip(10, 0, 3, 7), 32), act(32)),
+            SimTime::ZERO,
+        )
+        .unwrap();
+        for round in 0..3 {
+            for r in 0..128u8 {
+                for h in 0..40u8 {
+                    let a = ip(10, 0, r, h);
+                    let want = if (r, h) == (3, 7) {
+                        act(32)
+                    } else if r < 64 {
+                        act(1000 + r as u64)
+                    } else {
+                        act(8)
+                    };
+                    assert_eq!(t.lookup(&key1(a)).action, want, "round {round} {a:#x}");
+                }
+            }
+        }
+        let Index::Lpm1 { memo, .. } = &t.index else {
+            panic!("one LPM field: Lpm1");
+        };
+        assert_eq!(memo.slots.len(), MEMO_MAX);
+        // A key above the field's width matches as its low 32 bits do.
+        assert_eq!(t.lookup(&key1((1 << 40) | ip(10, 0, 3, 7))).action, act(32));
+        // Direct counters count memo hits as walks: every lookup hit once.
+        let total: u64 = t.counters.iter().map(|c| c.packets).sum();
+        assert_eq!(total, 3 * 128 * 40 + 1);
+        assert_eq!(t.counters[65].packets, 3 + 1, "the /32");
+        assert_eq!(t.counters[0].packets, 3 * 64 * 40, "the /8");
     }
 
     #[test]

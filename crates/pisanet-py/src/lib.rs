@@ -18,6 +18,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use pyo3::create_exception;
@@ -223,16 +224,22 @@ fn report(py: Python<'_>, callback: Option<&Py<PyAny>>, p: pisanet::Progress) ->
 }
 
 /// Runs a config (TOML text) and returns `(summary_json, flows, queues, ports_json, port_rates, capture, goodput)`.
+/// With `flows` (a callable), the flow table goes to it instead, a batch
+/// of columns at a time as flows end (`pisanet::run_toml_streaming`), and
+/// the returned `flows` columns are empty.
 #[pyfunction]
-#[pyo3(signature = (text, base_dir=None, overrides=Vec::new(), progress=None))]
+#[pyo3(signature = (text, base_dir=None, overrides=Vec::new(), progress=None, flows=None))]
 fn run<'py>(
     py: Python<'py>,
     text: &str,
     base_dir: Option<PathBuf>,
     overrides: Vec<String>,
     progress: Option<Py<PyAny>>,
+    flows: Option<Py<PyAny>>,
 ) -> PyResult<RunTuple<'py>> {
-    let mut raised: Option<PyErr> = None;
+    // NOTE: shared with the flow sink, which lives as long as the run's
+    // records (a 'static box).
+    let raised: Arc<Mutex<Option<PyErr>>> = Arc::default();
     let mut last_report: Option<Instant> = None;
     let result = py.detach(|| {
         let mut on_progress = |p: pisanet::Progress| {
@@ -241,15 +248,40 @@ fn run<'py>(
             }
             last_report = Some(Instant::now());
             Python::attach(|py| report(py, progress.as_ref(), p)).unwrap_or_else(|e| {
-                raised = Some(e);
+                stash(&raised, e);
                 false
             })
         };
-        pisanet::run_toml(text, base_dir.as_deref(), &overrides, &mut on_progress)
+        let Some(callback) = flows else {
+            return pisanet::run_toml(text, base_dir.as_deref(), &overrides, &mut on_progress);
+        };
+        let stashed = raised.clone();
+        let sink: pisanet::sim::FlowSink = Box::new(move |table| {
+            Python::attach(|py| {
+                let columns = flow_columns(py, &table)?;
+                drop(table);
+                callback.call1(py, (columns,)).map(drop)
+            })
+            .map_err(|e| {
+                stash(&stashed, e);
+                pisanet::Error {
+                    kind: pisanet::ErrorKind::Interrupted,
+                    message: "the flow table's writer failed".into(),
+                }
+            })
+        });
+        pisanet::run_toml_streaming(
+            text,
+            base_dir.as_deref(),
+            &overrides,
+            &mut on_progress,
+            sink,
+        )
     });
-    // NOTE: an exception raised by a signal handler or the callback wins over
-    // the run's own result: the user asked to stop.
-    if let Some(e) = raised {
+    // NOTE: an exception raised by a signal handler, the callback or the
+    // flow writer wins over the run's own result: the user asked to stop,
+    // or the results could not be written.
+    if let Some(e) = raised.lock().ok().and_then(|mut r| r.take()) {
         return Err(e);
     }
     let out = result.map_err(to_py_err)?;
@@ -262,6 +294,13 @@ fn run<'py>(
         capture_columns(py, &out.capture)?,
         goodput_columns(py, &out.goodput)?,
     ))
+}
+
+/// Keeps the first exception raised during a run.
+fn stash(raised: &Mutex<Option<PyErr>>, e: PyErr) {
+    if let Ok(mut r) = raised.lock() {
+        r.get_or_insert(e);
+    }
 }
 
 /// Validates a config and returns it resolved, every default filled in, as TOML.

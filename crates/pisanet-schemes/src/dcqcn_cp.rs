@@ -24,10 +24,10 @@ use crate::blocks::DepthProbability;
 use crate::l3::{self, RouteAgent, FIVE_TUPLE_FIELDS, L3};
 use crate::SchemeParams;
 use pisanet_net::packet::Ecn;
-use pisanet_net::{Packet, PortNo};
+use pisanet_net::Packet;
 use pisanet_pisa::{
-    ControlAgent, CounterId, CounterKind, CounterSpec, CpuApi, Ctx, DataPlane, HashAlgo, HashId,
-    HashSpec, Pipeline, StandardMetadata, SwitchInfo, UserMeta, Write,
+    CounterId, CounterKind, CounterSpec, Ctx, DataPlane, HashAlgo, HashId, HashSpec, Pipeline,
+    StandardMetadata, SwitchInfo, UserMeta,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -121,17 +121,18 @@ impl DcqcnCp {
         })
     }
 
-    pub fn agent(&self, params: &SchemeParams) -> DcqcnCpAgent {
+    /// The control agent: routes and the marking thresholds.
+    pub fn agent(&self, params: &SchemeParams) -> RouteAgent {
         let p = &params.dcqcn_cp;
-        DcqcnCpAgent {
-            routes: RouteAgent::new(self.l3),
-            prob_entries: self.mark_prob.entries(
+        RouteAgent::with_writes(
+            self.l3,
+            self.mark_prob.entries(
                 p.kmin_pkts,
                 p.kmax_pkts,
                 p.kmax_pkts.max(p.kmin_pkts) + 1,
                 p.pmax_pct,
             ),
-        }
+        )
     }
 }
 
@@ -169,25 +170,6 @@ impl DataPlane for DcqcnCp {
             pkt.ip.ecn = Ecn::Ce;
             ctx.count(self.marks, 0, sm.packet_length);
         }
-    }
-}
-
-/// The control agent: routes and the marking thresholds.
-pub struct DcqcnCpAgent {
-    routes: RouteAgent,
-    prob_entries: Vec<Write>,
-}
-
-impl ControlAgent for DcqcnCpAgent {
-    fn on_start(&mut self, info: &SwitchInfo, cpu: &mut CpuApi<'_>) {
-        self.routes.on_start(info, cpu);
-        for w in &self.prob_entries {
-            cpu.write(w.clone());
-        }
-    }
-
-    fn on_port_status(&mut self, port: PortNo, up: bool, cpu: &mut CpuApi<'_>) {
-        self.routes.on_port_status(port, up, cpu);
     }
 }
 

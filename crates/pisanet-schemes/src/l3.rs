@@ -157,6 +157,9 @@ pub struct RouteAgent {
     /// Port set of each group, by group id.
     groups: Vec<Vec<PortNo>>,
     port_up: Vec<bool>,
+    /// A program's own fixed set-up (clone sessions, threshold tables),
+    /// written after the routes (`with_writes`).
+    extra: Vec<Write>,
 }
 
 impl RouteAgent {
@@ -165,6 +168,16 @@ impl RouteAgent {
             l3,
             groups: Vec::new(),
             port_up: Vec::new(),
+            extra: Vec::new(),
+        }
+    }
+
+    /// The routes, then `extra` in order: the whole control plane of a
+    /// program whose other state is fixed at start.
+    pub fn with_writes(l3: L3, extra: Vec<Write>) -> Self {
+        RouteAgent {
+            extra,
+            ..RouteAgent::new(l3)
         }
     }
 
@@ -212,6 +225,9 @@ impl ControlAgent for RouteAgent {
                 update: UpdateType::Insert,
                 entry,
             });
+        }
+        for w in &self.extra {
+            cpu.write(w.clone());
         }
     }
 

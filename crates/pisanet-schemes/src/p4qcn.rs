@@ -34,12 +34,12 @@ use pisanet_engine::{units, SimTime};
 use pisanet_net::packet::Ecn;
 use pisanet_net::wire::{FieldDef, HeaderDef, Placement};
 use pisanet_net::{
-    ExtHeader, Packet, PortNo, ETH_BYTES, IPV4_BYTES, L4, MIN_FRAME_BYTES, PROTO_UDP, UDP_BYTES,
+    ExtHeader, Packet, ETH_BYTES, IPV4_BYTES, L4, MIN_FRAME_BYTES, PROTO_UDP, UDP_BYTES,
 };
 use pisanet_pisa::{
-    CloneType, ControlAgent, CounterId, CounterKind, CounterSpec, CpuApi, Ctx, DataPlane, HashAlgo,
-    HashId, HashInput, HashSpec, InstanceType, Pipeline, RegisterId, RegisterSpec,
-    StandardMetadata, SwitchInfo, UserMeta, Write, RECIRC_PORT,
+    CloneType, CounterId, CounterKind, CounterSpec, Ctx, DataPlane, HashAlgo, HashId, HashInput,
+    HashSpec, InstanceType, Pipeline, RegisterId, RegisterSpec, StandardMetadata, SwitchInfo,
+    UserMeta, Write, RECIRC_PORT,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -242,17 +242,21 @@ impl P4qcn {
     }
 
     /// The control agent: routes, the clone session, eq. 1's table.
-    pub fn agent(&self, params: &SchemeParams) -> P4qcnAgent {
+    /// P4QCN's control agent: the shortest-path routes, the feedback clone
+    /// session (to the recirculation port) and eq. 1's thresholds.
+    pub fn agent(&self, params: &SchemeParams) -> RouteAgent {
         let p = &params.p4qcn;
-        P4qcnAgent {
-            routes: RouteAgent::new(self.l3),
-            prob_entries: self.feedback_prob.entries(
-                p.qmin_pkts,
-                p.qmax_pkts,
-                p.always_from(),
-                p.pmax_pct,
-            ),
-        }
+        let mut writes = vec![Write::CloneSessionReplicas {
+            session: SESSION_FEEDBACK,
+            ports: vec![RECIRC_PORT],
+        }];
+        writes.extend(self.feedback_prob.entries(
+            p.qmin_pkts,
+            p.qmax_pkts,
+            p.always_from(),
+            p.pmax_pct,
+        ));
+        RouteAgent::with_writes(self.l3, writes)
     }
 
     /// Section 3.1.1: "In ingress, the ECN field of the packet is set to 11
@@ -357,30 +361,6 @@ impl DataPlane for P4qcn {
         meta[0] = FB_META | (q as u64).min(0xffff);
         sm.clone_to(CloneType::E2E, SESSION_FEEDBACK);
         ctx.count(self.feedbacks, 0, sm.packet_length);
-    }
-}
-
-/// P4QCN's control agent: the shortest-path routes, the feedback clone
-/// session (to the recirculation port) and eq. 1's thresholds.
-pub struct P4qcnAgent {
-    routes: RouteAgent,
-    prob_entries: Vec<Write>,
-}
-
-impl ControlAgent for P4qcnAgent {
-    fn on_start(&mut self, info: &SwitchInfo, cpu: &mut CpuApi<'_>) {
-        self.routes.on_start(info, cpu);
-        cpu.write(Write::CloneSessionReplicas {
-            session: SESSION_FEEDBACK,
-            ports: vec![RECIRC_PORT],
-        });
-        for w in &self.prob_entries {
-            cpu.write(w.clone());
-        }
-    }
-
-    fn on_port_status(&mut self, port: PortNo, up: bool, cpu: &mut CpuApi<'_>) {
-        self.routes.on_port_status(port, up, cpu);
     }
 }
 

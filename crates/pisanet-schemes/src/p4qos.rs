@@ -59,6 +59,26 @@ pub enum Backoff {
     Adaptive,
 }
 
+/// When Interval P4QoS's interval goes back to its default (section III:
+/// "if a packet is marked the interval is reduced, otherwise the interval
+/// is reset to its default value"; docs/schemes/p4qos.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+// NOTE: on the type, not the field: the config's key check reads
+// `x-applies-when` from the node a `$ref` field resolves to.
+#[schemars(extend("x-applies-when" = {"key": "scheme.kind", "in": ["p4qos_interval"]}))]
+pub enum IntervalReset {
+    /// Any packet at or below trgt resets it: the next mark comes a whole
+    /// default interval after the one before.
+    #[default]
+    BelowTarget,
+    /// Only an interval with no packet above trgt resets it: a mark within
+    /// one interval length after the idle interval ended shrinks the next
+    /// (CoDel's control law, interval / sqrt(count)), as CoDel's count
+    /// keeps growing while the queue stays bad.
+    QuietInterval,
+}
+
 /// P4QoS's parameters (`[scheme.p4qos]`; section II.B and III).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
@@ -80,6 +100,10 @@ pub struct P4qosParams {
         extend("x-applies-when" = {"key": "scheme.p4qos.backoff", "in": ["fixed", "adaptive"]})
     )]
     pub update_interval: SimTime,
+    /// Interval P4QoS: what resets its interval to the default,
+    /// "below_target" (default: any packet at or below trgt) or
+    /// "quiet_interval" (an interval without a packet above trgt).
+    pub interval_reset: IntervalReset,
 }
 
 impl Default for P4qosParams {
@@ -88,6 +112,7 @@ impl Default for P4qosParams {
             sensitivity: SimTime::from_us(1200),
             backoff: Backoff::None,
             update_interval: SimTime::from_ms(100),
+            interval_reset: IntervalReset::BelowTarget,
         }
     }
 }
@@ -131,6 +156,7 @@ pub struct P4qos {
     /// Interval variant: count << 48 | next allowed mark (ns, 48 bits).
     pub interval_state: Option<RegisterId>,
     law: ControlLaw,
+    interval_reset: IntervalReset,
     /// CRC-32 of the 5-tuple: the flow id of Alg. 1.
     pub flow_id: HashId,
     pub updates_sent: CounterId,
@@ -212,6 +238,7 @@ impl P4qos {
             codel,
             interval_state,
             law: ControlLaw::new(params.codel.interval),
+            interval_reset: p.interval_reset,
             flow_id,
             updates_sent,
             updates_applied,
@@ -391,15 +418,30 @@ impl DataPlane for P4qos {
                 },
                 Variant::Interval => match self.interval_state {
                     Some(r) => {
-                        let law = &self.law;
+                        let (law, reset) = (&self.law, self.interval_reset);
                         ctx.register(r, port, |s| {
                             let count = s >> 48;
                             let next = s & TIME48;
                             if q <= trgt {
-                                // The interval is back at its default.
-                                (next, false)
+                                match reset {
+                                    // The interval is back at its default.
+                                    IntervalReset::BelowTarget => (next, false),
+                                    IntervalReset::QuietInterval => (s, false),
+                                }
                             } else if now_ns >= next {
-                                let c = (count + 1).min(0xffff);
+                                let c = match reset {
+                                    IntervalReset::BelowTarget => count + 1,
+                                    // Marked within one interval length
+                                    // after the idle one: reduced; else a
+                                    // quiet interval passed: the default.
+                                    IntervalReset::QuietInterval
+                                        if count > 0 && now_ns < next + law.delta(count) =>
+                                    {
+                                        count + 1
+                                    }
+                                    IntervalReset::QuietInterval => 1,
+                                }
+                                .min(0xffff);
                                 ((c << 48) | ((now_ns + law.delta(c)) & TIME48), true)
                             } else {
                                 (s, false)

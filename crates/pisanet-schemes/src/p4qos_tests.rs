@@ -116,6 +116,8 @@ struct Chain {
     at_b: Vec<(SimTime, Packet)>,
     at_a: Vec<(SimTime, Packet)>,
     consumed: u64,
+    /// How long each LLEP reply waited in its queue (t_q at the downstream).
+    reply_waits: Vec<SimTime>,
 }
 
 const EV_ARRIVE: u8 = 0;
@@ -137,6 +139,7 @@ impl Chain {
             at_b: Vec::new(),
             at_a: Vec::new(),
             consumed: 0,
+            reply_waits: Vec::new(),
         }
     }
 
@@ -150,6 +153,12 @@ impl Chain {
     /// A packet from host A (into switch 0, port 0) at `at`.
     fn send_from_a(&mut self, at: SimTime, pkt: Packet) {
         self.schedule(at, 0, 0, EV_ARRIVE, Some(pkt));
+    }
+
+    /// A packet from host B (into the last switch, port 1) at `at`.
+    fn send_from_b(&mut self, at: SimTime, pkt: Packet) {
+        let last = self.sw.len() - 1;
+        self.schedule(at, last, 1, EV_ARRIVE, Some(pkt));
     }
 
     fn apply(&mut self, now: SimTime, sw: usize, out: Vec<Emit>) {
@@ -190,6 +199,9 @@ impl Chain {
             }
             if let Some(p) = &sent {
                 self.busy[sw][port as usize] = now + self.rate.tx_time(p.size as u64);
+                if ctl_of(p).is_some_and(|c| c.0 == CTL_LLEP_REPLY) {
+                    self.reply_waits.push(now.saturating_sub(q.at));
+                }
             }
             self.apply(now, sw, rest);
             if let Some(p) = sent {
@@ -267,6 +279,15 @@ fn ideal_ll(rate: BitRate, delay: SimTime, data_bytes: u32) -> u64 {
 }
 
 fn llep_estimate(clocks: [Clock; 2]) -> (u64, u64) {
+    let (est, ideal, _) = llep_run(clocks, false);
+    (est, ideal)
+}
+
+/// LLEP over one 1 Gb/s, 40 us link: (the last estimate, the ideal, the
+/// mean of every estimate written), with `reverse` traffic from B that
+/// keeps the downstream switch's port back to A busy 80 % of the time, so
+/// the replies queue there (t_q > 0 in eq. 1).
+fn llep_run(clocks: [Clock; 2], reverse: bool) -> (u64, u64, f64) {
     let rate = BitRate::from_bps(1_000_000_000);
     let delay = SimTime::from_us(40);
     let mut p = params("p4qos", 60_000);
@@ -277,18 +298,39 @@ fn llep_estimate(clocks: [Clock; 2]) -> (u64, u64) {
     for i in 0..200u64 {
         net.send_from_a(SimTime::from_us(20 * i), data(A, B, 1000, 1000));
     }
+    if reverse {
+        // Two 1500-byte segments (24 us on the wire) every 30 us.
+        for i in 0..400u64 {
+            for _ in 0..2 {
+                net.send_from_b(SimTime::from_us(30 * i + 7), data(B, A, 2000, 1460));
+            }
+        }
+    }
     net.run(SimTime::from_ms(10));
     let data_bytes = Packet::tcp_wire_size(1000) + qos::QOS_BYTES as u32;
-    let replies = net.sw[0]
-        .pipeline()
-        .counter_totals()
-        .into_iter()
-        .find(|(n, _)| *n == "qos_llep_replies")
-        .unwrap()
-        .1
-        .packets;
+    let totals = net.sw[0].pipeline().counter_totals();
+    let count = |name: &str| totals.iter().find(|(n, _)| *n == name).unwrap().1;
+    let replies = count("qos_llep_replies").packets;
     assert!(replies >= 20, "LLEP ran: {replies} replies");
-    (ll_est(&net.sw[0], 1), ideal_ll(rate, delay, data_bytes))
+    let sum = count("qos_llep_estimate_ns");
+    let mean = sum.bytes as f64 / sum.packets as f64;
+    if reverse {
+        let waited = net
+            .reply_waits
+            .iter()
+            .filter(|w| **w > SimTime::ZERO)
+            .count();
+        assert!(
+            waited * 2 > net.reply_waits.len(),
+            "most replies queued: {waited} of {}",
+            net.reply_waits.len()
+        );
+    }
+    (
+        ll_est(&net.sw[0], 1),
+        ideal_ll(rate, delay, data_bytes),
+        mean,
+    )
 }
 
 #[test]
@@ -298,6 +340,38 @@ fn llep_estimates_propagation_plus_half_the_serialization() {
     assert!(
         est.abs_diff(ideal) <= 1,
         "estimate {est} ns, ideal {ideal} ns"
+    );
+}
+
+#[test]
+fn llep_subtracts_the_replys_queueing_downstream_under_offset_and_drift() {
+    // The reply waits behind reverse traffic at the downstream switch
+    // (t_q up to ~24 us, a quarter of the link's round trip); eq. 1
+    // subtracts it, so every estimate is still the ideal value.
+    let (_, ideal, mean) = llep_run([Clock::IDEAL, Clock::IDEAL], true);
+    assert!(
+        (mean - ideal as f64).abs() <= 1.0,
+        "ideal clocks: mean estimate {mean} ns, ideal {ideal} ns"
+    );
+    // Offsets of 3.7 s and 0.2 s, drift +80 and -80 ppm, 1 ns resolution:
+    // offsets cancel; drift costs 80 ppm of the upstream's round trip and
+    // of the downstream's t_q (~ 0.01 ns per us), the floors 1 ns each.
+    let clocks = [
+        Clock {
+            offset_ps: 3_700_000_000_123,
+            drift_ppb: 80_000,
+            resolution_ps: 1000,
+        },
+        Clock {
+            offset_ps: 200_000_000_000,
+            drift_ppb: -80_000,
+            resolution_ps: 1000,
+        },
+    ];
+    let (_, ideal, mean) = llep_run(clocks, true);
+    assert!(
+        (mean - ideal as f64).abs() <= 12.0,
+        "offset and drift: mean estimate {mean} ns, ideal {ideal} ns"
     );
 }
 
@@ -779,6 +853,67 @@ fn variants_mark_differently_above_the_same_target() {
     for kind in ["noaqm", "prio"] {
         assert_eq!(count_marks(kind), 0, "{kind}");
     }
+}
+
+/// Interval P4QoS's mark times (ms) on a queue that is 2 ms deep (above a
+/// 0.5 ms trgt) for 5 ms and empty for 5 ms, a packet every ms for 600 ms,
+/// then empty for 300 ms, then deep for 300 ms.
+fn interval_marks(reset: crate::p4qos::IntervalReset) -> Vec<u64> {
+    let mut p = params("p4qos_interval", 20_000);
+    p.p4qos.interval_reset = reset;
+    let info = chain_info(1, 3, BitRate::from_bps(10_000_000_000));
+    let mut sw = build_switch(&p, &info);
+    deliver_update(&mut sw, SimTime::from_us(1), 1, update_pkt(500_000, 5));
+    let mut marks = Vec::new();
+    for ms in 1..=1200u64 {
+        let deep = if ms <= 600 { ms % 10 < 5 } else { ms > 900 };
+        let q = if deep {
+            SimTime::from_ms(2)
+        } else {
+            SimTime::ZERO
+        };
+        let hdr = QosHdr {
+            deadline: 20_000,
+            target: 20_000,
+            ..Default::default()
+        };
+        let out = egress_once(
+            &mut sw,
+            SimTime::from_ms(ms),
+            1,
+            with_qos(data(A, B, 1, 1000), hdr),
+            q,
+            0,
+        );
+        if transmitted(&out).ip.ecn == Ecn::Ce {
+            marks.push(ms);
+        }
+    }
+    sw.assert_no_violations();
+    marks
+}
+
+#[test]
+fn interval_p4qos_resets_its_interval_below_target_or_after_a_quiet_interval() {
+    use crate::p4qos::IntervalReset;
+    // Default reading: every packet at or below trgt resets the interval,
+    // so on a queue that dips below trgt every 10 ms the marks stay a whole
+    // 100 ms apart.
+    let below = interval_marks(IntervalReset::BelowTarget);
+    eprintln!("below_target: {below:?}");
+    assert_eq!(&below[..4], &[1, 101, 201, 301]);
+    // quiet_interval: the queue is above trgt again within an interval
+    // after each idle one, so the interval shrinks as CoDel's (100,
+    // 70.7, 57.7, 50, ... ms) ...
+    let quiet = interval_marks(IntervalReset::QuietInterval);
+    eprintln!("quiet_interval: {quiet:?}");
+    assert_eq!(&quiet[..4], &[1, 101, 172, 230]);
+    let before = |v: &[u64], t| v.iter().filter(|&&m| m <= t).count();
+    assert!(before(&quiet, 600) > before(&below, 600) + 2);
+    // ... and 300 ms with nothing above trgt (longer than an interval
+    // after the last idle one) reset it: two marks a default interval apart.
+    let after: Vec<u64> = quiet.iter().copied().filter(|&m| m > 600).collect();
+    assert_eq!(&after[..2], &[901, 1001], "{after:?}");
 }
 
 #[test]

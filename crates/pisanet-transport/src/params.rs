@@ -94,6 +94,18 @@ pub struct TransportParams {
     /// ns-3's CA_CWR: after an ECN window reduction (DCTCP's or classic ECN's), until an ACK passes the highest byte sent then, duplicate ACKs trigger neither limited transmit nor fast retransmit (a loss waits for the RTO). ns-3 3.44 does this; Linux and RFC 3168 do not. Default false. See docs/model.md, "Hosts".
     #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
     pub cwr_ignores_dupacks: bool,
+    /// ns-3's EnterCwr from fast recovery: an ACK of new data with ECE during NewReno fast recovery (DCTCP, or classic `ecn`) ends the recovery and enters ns-3's CA_CWR (window cut by the ECN reduction of the recovery's window; remaining losses wait for the RTO). ns-3 3.44 does this; Linux and RFC 3168 do not. Needs `cwr_ignores_dupacks`; without SACK only. Default false. See docs/model.md, "Hosts".
+    #[schemars(extend("x-applies-when" = {"key": "transport.cwr_ignores_dupacks", "in": [true]}))]
+    pub ece_ends_recovery: bool,
+    /// DCTCP: a duplicate ACK counts as one MSS acknowledged in alpha's estimate (and as one MSS marked if it carries ECE), as Linux 4.x (`dctcp_update_alpha`) and ns-3 3.44 (`PktsAcked(1)` on a duplicate ACK) do. Default false: only newly acknowledged bytes count (RFC 8257 section 3.3). See docs/model.md, "Hosts".
+    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["dctcp"]}))]
+    pub dctcp_dupack_bytes: bool,
+    /// RTT samples from every ACK of new data (Karn's rule on the oldest segment it covers; timed from the newest, whose timestamp the receiver echoes), as ns-3 and Linux take them, instead of one timed segment per round trip (RFC 6298's minimum). Default false. See docs/model.md, "Hosts".
+    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
+    pub rtt_every_ack: bool,
+    /// Tick of the TCP timestamp clock the per-ACK RTT samples are read from: a sample is (ticks now - ticks at the echoed send) x tick, 0 ticks counting as 1 us. ns-3 3.44: 1000 (millisecond timestamps). Default 0: the simulator's clock (Linux times its samples in microseconds). See docs/model.md, "Hosts".
+    #[schemars(range(min = 0, max = 1000000), extend("x-unit" = "us"), extend("x-applies-when" = {"key": "transport.rtt_every_ack", "in": [true]}))]
+    pub ts_clock_us: f64,
     /// CUBIC: the constant C of W_cubic(t) = C (t - K)^3 + W_max, in segments per second cubed (RFC 9438 section 5: 0.4).
     #[schemars(range(min = 0.000001, max = 1000000), extend("x-unit" = "segments/s^3"), extend("x-applies-when" = {"key": "transport.kind", "in": ["cubic"]}))]
     pub cubic_c: f64,
@@ -203,6 +215,10 @@ impl Default for TransportParams {
             sack: false,
             rto_granularity_us: 0.0,
             cwr_ignores_dupacks: false,
+            ece_ends_recovery: false,
+            dctcp_dupack_bytes: false,
+            rtt_every_ack: false,
+            ts_clock_us: 0.0,
             cubic_c: 0.4,
             cubic_beta: 0.7,
             app_rate_gbps: 0.0,
@@ -248,6 +264,10 @@ impl TransportParams {
             sack: self.sack,
             rto_granularity: SimTime::from_us_f64(self.rto_granularity_us),
             cwr_ignores_dupacks: self.cwr_ignores_dupacks,
+            rtt_every_ack: self.rtt_every_ack,
+            ece_ends_recovery: self.ece_ends_recovery,
+            dctcp_dupack_bytes: self.dctcp_dupack_bytes,
+            ts_clock: SimTime::from_us_f64(self.ts_clock_us),
             app_rate_bps: (self.app_rate_gbps > 0.0)
                 .then(|| (self.app_rate_gbps * 1e9).round() as u64),
             app_burst_bytes: (self.app_burst_kb * 1000.0).round() as u64,

@@ -16,8 +16,8 @@
 use std::collections::HashMap;
 
 use pisanet_engine::SimTime;
+use pisanet_net::arena::{PktId, Slot};
 use pisanet_net::packet::{FlowId, Packet, L4};
-use pisanet_net::queue::Queued;
 use pisanet_net::wire::{node_mac, write_frame, HeaderDef, LinkEnds};
 use pisanet_pisa::{Emit, InstanceType};
 use schemars::JsonSchema;
@@ -361,12 +361,12 @@ impl Tap {
         now: SimTime,
         port: &Port,
         p: PortIdx,
-        q: &Queued,
+        q: &Slot,
     ) -> Option<(usize, u64, u64)> {
         if !self.traced(p, q.pkt.flow) {
             return None;
         }
-        let event = match InstanceType::from_u8(q.instance_type) {
+        let event = match InstanceType::from_u8(q.tm.instance_type) {
             InstanceType::IngressClone | InstanceType::EgressClone => TraceEvent::Clone,
             InstanceType::Recirculated => TraceEvent::Recirculate,
             InstanceType::Replication => TraceEvent::Replicate,
@@ -530,12 +530,12 @@ impl Tap {
 /// tap off an enqueue pays one test.
 #[cold]
 #[inline(never)]
-pub(crate) fn enqueue_tapped(w: &mut World, now: SimTime, p: PortIdx, q: Queued) {
+pub(crate) fn enqueue_tapped(w: &mut World, now: SimTime, p: PortIdx, id: PktId) {
     let tapped = w
         .tap
         .as_deref_mut()
-        .and_then(|t| t.before_enqueue(now, &w.ports[p as usize], p, &q));
-    w.enqueue_untapped(now, p, q);
+        .and_then(|t| t.before_enqueue(now, &w.ports[p as usize], p, w.arena.slot(id)));
+    w.enqueue_untapped(now, p, id);
     if let (Some(t), Some(k)) = (w.tap.as_deref_mut(), tapped) {
         t.after_enqueue(&w.ports[p as usize], k)
     }
@@ -544,11 +544,11 @@ pub(crate) fn enqueue_tapped(w: &mut World, now: SimTime, p: PortIdx, q: Queued)
 /// `World::transmit` with the tap on: capture and trace, then the transmit.
 #[cold]
 #[inline(never)]
-pub(crate) fn transmit_tapped(w: &mut World, now: SimTime, p: PortIdx, pkt: Packet) {
+pub(crate) fn transmit_tapped(w: &mut World, now: SimTime, p: PortIdx, id: PktId) {
     if let Some(t) = w.tap.as_deref_mut() {
-        t.on_transmit(now, &w.ports[p as usize], p, &pkt)
+        t.on_transmit(now, &w.ports[p as usize], p, w.arena.get(id))
     }
-    w.transmit_untapped(now, p, pkt)
+    w.transmit_untapped(now, p, id)
 }
 
 /// Writes a PFC PAUSE as the IEEE 802.1Qbb MAC control frame it is

@@ -395,6 +395,28 @@ fn schema_node<'a>(root: &'a serde_json::Value, path: &str) -> Option<&'a serde_
     Some(node)
 }
 
+/// The attribute `attr` of the key `path`: on the property itself (where a
+/// field's own `extend(...)` puts it, beside the `$ref` of its type) or else
+/// on its type's definition.
+fn schema_attr<'a>(
+    root: &'a serde_json::Value,
+    path: &str,
+    attr: &str,
+) -> Option<&'a serde_json::Value> {
+    let mut node = resolve_ref(root, root);
+    let mut raw = node;
+    for key in path.split('.') {
+        let name = key.split('[').next()?;
+        raw = node.get("properties")?.get(name)?;
+        node = resolve_ref(root, raw);
+        for _ in 0..key.matches('[').count() {
+            raw = node.get("items")?;
+            node = resolve_ref(root, raw);
+        }
+    }
+    raw.get(attr).or_else(|| node.get(attr))
+}
+
 /// The values a string-enum key allows, from the config's JSON Schema
 /// (`"a", "b"`), or `None` when `path` ("workload.source_ports") is not one.
 fn allowed_values(path: &str) -> Option<String> {
@@ -560,7 +582,7 @@ fn given_keys(prefix: &str, table: &toml::Table, out: &mut Vec<String>) {
 /// When the key `path` is read: `Some(condition)` if it is not read with
 /// this config, `None` if it is.
 fn unread(schema: &serde_json::Value, resolved: &serde_json::Value, path: &str) -> Option<String> {
-    let cond = schema_node(schema, path)?.get("x-applies-when")?;
+    let cond = schema_attr(schema, path, "x-applies-when")?;
     let key = cond.get("key")?.as_str()?;
     let actual = key
         .split('.')
@@ -817,6 +839,31 @@ fn apply_override(root: &mut toml::Table, o: &str) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_condition_beside_a_ref_is_read() {
+        // schemars puts a field's own `extend("x-applies-when" = ...)` beside
+        // the `$ref` of an enum type; resolving the `$ref` must not lose it.
+        let schema = serde_json::json!({
+            "properties": {
+                "a": {"properties": {
+                    "kind": {"type": "string"},
+                    "mode": {"$ref": "#/$defs/Mode",
+                             "x-applies-when": {"key": "a.kind", "in": ["x"]}},
+                    "plain": {"$ref": "#/$defs/Mode"},
+                }},
+            },
+            "$defs": {"Mode": {"type": "string", "enum": ["m1", "m2"]}},
+        });
+        let resolved = serde_json::json!({"a": {"kind": "y", "mode": "m1", "plain": "m1"}});
+        assert_eq!(
+            unread(&schema, &resolved, "a.mode").as_deref(),
+            Some("a.kind = \"x\" (here \"y\")")
+        );
+        assert_eq!(unread(&schema, &resolved, "a.plain"), None);
+        let resolved = serde_json::json!({"a": {"kind": "x", "mode": "m1"}});
+        assert_eq!(unread(&schema, &resolved, "a.mode"), None);
+    }
 
     const CONTRACT: &str = r#"
 [run]

@@ -32,7 +32,23 @@ pub fn run_toml(
     progress: &mut dyn FnMut(Progress) -> bool,
 ) -> Result<RunOutput, Error> {
     let cfg = config::Config::parse(text, overrides)?;
-    run::run_config(&cfg, base_dir, progress)
+    run::run_config(&cfg, base_dir, progress, None)
+}
+
+/// Like [`run_toml`], but the flow table's rows go to `sink` in batches of
+/// at most [`sim::records::BATCH_ROWS`] rows as flows end (finished flows in
+/// the order they ended, then those still running at the end, by id), so a
+/// run's memory follows the flows still running. The output's `flows` is
+/// empty. An error of the sink stops the run and is returned.
+pub fn run_toml_streaming(
+    text: &str,
+    base_dir: Option<&Path>,
+    overrides: &[String],
+    progress: &mut dyn FnMut(Progress) -> bool,
+    sink: sim::FlowSink,
+) -> Result<RunOutput, Error> {
+    let cfg = config::Config::parse(text, overrides)?;
+    run::run_config(&cfg, base_dir, progress, Some(sink))
 }
 
 /// Validates the config and returns it resolved, every default filled in, as TOML.

@@ -12,9 +12,8 @@ use pisanet_workload::{
     ServerAssignment, Transport, WorkloadSpec,
 };
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
-use crate::api::{Error, FlowTable, GoodputSeries, PortRates, Progress, QueueSamples, RunOutput};
+use crate::api::{Error, GoodputSeries, PortRates, Progress, QueueSamples, RunOutput};
 use crate::config::{
     Config, CustomTopology, EventKind, GroupCfg, PatternKind, ServerAssignmentKind,
     SourcePortsKind, TopologyKind, TransportKind, WorkloadCfg, CC_NAMES, DEADLINE_NEEDS_FLOW_STATS,
@@ -101,13 +100,16 @@ pub fn build_topology(cfg: &Config, base: Option<&Path>) -> Result<Topology, Err
                         .join(" ")
                 ))
             })?;
-            build_custom(&custom).map_err(|e| format!("topology.file ({file}): {e}"))
+            build_custom(&custom, t).map_err(|e| format!("topology.file ({file}): {e}"))
         }
     };
     topo.map_err(Error::input)
 }
 
-fn build_custom(c: &CustomTopology) -> Result<Topology, String> {
+/// A custom topology file's fabric; links that leave out `gbps` or
+/// `delay_us` take them from `[topology]` (host or fabric rate by whether a
+/// host is at either end, `link_delay_us`).
+fn build_custom(c: &CustomTopology, t: &crate::config::TopologyCfg) -> Result<Topology, String> {
     let mut hosts = Vec::new();
     let mut switches = Vec::new();
     for n in &c.nodes {
@@ -125,6 +127,7 @@ fn build_custom(c: &CustomTopology) -> Result<Topology, String> {
     if hosts.len() < 2 {
         return Err(format!("needs at least 2 hosts, has {}", hosts.len()));
     }
+    let n_hosts = hosts.len() as u32;
     let nodes: Vec<(String, NodeKind)> = hosts.into_iter().chain(switches).collect();
     let mut index = std::collections::HashMap::new();
     for (i, (name, _)) in nodes.iter().enumerate() {
@@ -140,23 +143,28 @@ fn build_custom(c: &CustomTopology) -> Result<Topology, String> {
         let b = *index
             .get(&l.b)
             .ok_or_else(|| format!("links[{i}].b: unknown node {:?}", l.b))?;
-        if !(l.gbps.is_finite() && l.gbps > 0.0) {
+        let host_link = a < n_hosts || b < n_hosts;
+        let gbps = l.gbps.unwrap_or(if host_link {
+            t.host_link_gbps
+        } else {
+            t.fabric_link_gbps
+        });
+        if !(gbps.is_finite() && (1e-6..=100_000.0).contains(&gbps)) {
             return Err(format!(
-                "links[{i}].gbps: must be a positive number, got {}",
-                l.gbps
+                "links[{i}].gbps: must be in [1e-6, 100000] Gb/s, got {gbps}"
             ));
         }
-        if !(l.delay_us.is_finite() && l.delay_us >= 0.0) {
+        let delay_us = l.delay_us.unwrap_or(t.link_delay_us);
+        if !(delay_us.is_finite() && (0.0..=1_000_000.0).contains(&delay_us)) {
             return Err(format!(
-                "links[{i}].delay_us: must be zero or positive, got {}",
-                l.delay_us
+                "links[{i}].delay_us: must be in [0, 1000000] us, got {delay_us}"
             ));
         }
         links.push(LinkSpec {
             a,
             b,
-            rate: BitRate::from_gbps(l.gbps),
-            delay: SimTime::from_us_f64(l.delay_us),
+            rate: BitRate::from_gbps(gbps),
+            delay: SimTime::from_us_f64(delay_us),
         });
     }
     Topology::from_links("custom", nodes, &links, AddrPlan::Flat)
@@ -382,19 +390,36 @@ fn tcp_config(cfg: &Config) -> TcpConfig {
     cfg.transport.tcp_config()
 }
 
-/// Builds and runs; returns the results.
+/// Builds and runs; returns the results. With a `sink`, the flow table's
+/// rows go to it in batches as flows end (`sim::records`) and the output's
+/// `flows` is empty; without one, `flows` holds every row in flow id order.
+/// The sink's error stops the run (at the next progress point) and is
+/// returned.
 pub fn run_config(
     cfg: &Config,
     base: Option<&Path>,
     progress: &mut dyn FnMut(Progress) -> bool,
+    sink: Option<crate::sim::FlowSink>,
 ) -> Result<RunOutput, Error> {
     let wall = Instant::now();
     if let Some(threads) = cfg.run.threads {
-        return run_parallel(cfg, base, threads, progress);
+        return run_parallel(cfg, base, threads, progress, sink);
     }
     let mut world = build_world(cfg, base)?;
+    let failed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sink = sink.map(|mut sink| {
+        let flag = failed.clone();
+        Box::new(move |rows| {
+            sink(rows).inspect_err(|_| flag.store(true, std::sync::atomic::Ordering::Relaxed))
+        }) as crate::sim::FlowSink
+    });
+    world.records = crate::sim::FlowRecords::new(world.total_flows, sink);
     let max_time = SimTime::from_us_f64(cfg.run.max_sim_time_ms * 1000.0);
-    let stop = world.run(max_time, progress);
+    let mut watch = |p: Progress| !failed.load(std::sync::atomic::Ordering::Relaxed) && progress(p);
+    let stop = world.run(max_time, &mut watch);
+    if let Some(e) = world.records.failed.take() {
+        return Err(e);
+    }
     if let Some(msg) = world.pfc.as_ref().and_then(|p| p.fatal.clone()) {
         return Err(Error::invariant(msg));
     }
@@ -417,6 +442,7 @@ fn run_parallel(
     base: Option<&Path>,
     threads: u32,
     progress: &mut dyn FnMut(Progress) -> bool,
+    sink: Option<crate::sim::FlowSink>,
 ) -> Result<RunOutput, Error> {
     use crate::sim::parallel;
     let wall = Instant::now();
@@ -460,7 +486,12 @@ fn run_parallel(
             message: "run interrupted".into(),
         });
     }
-    let world = parallel::merge(worlds);
+    // Parallel mode does not stream: the partitions keep every flow's
+    // record to the end; `merge` hands the rows to the sink in id order.
+    let world = parallel::merge(worlds, sink);
+    if let Some(e) = world.records.failed.as_ref() {
+        return Err(e.clone());
+    }
     let wall_s = wall.elapsed().as_secs_f64();
     let mut out = finish(cfg, world, stop, wall_s)?;
     let events = out.summary["events"].as_u64().unwrap_or(0);
@@ -680,99 +711,28 @@ fn finish(
     stop: StopReason,
     wall_s: f64,
 ) -> Result<RunOutput, Error> {
-    let n = world.flows.len();
-    let mut ft = FlowTable::default();
-    let mut hasher = Sha256::new();
-    for (id, f) in world.flows.iter().enumerate() {
-        let start = f.first_sent.unwrap_or(f.arrival);
-        let (finish_us, fct_us, slowdown) = match f.finish {
-            Some(fin) => {
-                let fct = fin.saturating_sub(start);
-                (
-                    fin.as_us_f64(),
-                    fct.as_us_f64(),
-                    fct.ps() as f64 / f.ideal.ps().max(1) as f64,
-                )
-            }
-            None => (f64::NAN, f64::NAN, f64::NAN),
-        };
-        ft.id.push(id as u32);
-        ft.src.push(f.src);
-        ft.dst.push(f.dst);
-        ft.bytes.push(f.bytes);
-        ft.class.push(f.class);
-        ft.start_us.push(start.as_us_f64());
-        ft.finish_us.push(finish_us);
-        ft.fct_us.push(fct_us);
-        ft.slowdown.push(slowdown);
-        ft.retransmissions.push(f.retransmissions);
-        ft.reordered.push(f.reordered);
-        ft.transport.push(f.transport);
-        ft.priority.push(f.prio);
-        ft.group.push(f.group as u32);
-        ft.lost_packets.push(f.lost_packets);
-        ft.lost_bytes.push(f.lost_bytes);
-        let st = world
-            .meter
-            .as_deref()
-            .and_then(|m| m.stats.get(id))
-            .copied()
-            .unwrap_or_default();
-        ft.delay_mean_us.push(st.delay_mean_us);
-        ft.delay_p50_us.push(st.delay_p50_us);
-        ft.delay_p99_us.push(st.delay_p99_us);
-        ft.delay_max_us.push(st.delay_max_us);
-        ft.rtt_mean_us.push(st.rtt_mean_us);
-        ft.rtt_p99_us.push(st.rtt_p99_us);
-        ft.rtt_max_us.push(st.rtt_max_us);
-        ft.deadline_missed_packets.push(st.deadline_missed_packets);
-        ft.dup_acks.push(st.tcp.dup_acks);
-        ft.fast_retransmits.push(st.tcp.fast_retransmits);
-        ft.timeouts.push(st.tcp.timeouts);
-        ft.delay_packets.push(st.delay_packets);
-        ft.delivered.push(f.delivered);
-        for x in [
-            id as u64,
-            f.src as u64,
-            f.dst as u64,
-            f.bytes,
-            start.ps(),
-            f.finish.map_or(u64::MAX, |t| t.ps()),
-            f.retransmissions as u64,
-            f.reordered as u64,
-        ] {
-            hasher.update(x.to_le_bytes());
-        }
-    }
-    let digest: String = hasher.finalize()[..16]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-
-    let done = |i: usize| !ft.fct_us[i].is_nan();
-    let pick = |pred: &dyn Fn(usize) -> bool| -> Vec<f64> {
-        (0..n)
-            .filter(|&i| done(i) && pred(i))
-            .map(|i| ft.fct_us[i])
+    let n = world.records.started;
+    // The sink gets its last rows here; `done` is then in flow id order.
+    let (digest, ft) = world.records.finish()?;
+    let done = &world.records.done;
+    let fct = |pred: &dyn Fn(&crate::sim::records::Done) -> bool| -> Vec<f64> {
+        done.iter()
+            .filter(|d| pred(d))
+            .map(|d| d.fct.as_us_f64())
             .collect()
     };
-    let fct_all = stats(pick(&|_| true));
-    let fct_short = stats(pick(&|i| ft.class[i] == pisanet_net::TC_SHORT));
-    let fct_large = stats(pick(&|i| ft.class[i] == pisanet_net::TC_LARGE));
-    let fct_lt100k = stats(pick(&|i| ft.bytes[i] < 100_000));
-    let fct_gt10m = stats(pick(&|i| ft.bytes[i] > 10_000_000));
-    let slow = stats(
-        (0..n)
-            .filter(|&i| done(i))
-            .map(|i| ft.slowdown[i])
-            .collect(),
-    );
-    let retrans: u64 = ft.retransmissions.iter().map(|&r| r as u64).sum();
-    let lost_packets: u64 = ft.lost_packets.iter().map(|&r| r as u64).sum();
-    let lost_bytes: u64 = ft.lost_bytes.iter().sum();
-    let fairness = fairness_summary(cfg, &ft);
+    let fct_all = stats(fct(&|_| true));
+    let fct_short = stats(fct(&|d| d.class == pisanet_net::TC_SHORT));
+    let fct_large = stats(fct(&|d| d.class == pisanet_net::TC_LARGE));
+    let fct_lt100k = stats(fct(&|d| d.size & crate::sim::records::LT_100KB != 0));
+    let fct_gt10m = stats(fct(&|d| d.size & crate::sim::records::GT_10MB != 0));
+    let slow = stats(done.iter().map(|d| d.slowdown).collect());
+    let retrans = world.records.retransmissions;
+    let lost_packets = world.records.lost_packets;
+    let lost_bytes = world.records.lost_bytes;
+    let fairness = fairness_summary(cfg, done);
     let flow_stats = flow_stats_summary(&world);
-    let reordered: u64 = ft.reordered.iter().map(|&r| r as u64).sum();
+    let reordered = world.records.reordered;
 
     world.pfc_finish(world.q.now());
     let mut c = world.counts;
@@ -780,6 +740,9 @@ fn finish(
     let program_violations = world.program_violations();
     world.violations.extend(program_violations);
     let in_flight = world.in_flight();
+    if let Err(e) = world.arena_check() {
+        world.violations.push(e);
+    }
     let conservation_ok = c.injected == c.delivered + c.consumed + c.dropped + in_flight;
     if !conservation_ok {
         world.violations.push(format!(
@@ -984,23 +947,15 @@ pub fn jain_index(x: &[f64]) -> Option<f64> {
 /// goodput (payload bytes delivered x 8 / FCT; TCP delivers all its bytes,
 /// UDP `bytes - lost_bytes`), over all flows and per
 /// flow group (docs/metrics.md, "Fairness").
-fn fairness_summary(cfg: &Config, ft: &FlowTable) -> Value {
+fn fairness_summary(cfg: &Config, done: &[crate::sim::records::Done]) -> Value {
     let n_groups = 1 + cfg.workload.groups.len();
     let mut per_group: Vec<Vec<f64>> = vec![Vec::new(); n_groups];
     let mut all = Vec::new();
-    for i in 0..ft.id.len() {
-        if ft.fct_us[i].is_nan() || ft.fct_us[i] <= 0.0 {
-            continue;
-        }
-        // TCP delivers every byte (losses are retransmitted); UDP what arrived.
-        let delivered = match ft.transport[i] {
-            0 => ft.bytes[i],
-            _ => ft.bytes[i] - ft.lost_bytes[i],
-        } as f64;
-        let gbps = delivered * 8.0 / (ft.fct_us[i] * 1e3);
-        all.push(gbps);
-        if let Some(g) = per_group.get_mut(ft.group[i] as usize) {
-            g.push(gbps);
+    // `done` is in flow id order, so the sums add up as they always did.
+    for d in done.iter().filter(|d| !d.gbps.is_nan()) {
+        all.push(d.gbps);
+        if let Some(g) = per_group.get_mut(d.group as usize) {
+            g.push(d.gbps);
         }
     }
     let mut out = json!({"jain_index": jain_index(&all), "flows": all.len()});
@@ -1037,22 +992,14 @@ fn flow_stats_summary(world: &World) -> Value {
     let num = |v: f64| if v.is_nan() { Value::Null } else { json!(v) };
     let d = &m.delay_all;
     let r = &m.rtt_all;
-    let with_deadline: Vec<_> = m.stats.iter().filter(|s| s.has_deadline).collect();
-    let packets: u64 = with_deadline.iter().map(|s| s.delay_packets).sum();
-    let missed: u64 = with_deadline
-        .iter()
-        .map(|s| s.deadline_missed_packets)
-        .sum();
-    let missed_flows = with_deadline
-        .iter()
-        .filter(|s| s.deadline_missed_packets > 0)
-        .count();
+    let packets = m.deadline_packets;
+    let missed = m.deadline_missed_packets;
     json!({
         "delay_us": {"packets": d.n, "mean": num(d.mean_us()), "p50": num(d.quantile_us(0.5)), "p99": num(d.quantile_us(0.99)), "max": num(d.max_us())},
         "rtt_us": {"samples": r.n, "mean": num(r.mean_us()), "p99": num(r.quantile_us(0.99)), "max": num(r.max_us())},
         "deadline": {
-            "flows": with_deadline.len(),
-            "missed_flows": missed_flows,
+            "flows": m.deadline_flows,
+            "missed_flows": m.deadline_missed_flows,
             "packets": packets,
             "missed_packets": missed,
             "missed_fraction": if packets > 0 { json!(missed as f64 / packets as f64) } else { Value::Null },

@@ -2,36 +2,20 @@
 //! a lossy UDP incast completes every flow with every byte delivered in
 //! order and retransmissions counted; without it, loss stays visible.
 
-use pisanet::{run_toml, RunOutput};
-use std::path::PathBuf;
+mod common;
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("pisanet-gbn-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+use pisanet::{run_toml, RunOutput};
+
+fn tmpdir(name: &str) -> std::path::PathBuf {
+    common::tmpdir("gbn", name)
 }
 
 /// A 2 x 2 leaf-spine (hosts 0, 1 under leaf0; 2, 3 under leaf1), 10 Gb/s,
 /// 1 us links, small buffers.
-const SMALL: &str = r#"
-[topology]
-kind = "leaf_spine"
-leaves = 2
-spines = 2
-hosts_per_leaf = 2
-host_link_gbps = 10.0
-fabric_link_gbps = 10.0
-link_delay_us = 1.0
-buffer_kb = 60
-ecn_threshold_kb = 30
-"#;
+const SMALL: &str = small_leaf_spine!(60, 30);
 
 fn run(name: &str, extra: &str, flows: &str, sets: &[&str]) -> RunOutput {
-    let d = tmpdir(name);
-    std::fs::write(d.join("flows.csv"), flows).unwrap();
-    let o: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    let text = format!("{SMALL}\n{extra}\n[workload]\npattern = \"file\"\nfile = \"flows.csv\"\n");
-    run_toml(&text, Some(&d), &o, &mut |_| true).unwrap_or_else(|e| panic!("run failed: {e}"))
+    common::run_flows("gbn", name, &format!("{SMALL}\n{extra}"), flows, sets)
 }
 
 /// Three senders at 4 Gb/s each into host 3's 10 Gb/s link (overflowing

@@ -2,30 +2,14 @@
 //! TCP and UDP, rate-based UDP, UDP loss and drain, flow groups, goodput
 //! series, one-way delay, RTT, deadlines and fairness.
 
+mod common;
+
 use pisanet::{run_toml, RunOutput};
 use pisanet_engine::{BitRate, SimTime};
 use pisanet_net::packet::Packet;
-use std::path::PathBuf;
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("pisanet-hosts-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 /// A 2 x 2 leaf-spine (hosts 0, 1 under leaf0; 2, 3 under leaf1), 10 Gb/s, 1 us links.
-const SMALL: &str = r#"
-[topology]
-kind = "leaf_spine"
-leaves = 2
-spines = 2
-hosts_per_leaf = 2
-host_link_gbps = 10.0
-fabric_link_gbps = 10.0
-link_delay_us = 1.0
-buffer_kb = 200
-ecn_threshold_kb = 65
-"#;
+const SMALL: &str = small_leaf_spine!(200, 65);
 
 /// Runs the flow list `flows` on SMALL plus `extra` TOML and `sets`.
 fn run_flows(name: &str, extra: &str, flows: &str, sets: &[&str]) -> RunOutput {
@@ -38,11 +22,7 @@ fn try_flows(
     flows: &str,
     sets: &[&str],
 ) -> Result<RunOutput, pisanet::Error> {
-    let d = tmpdir(name);
-    std::fs::write(d.join("flows.csv"), flows).unwrap();
-    let o: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    let text = format!("{SMALL}\n{extra}\n[workload]\npattern = \"file\"\nfile = \"flows.csv\"\n");
-    run_toml(&text, Some(&d), &o, &mut |_| true)
+    common::try_flows("hosts", name, &format!("{SMALL}\n{extra}"), flows, sets)
 }
 
 /// Goodput bytes per flow, summed over the series.

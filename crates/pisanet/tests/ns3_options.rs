@@ -1,16 +1,15 @@
 //! The options that select ns-3's behaviour (docs/model.md; issue 19's
 //! cross-check): `topology.buffer_pkts`, `transport.handshake`,
-//! `transport.limited_transmit` and `transport.rto_granularity_us`.
+//! `transport.limited_transmit`, `transport.rto_granularity_us`,
+//! `transport.cwr_ignores_dupacks`, `transport.rtt_every_ack` and
+//! `transport.ts_clock_us`.
 
-use pisanet::{run_toml, RunOutput};
-use std::path::PathBuf;
+mod common;
 
-fn run_flows(name: &str, flows: &str, sets: &[&str]) -> RunOutput {
-    let d: PathBuf =
-        std::env::temp_dir().join(format!("pisanet-ns3opt-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    std::fs::write(d.join("flows.csv"), flows).unwrap();
-    let text = r#"
+use pisanet::RunOutput;
+
+/// A 2 x 1 leaf-spine with 4 hosts per leaf (10 Gb/s, 1 us links), NewReno.
+const CFG: &str = r#"
 [topology]
 kind = "leaf_spine"
 leaves = 2
@@ -20,12 +19,10 @@ link_delay_us = 1.0
 buffer_kb = 200
 [transport]
 kind = "newreno"
-[workload]
-pattern = "file"
-file = "flows.csv"
 "#;
-    let o: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    run_toml(text, Some(&d), &o, &mut |_| true).unwrap_or_else(|e| panic!("run failed: {e}"))
+
+fn run_flows(name: &str, flows: &str, sets: &[&str]) -> RunOutput {
+    common::run_flows("ns3opt", name, CFG, flows, sets)
 }
 
 fn n(v: &serde_json::Value, path: &str) -> f64 {
@@ -167,4 +164,31 @@ fn cwr_ignores_dupacks_turns_dctcp_incast_losses_into_timeouts() {
         mean(&ns3),
         mean(&linux)
     );
+}
+
+#[test]
+fn rtt_every_ack_with_ns3_timestamps_gives_whole_millisecond_samples() {
+    let stats = "metrics.flow_stats=true";
+    let exact = run_flows("rtt-exact", INCAST, &[stats]);
+    let ns3 = run_flows(
+        "rtt-ms",
+        INCAST,
+        &[
+            stats,
+            "transport.rtt_every_ack=true",
+            "transport.ts_clock_us=1000",
+        ],
+    );
+    assert!(ns3.summary["conservation_ok"].as_bool().unwrap());
+    // pisanet's clock: the queue's RTTs, not whole milliseconds.
+    assert!(exact
+        .flows
+        .rtt_max_us
+        .iter()
+        .all(|&r| r > 1.0 && r % 1000.0 != 0.0));
+    // ns-3's millisecond timestamps: every sample is 1 us (within one
+    // millisecond) or whole milliseconds, so the largest is one of them.
+    for &r in &ns3.flows.rtt_max_us {
+        assert!(r == 1.0 || (r >= 1000.0 && r % 1000.0 == 0.0), "{r}");
+    }
 }

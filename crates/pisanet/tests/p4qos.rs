@@ -135,3 +135,58 @@ fn every_qos_scheme_runs_clean_with_drifting_clocks() {
         );
     }
 }
+
+#[test]
+fn the_multi_bottleneck_configs_run_at_both_scales_with_every_backoff() {
+    // Fig. 2b at the paper's scale and at data-center scale (every time
+    // /1000), as experiments/p4qos/run.py runs them: each back-off sends
+    // updates, and fixed sends fewer than none.
+    for (file, ms) in [
+        ("multi_bottleneck.toml", "3000"),
+        ("multi_bottleneck_dc.toml", "3"),
+    ] {
+        let text = std::fs::read_to_string(dir().join(file)).unwrap();
+        let mut sent = Vec::new();
+        for backoff in ["none", "fixed", "adaptive"] {
+            let o = run_toml(
+                &text,
+                Some(&dir()),
+                &[
+                    format!("run.max_sim_time_ms={ms}"),
+                    format!("scheme.p4qos.backoff={backoff}"),
+                ],
+                &mut |_| true,
+            )
+            .unwrap_or_else(|e| panic!("{file} {backoff}: {e}"));
+            assert!(counter(&o, "qos_llep_replies") > 0, "{file} {backoff}");
+            sent.push(counter(&o, "p4qos_target_updates"));
+        }
+        eprintln!("{file}: target updates none, fixed, adaptive = {sent:?}");
+        assert!(sent.iter().all(|&n| n > 0), "{file}: {sent:?}");
+        assert!(sent[1] * 10 < sent[0], "{file}: {sent:?}");
+    }
+}
+
+#[test]
+fn interval_reset_is_read_only_by_interval_p4qos() {
+    let text = std::fs::read_to_string(dir().join("single_bottleneck.toml")).unwrap();
+    let sets = |kind: &str| {
+        vec![
+            format!("scheme.kind={kind}"),
+            "scheme.p4qos.interval_reset=quiet_interval".to_string(),
+            "run.max_sim_time_ms=200".to_string(),
+        ]
+    };
+    let err = run_toml(&text, Some(&dir()), &sets("p4qos"), &mut |_| true)
+        .map(|_| ())
+        .expect_err("refused with scheme.kind = p4qos");
+    let msg = err.to_string();
+    assert!(
+        msg.contains(
+            "scheme.p4qos.interval_reset: is read only when scheme.kind = \"p4qos_interval\""
+        ),
+        "{msg}"
+    );
+    run_toml(&text, Some(&dir()), &sets("p4qos_interval"), &mut |_| true)
+        .unwrap_or_else(|e| panic!("p4qos_interval: {e}"));
+}

@@ -3,13 +3,12 @@
 //! determinism. Scenarios are custom topologies with flow lists and UDP
 //! senders at line rate (the simplest senders that overload a port).
 
-use pisanet::{run_toml, ErrorKind, RunOutput};
-use std::path::PathBuf;
+mod common;
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("pisanet-pfc-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+use pisanet::{run_toml, ErrorKind, RunOutput};
+
+fn tmpdir(name: &str) -> std::path::PathBuf {
+    common::tmpdir("pfc", name)
 }
 
 /// Runs a custom topology `topo` with the flow list `flows` and `extra`

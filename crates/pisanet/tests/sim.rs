@@ -1,13 +1,12 @@
 //! End-to-end checks of the simulator through its public API: TCP on real
 //! paths, invariants, determinism and bad input.
 
-use pisanet::{run_toml, ErrorKind, RunOutput};
-use std::path::PathBuf;
+mod common;
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("pisanet-test-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+use pisanet::{run_toml, ErrorKind, RunOutput};
+
+fn tmpdir(name: &str) -> std::path::PathBuf {
+    common::tmpdir("sim", name)
 }
 
 fn run(cfg: &str, sets: &[&str]) -> RunOutput {
@@ -17,27 +16,13 @@ fn run(cfg: &str, sets: &[&str]) -> RunOutput {
 
 /// Runs `flows` (CSV rows "start_us,src,dst,bytes") on a config.
 fn run_flows(name: &str, cfg: &str, flows: &str, sets: &[&str]) -> RunOutput {
-    let d = tmpdir(name);
-    std::fs::write(d.join("flows.csv"), flows).unwrap();
-    let o: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    let text = format!("{cfg}\n[workload]\npattern = \"file\"\nfile = \"flows.csv\"\n");
-    run_toml(&text, Some(&d), &o, &mut |_| true).unwrap_or_else(|e| panic!("run failed: {e}"))
+    common::run_flows("sim", name, cfg, flows, sets)
 }
 
-const SMALL: &str = r#"
-[topology]
-kind = "leaf_spine"
-leaves = 2
-spines = 2
-hosts_per_leaf = 2
-host_link_gbps = 10.0
-fabric_link_gbps = 10.0
-link_delay_us = 1.0
-buffer_kb = 200
-ecn_threshold_kb = 65
-[transport]
-kind = "dctcp"
-"#;
+const SMALL: &str = concat!(
+    small_leaf_spine!(200, 65),
+    "[transport]\nkind = \"dctcp\"\n"
+);
 
 fn f64_at(v: &serde_json::Value, path: &str) -> f64 {
     path.split('.')
@@ -348,6 +333,74 @@ links = [
         e.message.starts_with("topology.file") && e.message.contains("disconnected"),
         "{}",
         e.message
+    );
+}
+
+#[test]
+fn custom_topology_links_default_to_the_topology_keys() {
+    // A link without `gbps` / `delay_us` takes topology.host_link_gbps or
+    // fabric_link_gbps (by whether a host is at an end) and link_delay_us.
+    let d = tmpdir("custom_defaults");
+    let nodes = r#"nodes = [
+  { name = "a", kind = "host" }, { name = "b", kind = "host" },
+  { name = "s1", kind = "switch" }, { name = "s2", kind = "switch" },
+]
+"#;
+    std::fs::write(
+        d.join("explicit.toml"),
+        format!(
+            "{nodes}links = [{{ a = \"a\", b = \"s1\", gbps = 10, delay_us = 3 }}, \
+             {{ a = \"b\", b = \"s2\", gbps = 10, delay_us = 3 }}, \
+             {{ a = \"s1\", b = \"s2\", gbps = 40, delay_us = 3 }}]\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("implicit.toml"),
+        format!(
+            "{nodes}links = [{{ a = \"a\", b = \"s1\" }}, {{ a = \"b\", b = \"s2\" }}, \
+             {{ a = \"s1\", b = \"s2\" }}]\n"
+        ),
+    )
+    .unwrap();
+    let cfg = "[topology]\nkind = \"custom\"\nfile = \"explicit.toml\"\n\
+               [workload]\nflows = 20\nload = 0.3\n";
+    let explicit = run_toml(cfg, Some(&d), &[], &mut |_| true).unwrap();
+    let implicit = |sets: &[&str]| {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        run_toml(
+            &cfg.replace("explicit.toml", "implicit.toml"),
+            Some(&d),
+            &sets,
+            &mut |_| true,
+        )
+    };
+    let same = implicit(&[
+        "topology.host_link_gbps=10",
+        "topology.fabric_link_gbps=40",
+        "topology.link_delay_us=3",
+    ])
+    .unwrap();
+    assert_eq!(explicit.summary["digest"], same.summary["digest"]);
+    // The defaults are read, not ignored: another delay is another run.
+    let other = implicit(&["topology.fabric_link_gbps=40"]).unwrap();
+    assert_ne!(explicit.summary["digest"], other.summary["digest"]);
+    std::fs::write(
+        d.join("bad_rate.toml"),
+        format!("{nodes}links = [{{ a = \"a\", b = \"s1\", gbps = 0 }}, {{ a = \"b\", b = \"s2\" }}, {{ a = \"s1\", b = \"s2\" }}]\n"),
+    )
+    .unwrap();
+    let e = run_toml(
+        &cfg.replace("explicit.toml", "bad_rate.toml"),
+        Some(&d),
+        &[],
+        &mut |_| true,
+    )
+    .err()
+    .unwrap();
+    assert_eq!(
+        e.message,
+        "topology.file (bad_rate.toml): links[0].gbps: must be in [1e-6, 100000] Gb/s, got 0"
     );
 }
 

@@ -3,36 +3,16 @@
 //! conservation, exactly-once in-order delivery), and the application rate
 //! cap.
 
-use pisanet::{run_toml, RunOutput};
-use std::path::PathBuf;
+mod common;
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("pisanet-tcpf-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use pisanet::RunOutput;
 
 /// Runs `flows` (CSV rows "start_us,src,dst,bytes") on SMALL with `sets`.
 fn run_flows(name: &str, flows: &str, sets: &[&str]) -> RunOutput {
-    let d = tmpdir(name);
-    std::fs::write(d.join("flows.csv"), flows).unwrap();
-    let o: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    let text = format!("{SMALL}\n[workload]\npattern = \"file\"\nfile = \"flows.csv\"\n");
-    run_toml(&text, Some(&d), &o, &mut |_| true).unwrap_or_else(|e| panic!("run failed: {e}"))
+    common::run_flows("tcpf", name, SMALL, flows, sets)
 }
 
-const SMALL: &str = r#"
-[topology]
-kind = "leaf_spine"
-leaves = 2
-spines = 2
-hosts_per_leaf = 2
-host_link_gbps = 10.0
-fabric_link_gbps = 10.0
-link_delay_us = 1.0
-buffer_kb = 100
-ecn_threshold_kb = 30
-"#;
+const SMALL: &str = small_leaf_spine!(100, 30);
 
 const FLOWS: &str = "0,0,2,3000000\n10,1,3,2000000\n20,3,0,1000000\n30,2,1,1000000\n";
 

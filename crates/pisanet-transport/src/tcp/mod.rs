@@ -175,6 +175,46 @@ pub struct TcpConfig {
     /// window reductions, not loss recovery. Default false. See
     /// docs/model.md, "Hosts".
     pub cwr_ignores_dupacks: bool,
+    /// RTT samples from every ACK that acknowledges new data, as ns-3 and
+    /// Linux take them, instead of one timed segment per round trip (RFC
+    /// 6298 section 3's minimum, the model before this option). A sample
+    /// is taken when the oldest segment the ACK covers was never
+    /// retransmitted (Karn's rule; ns-3's `m_history` front, Linux's
+    /// `FLAG_RETRANS_DATA_ACKED`), and measures from the send of the
+    /// newest segment the ACK covers (the one whose timestamp the receiver
+    /// echoes, RFC 7323 section 4.3). Default false. See docs/model.md,
+    /// "Hosts".
+    pub rtt_every_ack: bool,
+    /// ns-3's EnterCwr from fast recovery: with `cwr_ignores_dupacks`, an
+    /// ACK of new data carrying ECE during NewReno fast recovery (DCTCP,
+    /// or classic `ecn`) ends the recovery and enters CA_CWR instead:
+    /// ssthresh = the controller's ECN reduction of the recovery's window
+    /// (DCTCP: (1 - alpha / 2) x ssthresh; classic: half the flight),
+    /// cwnd = ssthresh, and the rest of the losses wait for the RTO, since
+    /// CA_CWR neither resends on partial ACKs nor counts duplicate ACKs.
+    /// ns-3 3.44 does this (`TcpSocketBase::ReceivedAck` calls `EnterCwr`
+    /// whenever the state is not CA_CWR); Linux does not (`tcp_try_to_open`
+    /// / `tcp_enter_cwr` only from CA_Open or CA_Disorder, and RFC 3168
+    /// section 6.1.2 treats a loss response as the window's reduction).
+    /// Without SACK only. Default false. See docs/model.md, "Hosts".
+    pub ece_ends_recovery: bool,
+    /// DCTCP: a duplicate ACK counts as one MSS acknowledged in alpha's
+    /// estimate (RFC 8257 section 3.3's BytesAcked), and as one MSS marked
+    /// when it carries ECE, as Linux 4.x (`dctcp_update_alpha`: "count
+    /// dupack as MSS size") and ns-3 3.44 (`ProcessAck` calls
+    /// `PktsAcked(1)` on a duplicate ACK; `TcpDctcp::PktsAcked` counts it)
+    /// do. Default false: only newly acknowledged bytes count (RFC 8257).
+    /// See docs/model.md, "Hosts".
+    pub dctcp_dupack_bytes: bool,
+    /// With `rtt_every_ack`, the tick of the TCP timestamp clock the
+    /// samples are read from: a sample is (ticks at the ACK - ticks at the
+    /// echoed send) x tick, a zero difference counting as 1 us, as ns-3
+    /// 3.44 does (`TcpOptionTS::NowToTsValue` counts milliseconds;
+    /// `TcpSocketBase::EstimateRtt` turns a zero sample into 1 us). Zero
+    /// (default): the simulator's own clock (Linux times samples in
+    /// microseconds, `tcp_clean_rtx_queue`).
+    #[serde(with = "sim_time_ps")]
+    pub ts_clock: SimTime,
     /// Application rate cap (iperf3 `-b`): a token bucket in the sender
     /// lets new payload bytes leave at most at this rate (bits/s) with a
     /// burst of `app_burst_bytes`. `None` (default): no cap. Range > 0.
@@ -203,6 +243,10 @@ impl Default for TcpConfig {
             sack: false,
             rto_granularity: SimTime::ZERO,
             cwr_ignores_dupacks: false,
+            rtt_every_ack: false,
+            ece_ends_recovery: false,
+            dctcp_dupack_bytes: false,
+            ts_clock: SimTime::ZERO,
             app_rate_bps: None,
             app_burst_bytes: 0,
         }

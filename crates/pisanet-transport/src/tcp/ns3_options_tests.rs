@@ -184,3 +184,199 @@ fn cwr_ignores_dupacks_defers_fast_retransmit_past_the_cut_window() {
         }
     }
 }
+
+/// `TcpConfig::rtt_every_ack`: one RTT sample per ACK of new data instead
+/// of one timed segment per round trip.
+#[test]
+fn rtt_every_ack_takes_a_sample_from_each_ack() {
+    use super::test_util::ack_pkt;
+    for every in [false, true] {
+        let c = TcpConfig {
+            rtt_every_ack: every,
+            init_cwnd_segments: 4,
+            ..cfg(false)
+        };
+        let mut tx = TcpSender::new(&c, ends(), 20 * MSS);
+        let mut out = Vec::new();
+        tx.on_start(SimTime::ZERO, &mut out);
+        assert_eq!(segs(&out).len(), 4);
+        for i in 1..=4 {
+            tx.on_packet(
+                us(10 + i),
+                &ack_pkt(i * MSS, c.rwnd_bytes, false),
+                &mut Vec::new(),
+            );
+        }
+        let (n, last) = tx.rtt_samples();
+        if every {
+            // Each ACK times the segment it acknowledges (sent at 0).
+            assert_eq!((n, last), (4, us(14)));
+        } else {
+            // The first segment only; the next probe went out at 11 us.
+            assert_eq!((n, last), (1, us(11)));
+        }
+    }
+}
+
+/// `TcpConfig::ts_clock`: samples read from a millisecond timestamp clock,
+/// as ns-3 does (`TcpOptionTS`): whole ticks, zero counted as 1 us.
+#[test]
+fn ts_clock_quantises_samples_as_ns3_timestamps() {
+    use super::test_util::ack_pkt;
+    for tick_us in [0, 1000] {
+        let c = TcpConfig {
+            rtt_every_ack: true,
+            ts_clock: us(tick_us),
+            init_cwnd_segments: 4,
+            ..cfg(false)
+        };
+        let mut tx = TcpSender::new(&c, ends(), 20 * MSS);
+        let mut out = Vec::new();
+        let t0 = us(990);
+        tx.on_start(t0, &mut out);
+        // Within the same millisecond: a sample of 0 ticks.
+        tx.on_packet(us(995), &ack_pkt(MSS, c.rwnd_bytes, false), &mut Vec::new());
+        let first = tx.rtt_samples().1;
+        // Across the millisecond boundary: one tick.
+        tx.on_packet(
+            us(1002),
+            &ack_pkt(2 * MSS, c.rwnd_bytes, false),
+            &mut Vec::new(),
+        );
+        let second = tx.rtt_samples().1;
+        if tick_us == 0 {
+            assert_eq!((first, second), (us(5), us(12)));
+        } else {
+            assert_eq!((first, second), (us(1), SimTime::from_ms(1)));
+            // SRTT follows: 7/8 * 1 us + 1/8 * 1 ms.
+            assert_eq!(
+                tx.stats().srtt,
+                Some(SimTime((7 * us(1).ps() + SimTime::from_ms(1).ps()) / 8))
+            );
+        }
+    }
+}
+
+/// Karn's rule with `rtt_every_ack`: an ACK whose oldest covered segment
+/// was resent gives no sample; the next ACK of never-resent data does.
+#[test]
+fn rtt_every_ack_skips_acks_of_retransmitted_data() {
+    use super::test_util::ack_pkt;
+    let c = TcpConfig {
+        rtt_every_ack: true,
+        init_cwnd_segments: 6,
+        ..cfg(false)
+    };
+    let mut tx = TcpSender::new(&c, ends(), 40 * MSS);
+    let mut out = Vec::new();
+    tx.on_start(SimTime::ZERO, &mut out);
+    let w = c.rwnd_bytes;
+    // Segment 0 lost: three duplicate ACKs, fast retransmit.
+    let mut o = Vec::new();
+    for i in 0..3 {
+        tx.on_packet(us(10 + i), &ack_pkt(0, w, false), &mut o);
+    }
+    assert_eq!(tx.stats().fast_retransmits, 1);
+    assert_eq!(tx.rtt_samples().0, 0);
+    // The resend fills the hole: the ACK covers segment 0 (resent) and
+    // 1..5 (sent once): no sample.
+    let mut o = Vec::new();
+    tx.on_packet(us(30), &ack_pkt(6 * MSS, w, false), &mut o);
+    assert_eq!(tx.rtt_samples().0, 0);
+    // Segments sent after the loss are timed again.
+    let next = segs(&o);
+    assert!(!next.is_empty());
+    let (seq, len) = next[0];
+    tx.on_packet(
+        us(45),
+        &ack_pkt(seq + u64::from(len), w, false),
+        &mut Vec::new(),
+    );
+    assert_eq!(tx.rtt_samples(), (1, us(15)));
+}
+
+/// `TcpConfig::ece_ends_recovery`: in ns-3 an ECE on a partial ACK ends
+/// fast recovery (EnterCwr): the next hole is not resent and the window is
+/// cut again; off (Linux), the partial ACK resends the next hole.
+#[test]
+fn ece_on_a_partial_ack_ends_recovery_only_with_the_option() {
+    use super::test_util::ack_pkt;
+    use super::CcKind;
+    for ns3 in [false, true] {
+        let c = TcpConfig {
+            cc: CcKind::Dctcp { g_shift: 4 },
+            cwr_ignores_dupacks: true,
+            ece_ends_recovery: ns3,
+            init_cwnd_segments: 10,
+            ..cfg(false)
+        };
+        let mut tx = TcpSender::new(&c, ends(), 40 * MSS);
+        let mut out = Vec::new();
+        tx.on_start(SimTime::ZERO, &mut out);
+        let w = c.rwnd_bytes;
+        // Segments 0 and 2 lost: duplicate ACKs of 0 from 1, 3, 4.
+        let mut o = Vec::new();
+        for i in 0..3 {
+            tx.on_packet(us(10 + i), &ack_pkt(0, w, false), &mut o);
+        }
+        assert_eq!(tx.stats().fast_retransmits, 1);
+        let ssthresh = tx.stats().ssthresh_bytes;
+        // The resent segment 0 arrives: a partial ACK of 2 * MSS, with ECE.
+        let mut o = Vec::new();
+        tx.on_packet(us(30), &ack_pkt(2 * MSS, w, true), &mut o);
+        let resent_hole = segs(&o).contains(&(2 * MSS, MSS as u32));
+        if ns3 {
+            assert!(!resent_hole, "{:?}", segs(&o));
+            assert_eq!(tx.stats().ecn_cuts, 1);
+            // alpha is 1 at the start: (1 - 1/2) x the recovery's ssthresh.
+            assert_eq!(tx.stats().ssthresh_bytes, ssthresh / 2);
+            assert_eq!(tx.stats().cwnd_bytes, ssthresh / 2);
+            // CA_CWR: later duplicate ACKs start no new recovery.
+            for i in 0..3 {
+                tx.on_packet(us(31 + i), &ack_pkt(2 * MSS, w, false), &mut Vec::new());
+            }
+            assert_eq!(tx.stats().fast_retransmits, 1);
+        } else {
+            assert!(resent_hole, "{:?}", segs(&o));
+            assert_eq!(tx.stats().ecn_cuts, 0);
+        }
+    }
+}
+
+/// `TcpConfig::dctcp_dupack_bytes`: duplicate ACKs count in DCTCP's alpha
+/// (one MSS each, marked with ECE), as in Linux and ns-3; off, only newly
+/// acknowledged bytes do (RFC 8257).
+#[test]
+fn dctcp_dupack_bytes_counts_marked_duplicate_acks_in_alpha() {
+    use super::test_util::ack_pkt;
+    use super::CcKind;
+    let mut alphas = Vec::new();
+    for on in [false, true] {
+        let c = TcpConfig {
+            cc: CcKind::Dctcp { g_shift: 4 },
+            dctcp_dupack_bytes: on,
+            init_cwnd_segments: 10,
+            ..cfg(false)
+        };
+        let mut tx = TcpSender::new(&c, ends(), 40 * MSS);
+        tx.on_start(SimTime::ZERO, &mut Vec::new());
+        let w = c.rwnd_bytes;
+        // The first ACK ends the first observation window: alpha = 15/16.
+        tx.on_packet(us(10), &ack_pkt(MSS, w, false), &mut Vec::new());
+        // Two duplicate ACKs with ECE, then an unmarked ACK of 10 more
+        // segments, past the window's end (10 MSS sent then).
+        for i in 0..2 {
+            tx.on_packet(us(11 + i), &ack_pkt(MSS, w, true), &mut Vec::new());
+        }
+        tx.on_packet(us(20), &ack_pkt(11 * MSS, w, false), &mut Vec::new());
+        alphas.push(tx.stats().dctcp_alpha.unwrap());
+    }
+    let a0 = 15.0 / 16.0;
+    // Off: F = 0 of 10 MSS. On: F = 2 of 12 MSS.
+    assert!((alphas[0] - a0 * a0).abs() < 1e-12, "{alphas:?}");
+    let f: f64 = 2.0 / 12.0;
+    assert!(
+        (alphas[1] - (a0 * a0 + f / 16.0)).abs() < 1e-12,
+        "{alphas:?}"
+    );
+}

@@ -40,6 +40,7 @@ use super::scoreboard::Scoreboard;
 use super::{build_packet, CcKind, FlowEnds, SegmentSpec, TcpConfig};
 use pisanet_engine::SimTime;
 use pisanet_net::packet::{tcp_flags, Ecn, Packet};
+use std::collections::VecDeque;
 
 /// Scaled credit of the application token bucket: bytes * 8 * 10^12
 /// (bit-picoseconds), so that refills at a rate in bits/s over picoseconds
@@ -152,6 +153,11 @@ pub struct TcpSender {
     una_resent_by_timer: bool,
     /// The segment being timed: (end of its bytes, when it was sent).
     rtt_probe: Option<(u64, SimTime)>,
+    /// `TcpConfig::rtt_every_ack`: every segment sent and not yet
+    /// acknowledged, in sequence order (`None` when the option is off).
+    sent_log: Option<VecDeque<SentSeg>>,
+    /// `TcpConfig::ts_clock` (zero: the simulator's clock).
+    ts_clock: SimTime,
     /// RTO or persist deadline.
     timer: Option<SimTime>,
     /// Set CWR on the next new data segment (RFC 3168 section 6.1.2).
@@ -185,6 +191,10 @@ pub struct TcpSender {
     /// `None` when the option is off or no such reduction is pending.
     ns3_cwr_until: Option<u64>,
     cwr_ignores_dupacks: bool,
+    /// `TcpConfig::ece_ends_recovery` (with `cwr_ignores_dupacks`).
+    ece_ends_recovery: bool,
+    /// `TcpConfig::dctcp_dupack_bytes`.
+    dctcp_dupack_bytes: bool,
     /// Bytes above cwnd that limited transmit lets out now: one SMSS per
     /// duplicate ACK below the threshold; 0 once recovery starts or new
     /// data is acknowledged.
@@ -261,6 +271,8 @@ impl TcpSender {
             first_partial_ack: false,
             una_resent_by_timer: false,
             rtt_probe: None,
+            sent_log: cfg.rtt_every_ack.then(VecDeque::new),
+            ts_clock: cfg.ts_clock,
             timer: None,
             cwr_pending: false,
             send_budget: u64::MAX,
@@ -274,6 +286,8 @@ impl TcpSender {
             limited_transmit: cfg.limited_transmit,
             ns3_cwr_until: None,
             cwr_ignores_dupacks: cfg.cwr_ignores_dupacks,
+            ece_ends_recovery: cfg.ece_ends_recovery && cfg.cwr_ignores_dupacks,
+            dctcp_dupack_bytes: cfg.dctcp_dupack_bytes,
             lt_allowance: 0,
             syn_sent: None,
             classic_ecn: cfg.ecn && !matches!(cfg.cc, CcKind::Dctcp { .. }),
@@ -369,7 +383,8 @@ impl TcpSender {
             // Karn's rule: only a SYN sent once gives a sample. Linux takes
             // it (the SYN is on its retransmission queue, `tcp_ack` ->
             // `tcp_clean_rtx_queue`).
-            self.rto.on_sample(now.saturating_sub(sent));
+            let r = self.rtt_sample(sent, now);
+            self.rto.on_sample(r);
         }
         // NOTE: no separate third-handshake ACK: the first data segment
         // carries it (Linux and ns-3 send a 64 B pure ACK first).
@@ -416,6 +431,9 @@ impl TcpSender {
                 self.last_window = tcp.window;
             }
             if is_dup {
+                if self.dctcp_dupack_bytes {
+                    self.cc.on_dup_ack(ece, self.mss);
+                }
                 self.on_dup_ack(now, ack, out);
             }
         } else {
@@ -688,7 +706,16 @@ impl TcpSender {
                 self.rtt_probe = None;
             }
         }
+        self.sample_every_ack(now, ack);
 
+        if self.in_recovery && ece && self.ece_ends_recovery && self.data_ecn != Ecn::NotEct {
+            self.ns3_enter_cwr_from_recovery();
+            // This ACK is CA_CWR's: no resend, no growth (ns-3
+            // `ProcessAck`: PktsAcked and the recovery's DoRecovery only).
+            self.after_new_ack(now, acked, ece, true);
+            self.finish_new_ack(now, true);
+            return;
+        }
         let was_in_recovery = self.in_recovery;
         let mut restart_timer = true;
         if self.in_recovery {
@@ -721,7 +748,11 @@ impl TcpSender {
         }
 
         self.after_new_ack(now, acked, ece, was_in_recovery);
+        self.finish_new_ack(now, restart_timer);
+    }
 
+    /// Completion and the retransmission timer after a new ACK.
+    fn finish_new_ack(&mut self, now: SimTime, restart_timer: bool) {
         if self.is_complete() {
             if self.completed_at.is_none() {
                 self.completed_at = Some(now);
@@ -734,6 +765,30 @@ impl TcpSender {
             // RFC 6298 (5.3): new data acked, restart the timer.
             self.timer = Some(now + self.rto.rto());
         }
+    }
+
+    /// `ece_ends_recovery`: ns-3 3.44's `ReceivedAck` calls `EnterCwr` on
+    /// an ECE of new data in any state but CA_CWR, fast recovery included:
+    /// ssthresh = the controller's `GetSsThresh` from the recovery's cwnd
+    /// (classic recovery keeps `m_cWnd` = ssthresh; the inflation is in
+    /// the pipe), cwnd = ssthresh (`TcpClassicRecovery::EnterRecovery`),
+    /// m_recover = the highest byte sent; the recovery is over.
+    fn ns3_enter_cwr_from_recovery(&mut self) {
+        let base = self.win.ssthresh;
+        let target = match self.cc.alpha() {
+            // `TcpDctcp::GetSsThresh`: (1 - alpha / 2) x cwnd.
+            Some(alpha) => (base as f64 * (1.0 - alpha / 2.0)) as u64,
+            // `TcpLinuxReno::GetSsThresh`: max(2 SMSS, flight / 2).
+            None => (self.snd_max - self.snd_una) / 2,
+        };
+        self.win.ssthresh = target.max(2 * self.mss);
+        self.win.cwnd = self.win.ssthresh;
+        self.win.ca_bytes_acked = 0;
+        self.in_recovery = false;
+        self.recover = Some(self.snd_max);
+        self.ecn_cuts += 1;
+        self.cwr_pending = true;
+        self.ns3_cwr_until = Some(self.snd_max);
     }
 
     /// The congestion controller's view of an ACK that acknowledged
@@ -833,6 +888,7 @@ impl TcpSender {
                     self.rtt_probe = None;
                 }
             }
+            self.sample_every_ack(now, ack);
         }
         // RFC 6675 section 5: update the scoreboard from every ACK; one
         // that SACKs new bytes is a duplicate acknowledgment (section 2).
@@ -842,6 +898,9 @@ impl TcpSender {
         let dup = news && pure && self.snd_max > self.snd_una;
         if dup {
             self.dup_acks += 1;
+            if self.dctcp_dupack_bytes {
+                self.cc.on_dup_ack(ece, self.mss);
+            }
         }
 
         if self.in_recovery {
@@ -953,7 +1012,7 @@ impl TcpSender {
             let Some((seq, len, rescue)) = self.next_seg(now, &mut app_blocked) else {
                 break;
             };
-            if seq >= self.snd_max && self.rtt_probe.is_none() {
+            if seq >= self.snd_max && self.rtt_probe.is_none() && self.sent_log.is_none() {
                 self.rtt_probe = Some((seq + len, now));
             }
             self.emit_data(now, seq, len, out);
@@ -1151,7 +1210,7 @@ impl TcpSender {
                 break;
             }
             let seq = self.snd_nxt;
-            if seq >= self.snd_max && self.rtt_probe.is_none() {
+            if seq >= self.snd_max && self.rtt_probe.is_none() && self.sent_log.is_none() {
                 // RFC 6298 section 3: time one segment per round trip.
                 self.rtt_probe = Some((seq + len, now));
             }
@@ -1224,7 +1283,49 @@ impl TcpSender {
         self.mss.min(self.size.saturating_sub(seq))
     }
 
+    /// An RTT sample from a send at `sent` acknowledged at `now`: on the
+    /// simulator's clock, or with `ts_clock` as ns-3 reads its TCP
+    /// timestamps (`TcpOptionTS::ElapsedTimeFromTsValue`: whole ticks
+    /// between the echoed TSval and now; `TcpSocketBase::EstimateRtt`:
+    /// zero becomes 1 us).
+    fn rtt_sample(&self, sent: SimTime, now: SimTime) -> SimTime {
+        let tick = self.ts_clock.ps();
+        if tick == 0 || self.sent_log.is_none() {
+            return now.saturating_sub(sent);
+        }
+        let ticks = now.ps() / tick - sent.ps() / tick;
+        if ticks == 0 {
+            SimTime::from_us(1)
+        } else {
+            SimTime(ticks * tick)
+        }
+    }
+
+    /// `TcpConfig::rtt_every_ack`: the sample of an ACK that moved
+    /// `snd_una` to `ack` (ns-3 `TcpSocketBase::EstimateRtt`, Linux
+    /// `tcp_clean_rtx_queue`). Karn's rule on the oldest segment it
+    /// covers; timed from the newest one it covers in full, whose
+    /// timestamp the receiver echoes (RFC 7323 section 4.3: TS.Recent is
+    /// the last in-order segment's).
+    fn sample_every_ack(&mut self, now: SimTime, ack: u64) {
+        let Some(log) = &mut self.sent_log else {
+            return;
+        };
+        let valid = log.front().is_some_and(|s| !s.retx && s.end <= ack);
+        let mut echoed = None;
+        while log.front().is_some_and(|s| s.end <= ack) {
+            echoed = log.pop_front().map(|s| s.sent);
+        }
+        if let (true, Some(sent)) = (valid, echoed) {
+            let r = self.rtt_sample(sent, now);
+            self.rto.on_sample(r);
+        }
+    }
+
     fn emit_data(&mut self, now: SimTime, seq: u64, len: u64, out: &mut Vec<Packet>) {
+        if let Some(log) = &mut self.sent_log {
+            log_send(log, seq, len, self.snd_max, now);
+        }
         let mut flags = 0;
         if seq < self.snd_max {
             self.retransmitted += 1;
@@ -1269,3 +1370,48 @@ impl TcpSender {
 #[cfg(test)]
 #[path = "sender_tests.rs"]
 mod tests;
+
+/// One segment in `TcpSender::sent_log`: `[start, end)`, when it was last
+/// sent, and whether it was ever resent.
+#[derive(Clone, Copy, Debug)]
+struct SentSeg {
+    start: u64,
+    end: u64,
+    sent: SimTime,
+    retx: bool,
+}
+
+/// Records the send of `[seq, seq + len)` at `now` in `log` (in sequence
+/// order): new data (at or past `snd_max`) is appended; a resend marks
+/// every logged segment it overlaps as retransmitted and resent now (ns-3
+/// `TcpSocketBase::SendDataPacket` marks its `RttHistory` entry `retx`).
+fn log_send(log: &mut VecDeque<SentSeg>, seq: u64, len: u64, snd_max: u64, now: SimTime) {
+    let end = seq + len;
+    if seq >= snd_max {
+        log.push_back(SentSeg {
+            start: seq,
+            end,
+            sent: now,
+            retx: false,
+        });
+        return;
+    }
+    let first = log.partition_point(|s| s.end <= seq);
+    for s in log.iter_mut().skip(first) {
+        if s.start >= end {
+            break;
+        }
+        s.retx = true;
+        s.sent = now;
+    }
+    if end > snd_max {
+        // A resend that also carries new bytes (not sent by this model,
+        // which resends whole logged segments): log the new part.
+        log.push_back(SentSeg {
+            start: snd_max,
+            end,
+            sent: now,
+            retx: false,
+        });
+    }
+}

@@ -8,13 +8,13 @@
 //! its receiver has every byte sent, or when its sender has sent everything
 //! and the drain time has passed (docs/metrics.md, "UDP flows").
 
-use super::meter::FlowMeter;
+use super::meter::{FlowMeter, FlowStats};
 use super::*;
 use pisanet_transport::{CcKind, RateParams, RateReceiver, RateSender, ReactionKind};
 use pisanet_workload::Transport;
 
-/// What every flow leaves behind, kept for the results (small and
-/// fixed-size: optional measurement goes to the side table of `sim::meter`).
+/// A flow's record: kept in its `ActiveFlow` while it runs, then turned
+/// into its row of the flow table (`sim::records`) when it ends.
 #[derive(Clone, Copy, Debug)]
 pub struct FlowRecord {
     pub src: HostId,
@@ -121,6 +121,8 @@ pub(crate) enum Endpoints {
 
 /// The transport state of a flow still running (freed when it completes).
 pub(crate) struct ActiveFlow {
+    /// The flow's record, until it ends (`sim::records`).
+    pub(crate) rec: FlowRecord,
     pub(crate) ends: Endpoints,
     pub(crate) src_addr: u32,
     /// A duration-limited TCP flow: when its application closes it
@@ -276,11 +278,11 @@ impl World {
 
     pub(crate) fn start_flow(&mut self, now: SimTime, f: FlowSpec) {
         let id = f.id;
-        debug_assert_eq!(id as usize, self.flows.len());
+        debug_assert!(self.part.is_some() || u64::from(id) == self.records.started);
         let plan = self.plan(&f);
         let ideal = self.ideal_fct(&f, &plan);
         let prio = f.attrs.priority.unwrap_or(0);
-        self.flows.push(FlowRecord {
+        let rec = FlowRecord {
             src: f.src,
             dst: f.dst,
             bytes: f.bytes,
@@ -297,7 +299,7 @@ impl World {
             lost_bytes: 0,
             ideal,
             delivered: 0,
-        });
+        };
         let src_addr = self.topo.host_addr[f.src as usize];
         let dst_addr = self.topo.host_addr[f.dst as usize];
         // A persistent connection (client-server) reuses its 5-tuple.
@@ -365,12 +367,21 @@ impl World {
         let meter = self
             .meter
             .as_deref_mut()
-            .map(|m| m.new_flow(id, f.attrs.deadline));
+            .map(|m| m.new_flow(f.attrs.deadline));
         let close_at = match &ends_state {
             Endpoints::Tcp { .. } => f.attrs.duration.map(|d| now + d),
             Endpoints::Udp { .. } => None,
         };
+        if self.part.is_none() {
+            // Parallel mode: the partition keeps the record (sim/parallel.rs).
+            self.records.start(id);
+        }
+        let mut rec = rec;
+        if !out.is_empty() {
+            rec.first_sent = Some(now);
+        }
         self.active[id as usize] = Some(Box::new(ActiveFlow {
+            rec,
             ends: ends_state,
             src_addr,
             close_at,
@@ -385,9 +396,6 @@ impl World {
             meter,
         }));
         self.active_count += 1;
-        if !out.is_empty() {
-            self.flows[id as usize].first_sent = Some(now);
-        }
         self.send_from_host(now, f.src, &mut out);
         self.out = out;
         self.after_flow_event(now, id);
@@ -417,6 +425,14 @@ impl World {
         }
     }
 
+    /// [`Self::lose`] for packet `id` of the arena, which it frees.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn lose_id(&mut self, id: PktId) {
+        let pkt = self.arena.remove(id);
+        self.lose(&pkt);
+    }
+
     pub(crate) fn on_flow_timer(&mut self, now: SimTime, id: FlowId, sender: bool) {
         let Some(Some(af)) = self.active.get_mut(id as usize) else {
             return;
@@ -428,7 +444,7 @@ impl World {
             if af.tx_timer == Some(now) {
                 af.tx_timer = None;
             }
-            host = self.flows[id as usize].src;
+            host = af.rec.src;
             let budget = self
                 .tsq_bytes
                 .map(|limit| limit.saturating_sub(af.nic_bytes));
@@ -443,7 +459,7 @@ impl World {
                         af.close_at = None;
                         tx.close(now, &mut out);
                         rx.set_size(now, tx.size_bytes());
-                        self.flows[id as usize].bytes = tx.size_bytes();
+                        af.rec.bytes = tx.size_bytes();
                     }
                     tx.on_timer(now, &mut out);
                     af.tsq_blocked = tx.is_budget_blocked();
@@ -454,7 +470,7 @@ impl World {
             if af.rx_timer == Some(now) {
                 af.rx_timer = None;
             }
-            host = self.flows[id as usize].dst;
+            host = af.rec.dst;
             match &mut af.ends {
                 Endpoints::Tcp { rx, .. } => rx.on_timer(now, &mut out),
                 Endpoints::Udp { rx, .. } => {
@@ -491,7 +507,14 @@ impl World {
     /// unbounded, so its backlog is added).
     #[inline(never)]
     fn udp_done(&mut self, now: SimTime, id: FlowId) -> bool {
-        let p = &self.ports[self.port_base[self.flows[id as usize].src as usize] as usize];
+        let Some(Some(src)) = self
+            .active
+            .get(id as usize)
+            .map(|a| a.as_ref().map(|a| a.rec.src))
+        else {
+            return false;
+        };
+        let p = &self.ports[self.port_base[src as usize] as usize];
         let nic = p.busy_until.saturating_sub(now) + p.rate.tx_time(p.queue.bytes());
         // A NIC still holding packets (its backlog, or a PFC pause holding
         // it) has not let the flow's last datagram go: the drain has not
@@ -562,16 +585,18 @@ impl World {
     }
 
     pub(crate) fn complete_flow(&mut self, now: SimTime, id: FlowId) {
-        let mut af = self.active[id as usize].take().expect("active flow");
+        // The flow's whole state goes here; its row goes to the records.
+        let mut af = *self.active[id as usize].take().expect("active flow");
         self.active_count -= 1;
         self.completed += 1;
+        let mut stats = FlowStats::default();
         if let (Some(m), Some(fm)) = (self.meter.as_deref_mut(), af.meter.as_deref_mut()) {
             if let Endpoints::Tcp { tx, .. } = &af.ends {
                 fm.tcp = tcp_counters(tx);
             }
-            m.close(fm, id);
+            stats = m.close(fm, id).unwrap_or_default();
         }
-        let rec = &mut self.flows[id as usize];
+        let rec = &mut af.rec;
         rec.finish = Some(now);
         rec.reordered = af.reordered;
         match af.ends {
@@ -585,6 +610,7 @@ impl World {
                         // Parallel mode: the receiver's partition checks it
                         // at the end of the window (sim/parallel.rs).
                         part.done_remote.push(id);
+                        part.recs[id as usize] = *rec;
                         return;
                     }
                 }
@@ -622,6 +648,10 @@ impl World {
                 }
             }
         }
+        match self.part.as_deref_mut() {
+            Some(part) => part.recs[id as usize] = af.rec,
+            None => self.records.end(id, &af.rec, &stats),
+        }
     }
 
     /// A UDP flow's record: bytes are what the sender sent; loss is what
@@ -634,17 +664,19 @@ impl World {
     }
 
     /// Final accounting of flows still running at the end: their receivers
-    /// must not have seen a delivery error either.
+    /// must not have seen a delivery error either. Their rows go to the
+    /// records, in id order.
     pub fn check_unfinished(&mut self) {
         for (id, af) in self.active.iter_mut().enumerate() {
             let Some(af) = af else { continue };
+            let mut stats = FlowStats::default();
             if let (Some(m), Some(fm)) = (self.meter.as_deref_mut(), af.meter.as_deref_mut()) {
                 if let Endpoints::Tcp { tx, .. } = &af.ends {
                     fm.tcp = tcp_counters(tx);
                 }
-                m.close(fm, id as FlowId);
+                stats = m.close(fm, id as FlowId).unwrap_or_default();
             }
-            let rec = &mut self.flows[id];
+            let rec = &mut af.rec;
             match &af.ends {
                 Endpoints::Tcp { tx, rx } => {
                     if let Some(e) = rx.delivery_error() {
@@ -665,6 +697,10 @@ impl World {
                     }
                     rec.delivered = rx.received_bytes();
                 }
+            }
+            match self.part.as_deref_mut() {
+                Some(part) => part.recs[id] = af.rec,
+                None => self.records.end(id as FlowId, &af.rec, &stats),
             }
         }
     }

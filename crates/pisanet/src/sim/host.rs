@@ -94,7 +94,7 @@ impl World {
                 break;
             }
             sent = true;
-            let host = self.flows[id as usize].src;
+            let host = af.rec.src;
             self.queue_at_host(now, host, &mut out);
         }
         self.tsq_out = out;
@@ -104,7 +104,8 @@ impl World {
         }
     }
 
-    pub(crate) fn host_receive(&mut self, now: SimTime, host: HostId, pkt: Packet) {
+    pub(crate) fn host_receive(&mut self, now: SimTime, host: HostId, pkt_id: PktId) {
+        let pkt = self.arena.remove(pkt_id);
         let id = pkt.flow;
         let Some(Some(af)) = self.active.get_mut(id as usize) else {
             // A straggler for a finished flow (e.g. a late duplicate): delivered, ignored.

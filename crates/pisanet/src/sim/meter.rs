@@ -5,9 +5,10 @@
 //!
 //! Owns: the bounded-memory distributions ([`LogHistogram`], [`Dist`]), the
 //! state of one running flow ([`FlowMeter`], boxed in the flow's
-//! `ActiveFlow` only when measurement is on) and the run's side table
-//! ([`Meter`]: one [`FlowStats`] per flow and the goodput rows), allocated
-//! only when measurement is on, so the finished-flow record stays small.
+//! `ActiveFlow` only when measurement is on) and the run's totals
+//! ([`Meter`]: distributions over all flows, deadline totals, the goodput
+//! rows), allocated only when measurement is on. A flow's [`FlowStats`]
+//! go into its row of the flow table when it ends (`sim::records`).
 
 use pisanet_engine::SimTime;
 use pisanet_net::packet::FlowId;
@@ -175,7 +176,7 @@ pub struct TcpCounters {
     pub timeouts: u32,
 }
 
-/// What the side table keeps of a flow (filled when it completes, or at
+/// A flow's measured statistics, for its row (when it completes, or at
 /// the end of the run for flows still running).
 #[derive(Clone, Copy, Debug)]
 pub struct FlowStats {
@@ -214,7 +215,7 @@ impl Default for FlowStats {
     }
 }
 
-/// The run's measurement: settings, the per-flow side table, goodput rows
+/// The run's measurement: settings, deadline totals, goodput rows
 /// and the distributions over all flows.
 #[derive(Debug, Default)]
 pub struct Meter {
@@ -222,8 +223,13 @@ pub struct Meter {
     pub flow_stats: bool,
     /// `metrics.goodput_interval_us`, when on.
     pub goodput: Option<SimTime>,
-    /// One entry per flow started (indexed by flow id) when `flow_stats`.
-    pub stats: Vec<FlowStats>,
+    /// Deadline totals over the flows closed so far (`flow_stats`): flows
+    /// with a deadline, those of them that missed it with a packet, their
+    /// measured and late packets.
+    pub deadline_flows: u64,
+    pub deadline_missed_flows: u64,
+    pub deadline_packets: u64,
+    pub deadline_missed_packets: u64,
     /// Goodput rows: end of the interval, flow, payload bytes delivered in it.
     pub goodput_time: Vec<SimTime>,
     pub goodput_flow: Vec<FlowId>,
@@ -235,10 +241,7 @@ pub struct Meter {
 
 impl Meter {
     /// Per-flow state for a new flow with `deadline`.
-    pub fn new_flow(&mut self, id: FlowId, deadline: Option<SimTime>) -> Box<FlowMeter> {
-        if self.flow_stats && self.stats.len() <= id as usize {
-            self.stats.resize(id as usize + 1, FlowStats::default());
-        }
+    pub fn new_flow(&mut self, deadline: Option<SimTime>) -> Box<FlowMeter> {
         Box::new(FlowMeter {
             deadline,
             ..FlowMeter::default()
@@ -284,30 +287,35 @@ impl Meter {
         }
     }
 
-    /// The flow ended (or the run did): its statistics go to the side table.
-    pub fn close(&mut self, m: &mut FlowMeter, flow: FlowId) {
+    /// The flow ended (or the run did): its statistics, for its row of the
+    /// flow table (`None` without `flow_stats`), folded into the totals.
+    pub fn close(&mut self, m: &mut FlowMeter, flow: FlowId) -> Option<FlowStats> {
         self.flush_goodput(m, flow);
         if !self.flow_stats {
-            return;
+            return None;
         }
         self.delay_all.merge(&m.delay);
         self.rtt_all.merge(&m.rtt);
-        if let Some(s) = self.stats.get_mut(flow as usize) {
-            *s = FlowStats {
-                delay_mean_us: m.delay.mean_us(),
-                delay_p50_us: m.delay.quantile_us(0.5),
-                delay_p99_us: m.delay.quantile_us(0.99),
-                delay_max_us: m.delay.max_us(),
-                delay_packets: m.delay.n,
-                rtt_mean_us: m.rtt.mean_us(),
-                rtt_p99_us: m.rtt.quantile_us(0.99),
-                rtt_max_us: m.rtt.max_us(),
-                rtt_samples: m.rtt.n as u32,
-                deadline_missed_packets: m.deadline_missed,
-                has_deadline: m.deadline.is_some(),
-                tcp: m.tcp,
-            };
+        if m.deadline.is_some() {
+            self.deadline_flows += 1;
+            self.deadline_missed_flows += u64::from(m.deadline_missed > 0);
+            self.deadline_packets += m.delay.n;
+            self.deadline_missed_packets += m.deadline_missed;
         }
+        Some(FlowStats {
+            delay_mean_us: m.delay.mean_us(),
+            delay_p50_us: m.delay.quantile_us(0.5),
+            delay_p99_us: m.delay.quantile_us(0.99),
+            delay_max_us: m.delay.max_us(),
+            delay_packets: m.delay.n,
+            rtt_mean_us: m.rtt.mean_us(),
+            rtt_p99_us: m.rtt.quantile_us(0.99),
+            rtt_max_us: m.rtt.max_us(),
+            rtt_samples: m.rtt.n as u32,
+            deadline_missed_packets: m.deadline_missed,
+            has_deadline: m.deadline.is_some(),
+            tcp: m.tcp,
+        })
     }
 }
 

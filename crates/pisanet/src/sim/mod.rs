@@ -26,8 +26,9 @@
 use std::collections::VecDeque;
 
 use pisanet_engine::{BitRate, EventQueue, RngStreams, SimRng, SimTime, StreamKind};
+use pisanet_net::arena::{PacketArena, PktId, TmMeta};
 use pisanet_net::packet::{FlowId, HostId, NodeId, Packet, PortNo};
-use pisanet_net::queue::{EgressQueue, QueueConfig, Queued, SharedBuffer};
+use pisanet_net::queue::{EgressQueue, QueueConfig, SharedBuffer};
 use pisanet_net::topology::Topology;
 use pisanet_transport::{TcpConfig, TcpReceiver, TcpSender};
 use pisanet_workload::{FlowSource, FlowSpec};
@@ -43,6 +44,7 @@ pub mod meter;
 pub mod parallel;
 mod pfc;
 mod port;
+pub mod records;
 mod sampling;
 mod switch;
 
@@ -50,6 +52,7 @@ use flow::ActiveFlow;
 pub use flow::{source_port, CcChoice, FlowRecord, HostParams};
 pub use pfc::{is_pause, pause_fields, Pfc, PfcStats, PAUSE_KIND};
 pub use port::Port;
+pub use records::{FlowRecords, FlowSink};
 pub use sampling::RateSampler;
 
 /// A global port index.
@@ -107,11 +110,14 @@ pub struct World {
     pub topo: Topology,
     pub q: EventQueue<Ev>,
     pub ports: Vec<Port>,
+    /// Every packet in a queue or on a wire; queues and wires hold its id.
+    pub arena: PacketArena,
     /// First global port of each node.
     pub port_base: Vec<PortIdx>,
     pub shared: Vec<SharedBuffer>,
     pub fwd: Forwarding,
-    pub flows: Vec<FlowRecord>,
+    /// What ended flows left: rows, digest, statistics (`records`).
+    pub records: FlowRecords,
     pub(crate) active: Vec<Option<Box<ActiveFlow>>>,
     pub active_count: u64,
     pub completed: u64,
@@ -272,10 +278,11 @@ impl World {
             topo,
             q: EventQueue::new(),
             ports,
+            arena: PacketArena::new(),
             port_base,
             shared,
             fwd,
-            flows: Vec::new(),
+            records: FlowRecords::default(),
             active: Vec::new(),
             active_count: 0,
             completed: 0,
@@ -325,11 +332,6 @@ impl World {
         progress: &mut dyn FnMut(Progress) -> bool,
     ) -> StopReason {
         self.pending_flow = self.gen.next();
-        if let Some(m) = self.meter.as_deref_mut() {
-            if m.flow_stats {
-                m.stats.reserve(self.total_flows.min(1 << 20) as usize);
-            }
-        }
         if let Some(f) = &self.pending_flow {
             self.q.schedule(f.start, Ev::NextFlow);
         }
@@ -393,6 +395,25 @@ impl World {
             Ev::RateSample => self.on_rate_sample(now),
             Ev::SwitchTimer(sw) => self.on_switch_timer(now, sw),
             Ev::PfcExpire(_) | Ev::PfcRefresh(_) | Ev::PfcCheck => self.on_pfc_event(now, ev),
+        }
+    }
+
+    /// Whether the packet arena holds exactly the packets in queues and on
+    /// wires (a slot not freed on delivery, drop or consumption, or freed
+    /// twice, breaks it); the run reports a violation otherwise.
+    pub fn arena_check(&self) -> Result<(), String> {
+        let held: u64 = self
+            .ports
+            .iter()
+            .map(|p| p.queue.packets() as u64 + p.wire.len() as u64)
+            .sum();
+        let live = self.arena.live() as u64;
+        if live == held {
+            Ok(())
+        } else {
+            Err(format!(
+                "packet arena holds {live} packets but queues and wires hold {held}"
+            ))
         }
     }
 

@@ -113,17 +113,25 @@ pub(crate) struct Part {
     pub(crate) done_remote: Vec<FlowId>,
     /// Data of senders in other partitions dropped here: (flow, time, payload bytes).
     pub(crate) losses: Vec<(FlowId, SimTime, u32)>,
+    /// Every flow's record as this partition knows it, by flow id: the
+    /// sender's partition's is the flow's (its end state once it ended or
+    /// the run stopped), the receiver's partition adds what it measured,
+    /// the others hold the flow's attributes. Parallel mode does not
+    /// stream finished flows: `merge` builds the run's records from these.
+    pub(crate) recs: Vec<FlowRecord>,
 }
 
-/// A packet on a link between partitions: (arrival time, sending port, packet).
-type Crossing = (SimTime, PortIdx, Packet);
+/// A packet on a link between partitions: (arrival time, sending port,
+/// packet, its queueing metadata). It left the sender's arena and enters
+/// the receiver's at the end of the window.
+type Crossing = (SimTime, PortIdx, Packet, TmMeta);
 
 impl Part {
     /// A packet leaves on a link to another partition (the transmit hook).
     #[inline]
-    pub(crate) fn send(&mut self, arrive: SimTime, p: PortIdx, pkt: Packet) {
+    pub(crate) fn send(&mut self, arrive: SimTime, p: PortIdx, pkt: Packet, tm: TmMeta) {
         let to = self.port_to[p as usize] as usize;
-        self.outbox[to].push((arrive, p, pkt));
+        self.outbox[to].push((arrive, p, pkt, tm));
     }
 
     #[inline]
@@ -266,6 +274,7 @@ impl World {
             outbox: (0..parts).map(|_| Vec::new()).collect(),
             done_remote: Vec::new(),
             losses: Vec::new(),
+            recs: Vec::new(),
         }));
     }
 
@@ -304,17 +313,14 @@ impl World {
     /// the single-thread run does; the receiver's partition (if another)
     /// makes the receiver; every other partition keeps only its record.
     pub(crate) fn start_flow_part(&mut self, now: SimTime, f: FlowSpec) {
-        let part = self.part.as_deref().expect("parallel mode");
-        if part.local_host(f.src) {
-            return self.start_flow(now, f);
-        }
-        let dst_here = part.local_host(f.dst);
+        let part = self.part.as_deref_mut().expect("parallel mode");
         let id = f.id;
-        debug_assert_eq!(id as usize, self.flows.len());
+        debug_assert_eq!(id as usize, part.recs.len());
         let prio = f.attrs.priority.unwrap_or(0);
-        // The sender's partition has the full record; this one keeps what
-        // the receiver fills in (sim/parallel.rs `merge`).
-        self.flows.push(FlowRecord {
+        // The sender's partition replaces this with the flow's record when
+        // the flow ends; the receiver's fills in what it measured
+        // (sim/parallel.rs `merge`).
+        let rec = FlowRecord {
             src: f.src,
             dst: f.dst,
             bytes: f.bytes,
@@ -331,7 +337,12 @@ impl World {
             lost_bytes: 0,
             ideal: SimTime::ZERO,
             delivered: 0,
-        });
+        };
+        let (src_here, dst_here) = (part.local_host(f.src), part.local_host(f.dst));
+        part.recs.push(rec);
+        if src_here {
+            return self.start_flow(now, f);
+        }
         if !dst_here {
             return;
         }
@@ -361,6 +372,7 @@ impl World {
             self.active.resize_with(id as usize + 1, || None);
         }
         self.active[id as usize] = Some(Box::new(ActiveFlow {
+            rec,
             ends: Endpoints::Tcp { tx, rx },
             src_addr,
             close_at: None,
@@ -385,7 +397,7 @@ impl World {
         let Some(part) = self.part.as_deref_mut() else {
             return false;
         };
-        let Some(rec) = self.flows.get(pkt.flow as usize) else {
+        let Some(rec) = part.recs.get(pkt.flow as usize) else {
             return false;
         };
         if part.local_host(rec.src) {
@@ -402,11 +414,11 @@ impl World {
     /// The sender of `id` completed in another partition: release the
     /// receiver and check what it delivered (as `complete_flow` does).
     fn release_receiver(&mut self, id: FlowId) {
-        let Some(af) = self.active.get_mut(id as usize).and_then(Option::take) else {
+        let Some(mut af) = self.active.get_mut(id as usize).and_then(Option::take) else {
             return;
         };
         self.active_count -= 1;
-        let rec = &mut self.flows[id as usize];
+        let rec = &mut af.rec;
         rec.reordered = af.reordered;
         if let Endpoints::Tcp { rx, .. } = &af.ends {
             if let Some(e) = rx.delivery_error() {
@@ -421,6 +433,8 @@ impl World {
                 ));
             }
         }
+        let part = self.part.as_deref_mut().expect("parallel mode");
+        part.recs[id as usize] = af.rec;
     }
 }
 
@@ -441,12 +455,13 @@ fn exchange(worlds: &mut [World], parallel: bool, stats: &mut ParStats) {
     }
     let deliver = |w: &mut World, lists: &mut Vec<Vec<Crossing>>| {
         for list in lists.iter_mut() {
-            for (arrive, p, pkt) in list.drain(..) {
+            for (arrive, p, pkt, tm) in list.drain(..) {
+                let id = w.arena.insert_with(pkt, tm);
                 let port = &mut w.ports[p as usize];
                 if port.wire.is_empty() {
                     w.q.schedule(arrive, Ev::Arrive(p));
                 }
-                port.wire.push_back((arrive, pkt));
+                port.wire.push_back((arrive, id));
             }
         }
     };
@@ -477,8 +492,8 @@ fn exchange(worlds: &mut [World], parallel: bool, stats: &mut ParStats) {
                 .done_remote,
         );
         for id in done {
-            let dst = worlds[i].flows[id as usize].dst;
-            let to = worlds[i].part.as_deref().expect("parallel mode").node_part[dst as usize];
+            let part = worlds[i].part.as_deref().expect("parallel mode");
+            let to = part.node_part[part.recs[id as usize].dst as usize];
             worlds[to as usize].release_receiver(id);
         }
     }
@@ -593,10 +608,13 @@ pub fn run(
 }
 
 /// Folds the partitions into one world holding every node's own state (its
-/// ports, its switch), every flow's record (the sender's, with what the
-/// receiver's partition measured), the packets still on wires, and the
-/// summed counters, so the results are written as for a single-thread run.
-pub fn merge(worlds: Vec<World>) -> World {
+/// ports, its switch, the packets in its queues and on its wires, moved into
+/// one arena), every flow's record (the sender's, with what the receiver's
+/// partition measured), and the summed counters, so the results are written
+/// as for a single-thread run. The records are handed to `sink` (or kept)
+/// in flow id order: the rows, digest and summary are those a single world
+/// gives for the same records.
+pub fn merge(worlds: Vec<World>, sink: Option<FlowSink>) -> World {
     let mut worlds = worlds;
     for w in worlds.iter_mut() {
         w.check_unfinished();
@@ -610,26 +628,31 @@ pub fn merge(worlds: Vec<World>) -> World {
     let n_ports = worlds[0].ports.len();
     let owner = |w: &World, p: usize| node_part[w.ports[p].node as usize] as usize;
     // Packets on a link between partitions wait in the receiver's copy of
-    // the sending port's wire: take them out before the ports move.
-    let mut wires: Vec<(usize, VecDeque<(SimTime, Packet)>)> = Vec::new();
+    // the sending port's wire: take them out before the ports move, with
+    // the partition whose arena holds them.
+    let mut wires: Vec<(usize, usize, VecDeque<(SimTime, PktId)>)> = Vec::new();
     for (i, w) in worlds.iter_mut().enumerate() {
         for p in 0..n_ports {
             if owner(w, p) != i && !w.ports[p].wire.is_empty() {
-                wires.push((p, std::mem::take(&mut w.ports[p].wire)));
+                wires.push((i, p, std::mem::take(&mut w.ports[p].wire)));
             }
         }
     }
     // Flow records: the sender's partition's, with the receiver's part.
-    let n_flows = worlds[0].flows.len();
+    fn recs(w: &World) -> &[FlowRecord] {
+        &w.part.as_deref().expect("parallel mode").recs
+    }
+    let n_flows = recs(&worlds[0]).len();
+    debug_assert!(worlds.iter().all(|w| recs(w).len() == n_flows));
     let mut flows = Vec::with_capacity(n_flows);
     for id in 0..n_flows {
-        let r = worlds[0].flows[id];
+        let r = recs(&worlds[0])[id];
         let s = node_part[r.src as usize] as usize;
         let d = node_part[r.dst as usize] as usize;
-        let mut rec = worlds[s].flows[id];
+        let mut rec = recs(&worlds[s])[id];
         if d != s {
-            rec.reordered = worlds[d].flows[id].reordered;
-            rec.delivered = worlds[d].flows[id].delivered;
+            rec.reordered = recs(&worlds[d])[id].reordered;
+            rec.delivered = recs(&worlds[d])[id].delivered;
         }
         flows.push(rec);
     }
@@ -644,12 +667,30 @@ pub fn merge(worlds: Vec<World>) -> World {
     }
     let mut rest: Vec<World> = worlds.drain(1..).collect();
     let mut fin = worlds.pop().expect("partition 0");
-    fin.flows = flows;
+    // Every flow's row, in id order (`FlowStats`: `refusal` keeps
+    // per-flow measurement out of parallel runs).
+    let mut records = FlowRecords::new(n_flows as u64, sink);
+    for (id, rec) in flows.iter().enumerate() {
+        records.start(id as FlowId);
+        records.end(id as FlowId, rec, &super::meter::FlowStats::default());
+    }
+    fin.records = records;
+    // A packet of partition `i`'s arena moves into `fin`'s with a new id.
+    let move_pkt = |fin: &mut PacketArena, from: &mut PacketArena, id: PktId| {
+        let tm = from.slot(id).tm;
+        fin.insert_with(from.remove(id), tm)
+    };
     for (j, w) in rest.iter_mut().enumerate() {
         let i = j + 1;
         for p in 0..n_ports {
             if node_part[w.ports[p].node as usize] as usize == i {
                 std::mem::swap(&mut fin.ports[p], &mut w.ports[p]);
+                let port = &mut fin.ports[p];
+                port.queue
+                    .remap_ids(|id| move_pkt(&mut fin.arena, &mut w.arena, id));
+                for (_, id) in port.wire.iter_mut() {
+                    *id = move_pkt(&mut fin.arena, &mut w.arena, *id);
+                }
             }
         }
         if let (Forwarding::Pisa(mine), Forwarding::Pisa(theirs)) = (&mut fin.fwd, &mut w.fwd) {
@@ -679,8 +720,24 @@ pub fn merge(worlds: Vec<World>) -> World {
         fin.violations.append(&mut w.violations);
         fin.q.absorb(&w.q);
     }
-    for (p, mut wire) in wires {
+    for (i, p, mut wire) in wires {
+        if i != 0 {
+            let from = &mut rest[i - 1].arena;
+            for (_, id) in wire.iter_mut() {
+                *id = move_pkt(&mut fin.arena, from, *id);
+            }
+        }
         fin.ports[p].wire.append(&mut wire);
+    }
+    // Every partition's arena is empty now (its packets moved to `fin`'s).
+    for (j, w) in rest.iter().enumerate() {
+        if w.arena.live() != 0 {
+            fin.violations.push(format!(
+                "parallel merge: partition {} still holds {} packets in its arena",
+                j + 1,
+                w.arena.live()
+            ));
+        }
     }
     // Every flow's end state is in the records now (`check_unfinished`).
     fin.active.clear();

@@ -6,7 +6,7 @@
 //! control".
 //!
 //! Nothing here runs with PFC off: the loop tests `World::pfc` (`None`) at
-//! enqueue, at a switch arrival and before a dequeue, and `Queued::pfc_in`
+//! enqueue, at a switch arrival and before a dequeue, and `TmMeta::pfc_in`
 //! after one.
 
 use super::*;
@@ -229,18 +229,19 @@ impl World {
     /// PAUSE up that port.
     #[cold]
     #[inline(never)]
-    pub(crate) fn pfc_enqueue(&mut self, now: SimTime, p: PortIdx, mut q: Queued) {
+    pub(crate) fn pfc_enqueue(&mut self, now: SimTime, p: PortIdx, id: PktId) {
         let Some(pfc) = self.pfc.as_deref_mut() else {
-            return self.enqueue_plain(now, p, q);
+            return self.enqueue_plain(now, p, id);
         };
         let port = &mut self.ports[p as usize];
-        let c = port.queue.queue_of(q.pkt.prio);
+        let slot = self.arena.slot_mut(id);
+        let c = port.queue.queue_of(slot.pkt.prio);
         let inp = self.pfc_in;
         if inp == NO_PFC || pfc.lossless & (1 << c) == 0 {
-            return self.enqueue_plain(now, p, q);
+            return self.enqueue_plain(now, p, id);
         }
         let k = inp as usize * 8 + c;
-        let size = q.pkt.size as u64;
+        let size = slot.pkt.size as u64;
         let limit = pfc.xoff[inp as usize] + pfc.headroom[inp as usize];
         let shared = port.shared.map(|i| &mut self.shared[i as usize]);
         let marks_before = port.queue.counters.ecn_marks;
@@ -248,14 +249,20 @@ impl World {
             port.queue.count_drop(size);
             Err(DropCause::PortBufferFull)
         } else {
-            q.pfc_in = inp;
-            port.queue.enqueue_lossless(q, shared).map_err(|e| e.1)
+            port.queue.enqueue_lossless(id, &mut slot.pkt, shared)
         };
-        if admitted.is_err() {
-            self.counts.dropped += 1;
-            pfc.lossless_drops += 1;
-            pfc.stats[k].lossless_drops += 1;
-            return;
+        match admitted {
+            Ok(depth) => {
+                slot.tm.pfc_in = inp;
+                slot.tm.enq_qdepth = depth;
+            }
+            Err(_) => {
+                self.counts.dropped += 1;
+                pfc.lossless_drops += 1;
+                pfc.stats[k].lossless_drops += 1;
+                self.arena.free(id);
+                return;
+            }
         }
         self.counts.ecn_marked += port.queue.counters.ecn_marks - marks_before;
         pfc.ingress[k] += size;
@@ -357,7 +364,8 @@ impl World {
             return false;
         };
         let more = !pfc.ctrl[p as usize].is_empty();
-        self.transmit(now, p, frame);
+        let id = self.arena.insert_with(frame, TmMeta::plain(now));
+        self.transmit(now, p, id);
         let port = &mut self.ports[p as usize];
         if more && !port.tx_event {
             port.tx_event = true;
@@ -491,7 +499,7 @@ impl World {
                     if self.ports[e as usize]
                         .queue
                         .iter_queue(c)
-                        .any(|q| q.pfc_in == inp)
+                        .any(|q| self.arena.slot(q.id).tm.pfc_in == inp)
                     {
                         next[i].push(j);
                     }
@@ -652,12 +660,11 @@ links = [
             let mut w = crate::run::build_world(&cfg, Some(&dir)).unwrap();
             w.run(SimTime::from_ms(20), &mut |_| true);
             assert_eq!(w.counts.dropped, 0);
-            let f = &w.flows[2];
-            let fct = f
-                .finish
-                .expect("victim finishes")
-                .saturating_sub(f.first_sent.unwrap());
-            f.bytes as f64 * 8.0 / fct.as_secs_f64() / 1e9
+            w.check_unfinished();
+            let (_, t) = w.records.finish().unwrap();
+            let i = t.id.iter().position(|&id| id == 2).expect("victim's row");
+            assert!(t.fct_us[i].is_finite(), "victim finishes");
+            t.bytes[i] as f64 * 8.0 / (t.fct_us[i] * 1e-6) / 1e9
         };
         let same = victim_gbps(0);
         let other = victim_gbps(1);

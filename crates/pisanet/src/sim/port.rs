@@ -16,7 +16,8 @@ pub struct Port {
     /// A `TxDone` is pending (always, while the queue is not empty).
     pub tx_event: bool,
     pub up: bool,
-    pub wire: VecDeque<(SimTime, Packet)>,
+    /// Packets on the link: arrival time and arena id, in order.
+    pub wire: VecDeque<(SimTime, PktId)>,
     /// The first `wire_lost` packets of `wire` were on the link when it failed:
     /// they are dropped when they would have arrived.
     pub wire_lost: usize,
@@ -35,43 +36,38 @@ pub struct Port {
 impl World {
     /// Queues `pkt` at egress port `p` and starts the transmitter if idle.
     pub(crate) fn enqueue(&mut self, now: SimTime, p: PortIdx, pkt: Packet) {
-        let q = Queued {
-            pkt,
-            enq_time: now,
-            enq_qdepth: 0,
-            user_meta: [0; 2],
-            instance_type: 0,
-            ingress_port: 0,
-            egress_rid: 0,
-            pfc_in: pisanet_net::queue::NO_PFC,
-        };
-        self.enqueue_queued(now, p, q);
+        let id = self.arena.insert_with(pkt, TmMeta::plain(now));
+        self.enqueue_queued(now, p, id);
     }
 
+    /// Queues packet `id` of the arena (its `TmMeta` set by the caller) at
+    /// egress port `p`.
     #[inline]
-    pub(crate) fn enqueue_queued(&mut self, now: SimTime, p: PortIdx, q: Queued) {
+    pub(crate) fn enqueue_queued(&mut self, now: SimTime, p: PortIdx, id: PktId) {
         if self.tap.is_some() {
-            return crate::capture::enqueue_tapped(self, now, p, q);
+            return crate::capture::enqueue_tapped(self, now, p, id);
         }
-        self.enqueue_untapped(now, p, q)
+        self.enqueue_untapped(now, p, id)
     }
 
     #[inline]
-    pub(crate) fn enqueue_untapped(&mut self, now: SimTime, p: PortIdx, q: Queued) {
+    pub(crate) fn enqueue_untapped(&mut self, now: SimTime, p: PortIdx, id: PktId) {
         if self.pfc.is_some() && !self.ports[p as usize].is_host_port {
-            return self.pfc_enqueue(now, p, q);
+            return self.pfc_enqueue(now, p, id);
         }
-        self.enqueue_plain(now, p, q)
+        self.enqueue_plain(now, p, id)
     }
 
     /// Queues at port `p` by its own limits (drop-tail, shared buffer).
     #[inline]
-    pub(crate) fn enqueue_plain(&mut self, now: SimTime, p: PortIdx, q: Queued) {
+    pub(crate) fn enqueue_plain(&mut self, now: SimTime, p: PortIdx, id: PktId) {
         let port = &mut self.ports[p as usize];
         let shared = port.shared.map(|i| &mut self.shared[i as usize]);
         let marks_before = port.queue.counters.ecn_marks;
-        match port.queue.enqueue(q, shared) {
-            Ok(()) => {
+        let slot = self.arena.slot_mut(id);
+        match port.queue.enqueue(id, &mut slot.pkt, shared) {
+            Ok(depth) => {
+                slot.tm.enq_qdepth = depth;
                 self.counts.ecn_marked += port.queue.counters.ecn_marks - marks_before;
                 if port.tx_event {
                     // The pending TxDone will serve it.
@@ -82,7 +78,7 @@ impl World {
                     self.q.schedule(port.busy_until, Ev::TxDone(p));
                 }
             }
-            Err((q, _)) => self.lose(&q.pkt),
+            Err(_) => self.lose_id(id),
         }
     }
 
@@ -109,32 +105,36 @@ impl World {
             let Some(q) = port.queue.dequeue(shared) else {
                 return;
             };
+            let id = q.id;
+            let slot = self.arena.slot(id);
             // PFC: the ingress account is credited once the packet is
-            // handled (scalars kept here, so the packet moves as before).
-            let credit = (q.pfc_in, q.pkt.prio, q.pkt.size);
-            let pkt = if !port.egress_pass {
-                q.pkt
+            // handled.
+            let credit = (slot.tm.pfc_in, slot.pkt.prio, q.size);
+            let id = if !port.egress_pass {
+                id
             } else {
                 let Forwarding::Pisa(switches) = &mut self.fwd else {
                     unreachable!("only PISA switches have egress passes");
                 };
                 let sw = port.node - self.topo.n_hosts;
+                let tm = slot.tm;
                 let deq = DeqInfo {
-                    enq_timestamp: q.enq_time,
-                    enq_qdepth: q.enq_qdepth,
-                    deq_qdepth: port.queue.queue_packets(port.queue.queue_of(q.pkt.prio)),
-                    deq_timedelta: now.saturating_sub(q.enq_time),
+                    enq_timestamp: tm.enq_time,
+                    enq_qdepth: tm.enq_qdepth,
+                    deq_qdepth: port.queue.queue_packets(port.queue.queue_of(slot.pkt.prio)),
+                    deq_timedelta: now.saturating_sub(tm.enq_time),
                     meta: QueueMeta {
-                        user: q.user_meta,
-                        ingress_port: q.ingress_port,
-                        instance_type: InstanceType::from_u8(q.instance_type),
-                        egress_rid: q.egress_rid,
+                        user: tm.user_meta,
+                        ingress_port: tm.ingress_port,
+                        instance_type: InstanceType::from_u8(tm.instance_type),
+                        egress_rid: tm.egress_rid,
                     },
                 };
                 let port_no = port.port_no;
                 let mut emits = std::mem::take(&mut self.emits);
                 emits.clear();
-                switches[sw as usize].egress(now, port_no, q.pkt, deq, &mut emits);
+                let pkt = self.arena.remove(id);
+                switches[sw as usize].egress(now, port_no, pkt, deq, &mut emits);
                 // The packet to send (if egress kept it) goes first, so that
                 // copies queued at this same port wait behind it.
                 let sent = emits
@@ -146,7 +146,8 @@ impl World {
                     });
                 match sent {
                     Some(pkt) => {
-                        self.transmit(now, p, pkt);
+                        let id = self.arena.insert_with(pkt, tm);
+                        self.transmit(now, p, id);
                         self.apply_egress_emits(now, sw, &mut emits);
                         self.emits = emits;
                         self.arm_switch(sw);
@@ -168,10 +169,11 @@ impl World {
                 }
             };
             // TSQ: a host's packet leaves its NIC queue (flow, source, size).
-            let from_host = self.ports[p as usize]
-                .is_host_port
-                .then_some((pkt.flow, pkt.ip.src, pkt.size));
-            self.transmit(now, p, pkt);
+            let from_host = self.ports[p as usize].is_host_port.then(|| {
+                let pkt = self.arena.get(id);
+                (pkt.flow, pkt.ip.src, pkt.size)
+            });
+            self.transmit(now, p, id);
             if let Some((flow, src, size)) = from_host {
                 self.host_nic_dequeued(now, flow, src, size);
             }
@@ -182,46 +184,51 @@ impl World {
         }
     }
 
-    /// Puts `pkt` on port `p`'s wire: busy for its serialization time.
+    /// Puts packet `id` on port `p`'s wire: busy for its serialization time.
     #[inline]
-    pub(crate) fn transmit(&mut self, now: SimTime, p: PortIdx, pkt: Packet) {
+    pub(crate) fn transmit(&mut self, now: SimTime, p: PortIdx, id: PktId) {
         if self.tap.is_some() {
-            return crate::capture::transmit_tapped(self, now, p, pkt);
+            return crate::capture::transmit_tapped(self, now, p, id);
         }
-        self.transmit_untapped(now, p, pkt)
+        self.transmit_untapped(now, p, id)
     }
 
     #[inline]
-    pub(crate) fn transmit_untapped(&mut self, now: SimTime, p: PortIdx, pkt: Packet) {
+    pub(crate) fn transmit_untapped(&mut self, now: SimTime, p: PortIdx, id: PktId) {
         let port = &mut self.ports[p as usize];
-        port.queue.count_tx(pkt.size);
-        let done = now + port.rate.tx_time(pkt.size as u64);
+        let pkt = self.arena.get(id);
+        let (size, switch_made) = (pkt.size, pkt.switch_made);
+        port.queue.count_tx(size);
+        let done = now + port.rate.tx_time(size as u64);
         port.busy_until = done;
         if !port.queue.is_empty() && !port.tx_event {
             port.tx_event = true;
             self.q.schedule(done, Ev::TxDone(p));
         }
-        if pkt.switch_made {
-            port.made_tx_bytes += pkt.size as u64;
+        if switch_made {
+            port.made_tx_bytes += size as u64;
         }
         if port.up {
-            port.carried_bytes += pkt.size as u64;
+            port.carried_bytes += size as u64;
             let arrive = done + port.delay;
             if let Some(part) = self.part.as_deref_mut() {
                 if part.remote_port[p as usize] {
                     // Parallel mode: the peer is in another partition, which
                     // gets it at the end of the window (sim/parallel.rs).
-                    part.send(arrive, p, pkt);
+                    // Its slot moves with it (sim/parallel.rs `exchange`).
+                    let tm = self.arena.slot(id).tm;
+                    let pkt = self.arena.remove(id);
+                    part.send(arrive, p, pkt, tm);
                     return;
                 }
             }
             if port.wire.is_empty() {
                 self.q.schedule(arrive, Ev::Arrive(p));
             }
-            port.wire.push_back((arrive, pkt));
+            port.wire.push_back((arrive, id));
         } else {
             // A failed link drops what it carries.
-            self.lose(&pkt);
+            self.lose_id(id);
         }
     }
 
@@ -232,7 +239,7 @@ impl World {
 
     pub(crate) fn on_arrive(&mut self, now: SimTime, p: PortIdx) {
         let port = &mut self.ports[p as usize];
-        let Some((t, pkt)) = port.wire.pop_front() else {
+        let Some((t, id)) = port.wire.pop_front() else {
             return;
         };
         debug_assert_eq!(t, now);
@@ -244,31 +251,32 @@ impl World {
         if port.wire_lost > 0 {
             // A failed link drops what it carries.
             port.wire_lost -= 1;
-            self.lose(&pkt);
+            self.lose_id(id);
             return;
         }
         self.counts.packet_hops += 1;
         if let Some((p_loss, rng)) = &mut self.loss {
             if rng.gen::<f64>() < *p_loss {
-                self.lose(&pkt);
+                self.lose_id(id);
                 return;
             }
         }
-        if self.pfc.is_some() && is_pause(&pkt) {
+        if self.pfc.is_some() && is_pause(self.arena.get(id)) {
             // A MAC control frame: consumed by the port it reaches.
+            let pkt = self.arena.remove(id);
             return self.pfc_receive(now, peer, pkt);
         }
         let peer_port = &self.ports[peer as usize];
         let node = peer_port.node;
         if peer_port.is_host_port {
             self.counts.delivered += 1;
-            self.host_receive(now, node, pkt);
+            self.host_receive(now, node, id);
         } else {
             let in_port = peer_port.port_no;
             // PFC: what this arrival queues is charged to (peer, priority)
             // (a plain store, so the loop does not branch on PFC here).
             self.pfc_in = peer;
-            self.switch_receive(now, node, in_port, pkt);
+            self.switch_receive(now, node, in_port, id);
         }
     }
 

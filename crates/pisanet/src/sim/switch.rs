@@ -13,7 +13,7 @@ impl World {
         now: SimTime,
         node: NodeId,
         port: PortNo,
-        pkt: Packet,
+        id: PktId,
         meta: QueueMeta,
     ) {
         // Port count from the compact port index (not the topology's node
@@ -25,20 +25,19 @@ impl World {
             .copied()
             .unwrap_or(self.ports.len() as PortIdx);
         if base + port as PortIdx >= end {
-            self.lose(&pkt);
+            self.lose_id(id);
             return;
         }
-        let q = Queued {
-            pkt,
+        self.arena.slot_mut(id).tm = TmMeta {
             enq_time: now,
             enq_qdepth: 0,
+            pfc_in: pisanet_net::queue::NO_PFC,
             user_meta: meta.user,
-            instance_type: meta.instance_type as u8,
             ingress_port: meta.ingress_port,
             egress_rid: meta.egress_rid,
-            pfc_in: pisanet_net::queue::NO_PFC,
+            instance_type: meta.instance_type as u8,
         };
-        self.enqueue_queued(now, base + port as PortIdx, q);
+        self.enqueue_queued(now, base + port as PortIdx, id);
     }
 
     /// Carries out what a switch emitted (queueing, drops, consumption).
@@ -50,7 +49,8 @@ impl World {
             }
             match e {
                 Emit::Enqueue { port, pkt, meta } => {
-                    self.enqueue_from_switch(now, node, port, pkt, meta)
+                    let id = self.arena.insert(pkt);
+                    self.enqueue_from_switch(now, node, port, id, meta)
                 }
                 Emit::Drop { pkt, .. } => self.lose(&pkt),
                 Emit::Consumed(_) => self.counts.consumed += 1,
@@ -112,31 +112,37 @@ impl World {
         now: SimTime,
         node: NodeId,
         in_port: PortNo,
-        mut pkt: Packet,
+        id: PktId,
     ) {
         let sw = node - self.topo.n_hosts;
         match &mut self.fwd {
-            Forwarding::Native(e) => match e.route(sw, &pkt) {
+            Forwarding::Native(e) => match e.route(sw, self.arena.get(id)) {
                 Some(port) => {
                     let p = self.port_base[node as usize] + port as PortIdx;
-                    self.enqueue(now, p, pkt);
+                    self.arena.slot_mut(id).tm = TmMeta::plain(now);
+                    self.enqueue_queued(now, p, id);
                 }
-                None => self.lose(&pkt),
+                None => self.lose_id(id),
             },
             Forwarding::Pisa(switches) => {
                 // `emits` is empty between uses (apply_emits drains it).
                 debug_assert!(self.emits.is_empty());
                 let switch = &mut switches[sw as usize];
                 let scheduled = switch.scheduled();
-                let unicast = switch.ingress_unicast(now, in_port, &mut pkt, &mut self.emits);
+                let unicast =
+                    switch.ingress_unicast(now, in_port, self.arena.get_mut(id), &mut self.emits);
                 let rearm = switch.scheduled() != scheduled;
+                if unicast.is_none() {
+                    // The pass took the packet (what it made is in `emits`).
+                    self.arena.free(id);
+                }
                 if !self.emits.is_empty() {
                     let mut emits = std::mem::take(&mut self.emits);
                     self.apply_emits(now, sw, &mut emits);
                     self.emits = emits;
                 }
                 if let Some((port, meta)) = unicast {
-                    self.enqueue_from_switch(now, node, port, pkt, meta);
+                    self.enqueue_from_switch(now, node, port, id, meta);
                 }
                 if rearm {
                     self.arm_switch(sw);

@@ -80,6 +80,18 @@ impl Controller for Dctcp {
         self.reno.on_ack(w, ev)
     }
 
+    fn on_dup_ack(&mut self, ece: bool, mss: u64) {
+        // `TcpConfig::dctcp_dupack_bytes`: a duplicate ACK counts as one
+        // MSS acknowledged, marked if it carries ECE (Linux 4.x
+        // `dctcp_update_alpha`: "count dupack as MSS size"; ns-3
+        // `TcpSocketBase::ProcessAck` calls `PktsAcked(1)` on a duplicate
+        // ACK). RFC 8257 section 3.3 counts only newly acknowledged bytes.
+        self.bytes_acked += mss;
+        if ece {
+            self.bytes_marked += mss;
+        }
+    }
+
     fn on_fast_retransmit(&mut self, w: &mut Window, flight: u64) {
         // RFC 8257 section 3.5: react to loss as conventional TCP does.
         self.reno.on_fast_retransmit(w, flight);

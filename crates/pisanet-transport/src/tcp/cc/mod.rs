@@ -93,6 +93,10 @@ pub trait Controller {
         false
     }
 
+    /// A duplicate ACK arrived (with ECE or not), with `dctcp_dupack_bytes`
+    /// on: DCTCP counts it as `mss` bytes acknowledged.
+    fn on_dup_ack(&mut self, _ece: bool, _mss: u64) {}
+
     /// Fast retransmit is about to happen with `flight` bytes outstanding:
     /// set ssthresh. The sender then inflates cwnd for fast recovery.
     fn on_fast_retransmit(&mut self, _w: &mut Window, _flight: u64) {}
@@ -147,6 +151,9 @@ impl Cc {
 impl Controller for Cc {
     fn on_ack(&mut self, w: &mut Window, ev: &AckEvent) -> bool {
         self.inner().on_ack(w, ev)
+    }
+    fn on_dup_ack(&mut self, ece: bool, mss: u64) {
+        self.inner().on_dup_ack(ece, mss)
     }
     fn on_fast_retransmit(&mut self, w: &mut Window, flight: u64) {
         self.inner().on_fast_retransmit(w, flight)
