@@ -217,7 +217,7 @@ fn a_streamed_parallel_run_hands_every_row_to_the_sink_once_in_id_order() {
     let out = pisanet::run_toml_streaming(FAT, None, &sets, &mut |_| true, sink).unwrap();
     assert!(out.flows.is_empty());
     let rows = std::mem::take(&mut *seen.lock().unwrap());
-    assert!(rows.len() > 0 && rows.id.windows(2).all(|w| w[0] < w[1]));
+    assert!(!rows.is_empty() && rows.id.windows(2).all(|w| w[0] < w[1]));
     assert_eq!(format!("{rows:?}"), format!("{:?}", whole.flows));
     for key in ["digest", "fct_us", "packets", "loss", "stop_reason"] {
         assert_eq!(out.summary[key], whole.summary[key], "{key}");

@@ -126,6 +126,9 @@ pub(crate) struct Part {
 /// the receiver's at the end of the window.
 type Crossing = (SimTime, PortIdx, Packet, TmMeta);
 
+/// A wire's packets: (arrival time, arena id).
+type Wire = VecDeque<(SimTime, PktId)>;
+
 impl Part {
     /// A packet leaves on a link to another partition (the transmit hook).
     #[inline]
@@ -630,7 +633,7 @@ pub fn merge(worlds: Vec<World>, sink: Option<FlowSink>) -> World {
     // Packets on a link between partitions wait in the receiver's copy of
     // the sending port's wire: take them out before the ports move, with
     // the partition whose arena holds them.
-    let mut wires: Vec<(usize, usize, VecDeque<(SimTime, PktId)>)> = Vec::new();
+    let mut wires: Vec<(usize, usize, Wire)> = Vec::new();
     for (i, w) in worlds.iter_mut().enumerate() {
         for p in 0..n_ports {
             if owner(w, p) != i && !w.ports[p].wire.is_empty() {
