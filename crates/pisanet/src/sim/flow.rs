@@ -173,6 +173,26 @@ pub fn source_port(conn: u64, salt: Option<u64>) -> u16 {
 }
 
 impl World {
+    /// Flow `id`'s 5-tuple and marks, as its sender stamps them (the
+    /// receiver answers on the reversed tuple). A persistent connection
+    /// (client-server) reuses its 5-tuple.
+    pub(crate) fn flow_ends(
+        &self,
+        id: FlowId,
+        f: &FlowSpec,
+        prio: u8,
+    ) -> pisanet_transport::FlowEnds {
+        pisanet_transport::FlowEnds {
+            flow: id,
+            src_addr: self.topo.host_addr[f.src as usize],
+            dst_addr: self.topo.host_addr[f.dst as usize],
+            sport: source_port(u64::from(f.conn.unwrap_or(id)), self.sport_salt),
+            dport: 80,
+            dscp: f.class,
+            prio,
+        }
+    }
+
     pub(crate) fn on_next_flow(&mut self, now: SimTime) {
         while let Some(f) = self.pending_flow.take() {
             if f.start > now {
@@ -300,19 +320,7 @@ impl World {
             ideal,
             delivered: 0,
         };
-        let src_addr = self.topo.host_addr[f.src as usize];
-        let dst_addr = self.topo.host_addr[f.dst as usize];
-        // A persistent connection (client-server) reuses its 5-tuple.
-        let sport = source_port(u64::from(f.conn.unwrap_or(id)), self.sport_salt);
-        let ends = pisanet_transport::FlowEnds {
-            flow: id,
-            src_addr,
-            dst_addr,
-            sport,
-            dport: 80,
-            dscp: f.class,
-            prio,
-        };
+        let ends = self.flow_ends(id, &f, prio);
         let mut out = std::mem::take(&mut self.out);
         out.clear();
         let ends_state = match plan {
@@ -383,7 +391,7 @@ impl World {
         self.active[id as usize] = Some(Box::new(ActiveFlow {
             rec,
             ends: ends_state,
-            src_addr,
+            src_addr: ends.src_addr,
             close_at,
             tx_timer: None,
             rx_timer: None,

@@ -355,19 +355,7 @@ impl World {
                 .push(format!("flow {id}: a rate-based flow in a parallel run"));
             return;
         };
-        let src_addr = self.topo.host_addr[f.src as usize];
-        let dst_addr = self.topo.host_addr[f.dst as usize];
-        // As `start_flow`: the receiver answers on the reversed 5-tuple.
-        let sport = source_port(u64::from(f.conn.unwrap_or(id)), self.sport_salt);
-        let ends = pisanet_transport::FlowEnds {
-            flow: id,
-            src_addr,
-            dst_addr,
-            sport,
-            dport: 80,
-            dscp: f.class,
-            prio,
-        };
+        let ends = self.flow_ends(id, &f, prio);
         // The sender here is never started: it only fills the pair.
         let tx = TcpSender::new(&cfg, ends, f.bytes);
         let rx = TcpReceiver::new(&cfg, ends.reversed(), f.bytes);
@@ -377,7 +365,7 @@ impl World {
         self.active[id as usize] = Some(Box::new(ActiveFlow {
             rec,
             ends: Endpoints::Tcp { tx, rx },
-            src_addr,
+            src_addr: ends.src_addr,
             close_at: None,
             tx_timer: None,
             rx_timer: None,
