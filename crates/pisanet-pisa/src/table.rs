@@ -622,11 +622,29 @@ impl Table {
                     f.name, f.kind, m
                 ));
             }
-            if let FieldMatch::Lpm { len, .. } = m {
+            if let FieldMatch::Lpm { value, len } = m {
                 if *len > f.width {
                     return Err(format!(
                         "{name}: prefix /{len} longer than {} bits",
                         f.width
+                    ));
+                }
+                // P4Runtime (spec 9.1.1) rejects an LPM value with bits set
+                // past its prefix length: such an entry would be a second
+                // name for the masked one.
+                if value & !prefix_mask(*len, f.width) != 0 {
+                    return Err(format!(
+                        "{name}: field {}: value {value:#x} has bits set past its /{len} prefix",
+                        f.name
+                    ));
+                }
+            }
+            if let FieldMatch::Ternary { value, mask } = m {
+                // Likewise a ternary value with bits outside its mask.
+                if value & !mask != 0 {
+                    return Err(format!(
+                        "{name}: field {}: value {value:#x} has bits set outside its mask {mask:#x}",
+                        f.name
                     ));
                 }
             }
@@ -1131,9 +1149,15 @@ mod tests {
         let miss = t.lookup(&key1(ip(11, 1, 2, 3)));
         assert!(!miss.hit);
         assert_eq!(miss.action, ActionCall::bare(ActionId(0)));
-        // Host bits in the entry's value are ignored.
+        // Host bits in the entry's value are refused (P4Runtime).
+        assert!(t
+            .insert(
+                TableEntry::new(lpm(ip(12, 0, 0, 77), 8), act(12)),
+                SimTime::ZERO,
+            )
+            .is_err());
         t.insert(
-            TableEntry::new(lpm(ip(12, 0, 0, 77), 8), act(12)),
+            TableEntry::new(lpm(ip(12, 0, 0, 0), 8), act(12)),
             SimTime::ZERO,
         )
         .unwrap();
@@ -1158,7 +1182,7 @@ mod tests {
                 if kept.iter().any(|&(m, l, _)| m == masked && l == len) {
                     continue;
                 }
-                t.insert(TableEntry::new(vec![FieldMatch::Lpm { value: v, len }], act(i as u64)), SimTime::ZERO).unwrap();
+                t.insert(TableEntry::new(vec![FieldMatch::Lpm { value: masked, len }], act(i as u64)), SimTime::ZERO).unwrap();
                 kept.push((masked, len, i as u64));
             }
             for &p in &probes {
@@ -1480,5 +1504,30 @@ mod tests {
         assert_eq!(prefix_mask(32, 32), 0xFFFF_FFFF);
         assert_eq!(prefix_mask(64, 64), u64::MAX);
         assert_eq!(prefix_mask(1, 64), 1 << 63);
+    }
+
+    #[test]
+    fn values_with_bits_past_their_prefix_or_mask_are_refused() {
+        let mut t = Table::new(spec(vec![KeyField {
+            name: "dst",
+            kind: MatchKind::Lpm,
+            width: 32,
+        }]));
+        let lpm = |value, len| TableEntry::new(vec![FieldMatch::Lpm { value, len }], act(1));
+        let err = t.insert(lpm(0x0a00_0001, 24), SimTime::ZERO).unwrap_err();
+        assert!(err.contains("bits set past its /24 prefix"), "{err}");
+        assert!(t.insert(lpm(1, 0), SimTime::ZERO).is_err());
+        assert!(t.insert(lpm(1 << 32, 32), SimTime::ZERO).is_err());
+        t.insert(lpm(0x0a00_0000, 24), SimTime::ZERO).unwrap();
+        t.insert(lpm(0, 0), SimTime::ZERO).unwrap();
+        let mut t = Table::new(spec(vec![KeyField {
+            name: "tos",
+            kind: MatchKind::Ternary,
+            width: 8,
+        }]));
+        let tern = |value, mask| TableEntry::new(vec![FieldMatch::Ternary { value, mask }], act(1));
+        let err = t.insert(tern(0x3, 0x1), SimTime::ZERO).unwrap_err();
+        assert!(err.contains("outside its mask"), "{err}");
+        t.insert(tern(0x1, 0x1), SimTime::ZERO).unwrap();
     }
 }
