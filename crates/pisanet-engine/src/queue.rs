@@ -153,11 +153,9 @@ impl<E> EventQueue<E> {
         debug_assert!(time >= self.now, "event scheduled in the past");
         let t = time.ps();
         let slot = t >> SLOT_BITS;
-        assert!(
-            slot >= self.cur,
-            "event scheduled before the last one popped"
-        );
-        if slot - self.cur < WHEEL {
+        // A slot before `cur` wraps to a large difference and goes to
+        // `push_far`, which refuses it.
+        if slot.wrapping_sub(self.cur) < WHEEL {
             self.push_wheel(slot, t, tiebreak, event);
         } else {
             self.push_far(t, tiebreak, event);
@@ -167,6 +165,10 @@ impl<E> EventQueue<E> {
     /// Into the heap: beyond the wheel (timers, the next flow).
     #[inline(never)]
     fn push_far(&mut self, time: u64, tiebreak: u64, event: E) {
+        assert!(
+            time >> SLOT_BITS >= self.cur,
+            "event scheduled before the last one popped"
+        );
         self.far.push(Far {
             key: (u128::from(time) << 64) | u128::from(tiebreak),
             event,
