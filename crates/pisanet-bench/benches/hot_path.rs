@@ -3,24 +3,27 @@
 //! run end to end.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use pisanet_engine::heap_queue::HeapQueue;
 use pisanet_engine::{EventQueue, SimTime};
 use pisanet_net::arena::PacketArena;
 use pisanet_net::queue::{EgressQueue, QueueConfig};
 use pisanet_net::Packet;
 
-fn event_queue(c: &mut Criterion) {
-    let mut g = c.benchmark_group("event_queue");
-    for pending in [1_000u64, 100_000] {
-        g.throughput(Throughput::Elements(pending));
-        g.bench_function(format!("hold_{pending}"), |b| {
-            let mut q = EventQueue::new();
+/// The classic "hold" model: pop one, push one a random time (up to 1 us,
+/// about a packet's serialization and propagation) later, at a steady
+/// number of pending events. `hold_N` is the simulator's queue (a radix
+/// heap), `hold_N_heap` the 4-ary heap it replaced (docs/performance.md,
+/// "Session 8"); the runs hold about 100 (demo) to 600 (k=8 bench) events.
+macro_rules! hold {
+    ($g:expr, $name:expr, $pending:expr, $q:expr) => {
+        $g.bench_function($name, |b| {
+            let mut q = $q;
             let mut x: u64 = 1;
-            for i in 0..pending {
+            for i in 0..$pending {
                 q.schedule(SimTime(i * 1000), i as u32);
             }
             b.iter(|| {
-                // The classic "hold" model: pop one, push one a random time later.
-                for _ in 0..pending {
+                for _ in 0..$pending {
                     let (t, e) = q.next().unwrap();
                     x ^= x << 13;
                     x ^= x >> 7;
@@ -29,6 +32,15 @@ fn event_queue(c: &mut Criterion) {
                 }
             });
         });
+    };
+}
+
+fn event_queue(c: &mut Criterion) {
+    let mut g = c.benchmark_group("event_queue");
+    for pending in [100u64, 1_000, 100_000] {
+        g.throughput(Throughput::Elements(pending));
+        hold!(g, format!("hold_{pending}"), pending, EventQueue::new());
+        hold!(g, format!("hold_{pending}_heap"), pending, HeapQueue::new());
     }
     g.finish();
 }

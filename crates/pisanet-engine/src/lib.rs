@@ -1,8 +1,9 @@
 //! The discrete-event core of pisanet.
 //!
 //! Owns: simulated time ([`SimTime`], integer picoseconds), link rates
-//! ([`BitRate`]), the event queue ([`EventQueue`], ordered by time and then by
-//! insertion sequence, so no tie is ever broken by chance) and independent,
+//! ([`BitRate`]), the event queue ([`EventQueue`], a radix heap ordered by time and
+//! then by a tiebreak, the insertion sequence unless the caller gives one, so
+//! no tie is ever broken by chance) and independent,
 //! seeded random streams ([`RngStreams`]).
 //!
 //! Leaves to others: what an event means. The queue is generic over its
@@ -13,6 +14,8 @@ mod rng;
 mod time;
 pub mod units;
 
+#[doc(hidden)]
+pub use queue::heap as heap_queue;
 pub use queue::EventQueue;
 pub use rng::{splitmix64, RngStreams, SimRng, StreamKind};
 pub use time::{BitRate, SimTime};

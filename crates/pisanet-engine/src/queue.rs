@@ -1,72 +1,102 @@
-//! The event queue: a binary heap ordered by (time, insertion sequence).
+//! The event queue: a timing wheel on integer picoseconds in front of a
+//! 4-ary heap, ordered by (time, tiebreak).
 //!
-//! Two events at the same time pop in the order they were pushed, so a run is
-//! a pure function of its inputs. Components keep only their *next* event
-//! here (htsim's idea): a link's packets wait in the link's own FIFO, so the
-//! heap grows with busy components, not with packets in flight.
+//! Every entry carries a 64-bit tiebreak given at push
+//! ([`EventQueue::schedule_key`]); [`EventQueue::schedule`] gives the
+//! insertion sequence, so that two events at the same time pop in the order
+//! they were pushed. Either way a run is a pure function of its inputs. The
+//! queue does not assume that tiebreaks grow with insertion: an entry pushed
+//! at the current time with a smaller tiebreak than one already waiting at
+//! that time pops first. Entries with equal time and equal tiebreak pop in an
+//! order that depends only on the calls made (deterministic, not specified).
+//!
+//! Components keep only their *next* event here (htsim's idea): a link's
+//! packets wait in the link's own FIFO, so the queue grows with busy
+//! components, not with packets in flight.
+//!
+//! # Structure
+//!
+//! Time is cut into slots of `2^SLOT_BITS` ps (8.2 ns). The wheel holds the
+//! entries of the `WHEEL` slots from the current one on (33.6 us: a packet's
+//! serialization and propagation on the links pisanet models); each slot is a
+//! list of entries, and a bitmap marks the slots that hold any. Entries
+//! further ahead (retransmission timers, the next flow's arrival) wait in a
+//! 4-ary heap and move into the wheel when the current slot comes within
+//! `WHEEL` slots of theirs. A push into the wheel is O(1); a pop takes the
+//! least (time, tiebreak) of the current slot's list (a slot holds about one
+//! entry) after a bitmap scan to the next occupied slot. This is a calendar
+//! queue (Brown, "Calendar queues", CACM 31(10), 1988) with a fixed bucket
+//! width and an overflow heap instead of resizing. The 4-ary heap it
+//! replaced for every event ([`heap::HeapQueue`], kept as the reference of
+//! the property tests) cost about 190 instructions per event on the k=8
+//! bench (docs/performance.md, "Session 8").
 
 use crate::SimTime;
+use dary_heap::QuaternaryHeap;
 use std::cmp::Ordering;
-// NOTE: a 4-ary heap: half the depth of a binary heap and each node's
-// children in one cache line, so a pop touches fewer lines.
-use dary_heap::QuaternaryHeap as BinaryHeap;
 
-struct Entry<E> {
-    time: SimTime,
-    seq: u64,
+/// A slot is `2^SLOT_BITS` ps wide.
+const SLOT_BITS: u32 = 13;
+/// Slots in the wheel (a power of two).
+const WHEEL: u64 = 1 << 12;
+const NIL: u32 = u32::MAX;
+/// Words of the occupied-slot bitmap.
+const WORDS: usize = (WHEEL / 64) as usize;
+
+/// An entry of the wheel: a node of its slot's singly linked list.
+struct Node<E> {
+    time: u64,
+    tiebreak: u64,
+    next: u32,
+    /// `None` while the node is on the free list.
+    event: Option<E>,
+}
+
+/// An entry of the overflow heap.
+struct Far<E> {
+    key: u128,
     event: E,
 }
 
-impl<E> Entry<E> {
-    /// (time, seq) as one 128-bit number: the heap compares it with one
-    /// wide comparison (no branch between the two halves); same order.
-    #[inline(always)]
-    fn key(&self) -> u128 {
-        (u128::from(self.time.ps()) << 64) | u128::from(self.seq)
+impl<E> Far<E> {
+    fn time(&self) -> u64 {
+        (self.key >> 64) as u64
     }
 }
 
-impl<E> PartialEq for Entry<E> {
-    #[inline(always)]
+impl<E> PartialEq for Far<E> {
     fn eq(&self, other: &Self) -> bool {
-        self.key() == other.key()
+        self.key == other.key
     }
 }
-impl<E> Eq for Entry<E> {}
-impl<E> PartialOrd for Entry<E> {
-    #[inline(always)]
+impl<E> Eq for Far<E> {}
+impl<E> PartialOrd for Far<E> {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
-    // Reversed: the heap is a max-heap and we want the earliest first.
-    #[inline(always)]
-    fn le(&self, other: &Self) -> bool {
-        other.key() <= self.key()
-    }
-    #[inline(always)]
-    fn lt(&self, other: &Self) -> bool {
-        other.key() < self.key()
-    }
-    #[inline(always)]
-    fn ge(&self, other: &Self) -> bool {
-        other.key() >= self.key()
-    }
-    #[inline(always)]
-    fn gt(&self, other: &Self) -> bool {
-        other.key() > self.key()
-    }
 }
-impl<E> Ord for Entry<E> {
+impl<E> Ord for Far<E> {
     // Reversed: the heap is a max-heap and we want the earliest first.
-    #[inline(always)]
     fn cmp(&self, other: &Self) -> Ordering {
-        other.key().cmp(&self.key())
+        other.key.cmp(&self.key)
     }
 }
 
-/// A priority queue of events of type `E`.
+/// A priority queue of events of type `E`, popped in (time, tiebreak) order.
 pub struct EventQueue<E> {
-    heap: BinaryHeap<Entry<E>>,
+    /// The current slot: every pending entry is in it or later.
+    cur: u64,
+    /// Head node of each wheel slot's list (`slot % WHEEL`), or `NIL`.
+    heads: Box<[u32; WHEEL as usize]>,
+    /// Bit `i` set iff `heads[i]` is not `NIL`.
+    occupied: [u64; WORDS],
+    /// The wheel's nodes; free ones are linked from `free`.
+    nodes: Vec<Node<E>>,
+    free: u32,
+    /// Entries in the wheel (all in slots `cur .. cur + WHEEL`).
+    in_wheel: usize,
+    /// Entries in slots `cur + WHEEL` and later.
+    far: QuaternaryHeap<Far<E>>,
     next_seq: u64,
     now: SimTime,
     popped: u64,
@@ -81,7 +111,13 @@ impl<E> Default for EventQueue<E> {
 impl<E> EventQueue<E> {
     pub fn new() -> Self {
         EventQueue {
-            heap: BinaryHeap::with_capacity(1024),
+            cur: 0,
+            heads: Box::new([NIL; WHEEL as usize]),
+            occupied: [0; WORDS],
+            nodes: Vec::with_capacity(1024),
+            free: NIL,
+            in_wheel: 0,
+            far: QuaternaryHeap::with_capacity(256),
             next_seq: 0,
             now: SimTime::ZERO,
             popped: 0,
@@ -93,43 +129,235 @@ impl<E> EventQueue<E> {
         self.now
     }
 
-    /// Schedules `event` at `time`. O(log n).
+    /// Schedules `event` at `time`, after every event already scheduled at
+    /// that time (its tiebreak is the insertion sequence). O(1) within the
+    /// wheel's 33.6 us, O(log n) beyond.
     ///
     /// Panics in debug builds if `time` is in the past: causality is an
     /// invariant of the model, not a user error.
+    #[inline(always)]
     pub fn schedule(&mut self, time: SimTime, event: E) {
-        debug_assert!(time >= self.now, "event scheduled in the past");
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.heap.push(Entry { time, seq, event });
+        self.schedule_key(time, seq, event);
     }
 
-    /// Schedules `event` after `delay` from now. O(log n).
+    /// Schedules `event` at `time` with the given tiebreak: of two events at
+    /// the same time, the one with the smaller tiebreak pops first.
+    ///
+    /// Panics if `time` is before the slot of the last event popped (debug
+    /// builds: before the clock): causality is an invariant of the model, not
+    /// a user error.
+    #[inline(always)]
+    pub fn schedule_key(&mut self, time: SimTime, tiebreak: u64, event: E) {
+        debug_assert!(time >= self.now, "event scheduled in the past");
+        let t = time.ps();
+        let slot = t >> SLOT_BITS;
+        // A slot before `cur` wraps to a large difference and goes to
+        // `push_far`, which refuses it.
+        if slot.wrapping_sub(self.cur) < WHEEL {
+            self.push_wheel(slot, t, tiebreak, event);
+        } else {
+            self.push_far(t, tiebreak, event);
+        }
+    }
+
+    /// Into the heap: beyond the wheel (timers, the next flow).
+    #[inline(never)]
+    fn push_far(&mut self, time: u64, tiebreak: u64, event: E) {
+        assert!(
+            time >> SLOT_BITS >= self.cur,
+            "event scheduled before the last one popped"
+        );
+        self.far.push(Far {
+            key: (u128::from(time) << 64) | u128::from(tiebreak),
+            event,
+        });
+    }
+
+    /// Schedules `event` after `delay` from now.
     pub fn schedule_in(&mut self, delay: SimTime, event: E) {
         self.schedule(self.now + delay, event);
     }
 
-    /// Removes and returns the earliest event, advancing the clock. O(log n).
-    #[allow(clippy::should_implement_trait)]
-    pub fn next(&mut self) -> Option<(SimTime, E)> {
-        let e = self.heap.pop()?;
-        self.now = e.time;
-        self.popped += 1;
-        Some((e.time, e.event))
+    #[inline(always)]
+    fn push_wheel(&mut self, slot: u64, time: u64, tiebreak: u64, event: E) {
+        let i = (slot & (WHEEL - 1)) as usize;
+        let next = self.heads[i];
+        let node = Node {
+            time,
+            tiebreak,
+            next,
+            event: Some(event),
+        };
+        let n = if self.free != NIL {
+            let n = self.free;
+            let f = &mut self.nodes[n as usize];
+            self.free = f.next;
+            *f = node;
+            n
+        } else {
+            self.nodes.push(node);
+            (self.nodes.len() - 1) as u32
+        };
+        self.heads[i] = n;
+        self.occupied[i >> 6] |= 1 << (i & 63);
+        self.in_wheel += 1;
     }
 
-    /// The time of the earliest pending event. O(1).
+    /// The first occupied slot at or after `cur` (the wheel is not empty).
+    #[inline]
+    fn first_slot(&self) -> u64 {
+        let start = (self.cur & (WHEEL - 1)) as usize;
+        let words = WORDS;
+        let (w0, b0) = (start >> 6, start & 63);
+        let m = self.occupied[w0] & (!0u64 << b0);
+        if m != 0 {
+            return self.cur + ((w0 << 6) + m.trailing_zeros() as usize - start) as u64;
+        }
+        for k in 1..=words {
+            let w = (w0 + k) % words;
+            let mut m = self.occupied[w];
+            if k == words {
+                // Back at the first word: only the bits before `start`.
+                m &= !(!0u64 << b0);
+            }
+            if m != 0 {
+                let i = (w << 6) + m.trailing_zeros() as usize;
+                let ahead = (i + WHEEL as usize - start) % WHEEL as usize;
+                return self.cur + ahead as u64;
+            }
+        }
+        unreachable!("the wheel holds entries but no slot is marked")
+    }
+
+    /// Makes `slot` current and moves the heap's entries that now fall
+    /// within the wheel into it.
+    #[inline(always)]
+    fn advance(&mut self, slot: u64) {
+        self.cur = slot;
+        if self
+            .far
+            .peek()
+            .is_some_and(|f| (f.time() >> SLOT_BITS) - slot < WHEEL)
+        {
+            self.migrate();
+        }
+    }
+
+    /// Moves the heap's entries within `WHEEL` slots of `cur` into the wheel.
+    #[inline(never)]
+    fn migrate(&mut self) {
+        while let Some(f) = self.far.peek() {
+            let s = f.time() >> SLOT_BITS;
+            if s - self.cur >= WHEEL {
+                break;
+            }
+            let f = self.far.pop().expect("peeked");
+            self.push_wheel(s, f.time(), f.key as u64, f.event);
+        }
+    }
+
+    /// The (time, tiebreak) least node of the current slot's list and its
+    /// predecessor (`NIL` for the head).
+    #[inline]
+    fn least(&self, i: usize) -> (u32, u32) {
+        let mut best = self.heads[i];
+        let mut best_prev = NIL;
+        let b = &self.nodes[best as usize];
+        let mut key = (b.time, b.tiebreak);
+        let (mut prev, mut n) = (best, b.next);
+        while n != NIL {
+            let x = &self.nodes[n as usize];
+            // `<=`: of equal keys, the one pushed first (nearest the tail).
+            if (x.time, x.tiebreak) <= key {
+                key = (x.time, x.tiebreak);
+                best = n;
+                best_prev = prev;
+            }
+            prev = n;
+            n = x.next;
+        }
+        (best, best_prev)
+    }
+
+    /// Removes and returns the earliest event, advancing the clock.
+    #[allow(clippy::should_implement_trait)]
+    #[inline]
+    pub fn next(&mut self) -> Option<(SimTime, E)> {
+        self.next_until(SimTime::MAX)
+    }
+
+    /// Removes and returns the earliest event if it is at or before `limit`
+    /// (`peek_time` and `next` in one step), advancing the clock; `None`, and
+    /// nothing changed, if there is none or it is later.
+    #[inline(always)]
+    pub fn next_until(&mut self, limit: SimTime) -> Option<(SimTime, E)> {
+        if self.in_wheel == 0 {
+            let f = self.far.peek()?;
+            if f.time() > limit.ps() {
+                return None;
+            }
+            let s = f.time() >> SLOT_BITS;
+            self.advance(s);
+        }
+        let s = self.first_slot();
+        let i = (s & (WHEEL - 1)) as usize;
+        let (n, prev) = self.least(i);
+        let node = &mut self.nodes[n as usize];
+        let (time, next) = (node.time, node.next);
+        if time > limit.ps() {
+            return None;
+        }
+        let event = node.event.take().expect("a wheel node holds an event");
+        node.next = self.free;
+        self.free = n;
+        if prev == NIL {
+            self.heads[i] = next;
+            if next == NIL {
+                self.occupied[i >> 6] &= !(1 << (i & 63));
+            }
+        } else {
+            self.nodes[prev as usize].next = next;
+        }
+        self.in_wheel -= 1;
+        if s != self.cur {
+            // Later heap entries do not land in slot `s`: `n` and `prev`
+            // stay valid.
+            self.advance(s);
+        }
+        let t = SimTime(time);
+        self.now = t;
+        self.popped += 1;
+        Some((t, event))
+    }
+
+    /// The time of the earliest pending event.
+    #[inline]
     pub fn peek_time(&self) -> Option<SimTime> {
-        self.heap.peek().map(|e| e.time)
+        if self.in_wheel == 0 {
+            return self.far.peek().map(|f| SimTime(f.time()));
+        }
+        let s = self.first_slot();
+        let i = (s & (WHEEL - 1)) as usize;
+        let mut n = self.heads[i];
+        let mut t = u64::MAX;
+        while n != NIL {
+            let x = &self.nodes[n as usize];
+            t = t.min(x.time);
+            n = x.next;
+        }
+        // Heap entries are all in later slots than the wheel's.
+        Some(SimTime(t))
     }
 
     /// Number of pending events. O(1).
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.in_wheel + self.far.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len() == 0
     }
 
     /// Number of events popped so far.
@@ -146,8 +374,90 @@ impl<E> EventQueue<E> {
     }
 }
 
+/// The 4-ary heap the radix queue replaced (issue 18, session 8), with the
+/// same interface: the reference the property tests compare the radix queue
+/// against, and the baseline of the criterion benchmark
+/// (`event_queue/*_heap`). Not used by the simulator.
+#[doc(hidden)]
+pub mod heap {
+    use crate::SimTime;
+    use dary_heap::QuaternaryHeap;
+    use std::cmp::Ordering;
+
+    struct Entry<E> {
+        key: u128,
+        event: E,
+    }
+
+    impl<E> PartialEq for Entry<E> {
+        fn eq(&self, other: &Self) -> bool {
+            self.key == other.key
+        }
+    }
+    impl<E> Eq for Entry<E> {}
+    impl<E> PartialOrd for Entry<E> {
+        fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+            Some(self.cmp(other))
+        }
+    }
+    impl<E> Ord for Entry<E> {
+        // Reversed: the heap is a max-heap and we want the earliest first.
+        fn cmp(&self, other: &Self) -> Ordering {
+            other.key.cmp(&self.key)
+        }
+    }
+
+    /// A 4-ary heap ordered by (time, tiebreak) as one 128-bit key.
+    pub struct HeapQueue<E> {
+        heap: QuaternaryHeap<Entry<E>>,
+        next_seq: u64,
+        now: SimTime,
+    }
+
+    impl<E> Default for HeapQueue<E> {
+        fn default() -> Self {
+            Self::new()
+        }
+    }
+
+    impl<E> HeapQueue<E> {
+        pub fn new() -> Self {
+            HeapQueue {
+                heap: QuaternaryHeap::with_capacity(1024),
+                next_seq: 0,
+                now: SimTime::ZERO,
+            }
+        }
+        pub fn schedule(&mut self, time: SimTime, event: E) {
+            let seq = self.next_seq;
+            self.next_seq += 1;
+            self.schedule_key(time, seq, event);
+        }
+        pub fn schedule_key(&mut self, time: SimTime, tiebreak: u64, event: E) {
+            let key = (u128::from(time.ps()) << 64) | u128::from(tiebreak);
+            self.heap.push(Entry { key, event });
+        }
+        #[allow(clippy::should_implement_trait)]
+        pub fn next(&mut self) -> Option<(SimTime, E)> {
+            let e = self.heap.pop()?;
+            self.now = SimTime((e.key >> 64) as u64);
+            Some((self.now, e.event))
+        }
+        pub fn peek_time(&self) -> Option<SimTime> {
+            self.heap.peek().map(|e| SimTime((e.key >> 64) as u64))
+        }
+        pub fn len(&self) -> usize {
+            self.heap.len()
+        }
+        pub fn is_empty(&self) -> bool {
+            self.heap.is_empty()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::heap::HeapQueue;
     use super::*;
     use proptest::prelude::*;
 
@@ -165,6 +475,63 @@ mod tests {
         assert!(q.next().is_none());
     }
 
+    #[test]
+    fn a_smaller_tiebreak_pushed_at_the_current_time_pops_first() {
+        let mut q = EventQueue::new();
+        q.schedule_key(SimTime(10), 7, 'a');
+        q.schedule_key(SimTime(10), 9, 'b');
+        q.schedule_key(SimTime(20), 1, 'z');
+        assert_eq!(q.next(), Some((SimTime(10), 'a')));
+        // At the clock's time, below 'b' (9) and above 'a' (7, popped).
+        q.schedule_key(SimTime(10), 3, 'c');
+        q.schedule_key(SimTime(10), 9, 'd');
+        assert_eq!(q.peek_time(), Some(SimTime(10)));
+        assert_eq!(q.next(), Some((SimTime(10), 'c')));
+        // Equal tiebreaks: push order.
+        assert_eq!(q.next(), Some((SimTime(10), 'b')));
+        assert_eq!(q.next(), Some((SimTime(10), 'd')));
+        assert_eq!(q.peek_time(), Some(SimTime(20)));
+        assert_eq!(q.next(), Some((SimTime(20), 'z')));
+        assert_eq!(q.next(), None);
+        assert_eq!(q.peek_time(), None);
+    }
+
+    #[test]
+    fn extreme_times() {
+        let mut q = EventQueue::new();
+        q.schedule(SimTime::MAX, 3);
+        q.schedule(SimTime(1 << 63), 2);
+        q.schedule(SimTime::ZERO, 0);
+        q.schedule(SimTime(1), 1);
+        let got: Vec<_> = std::iter::from_fn(|| q.next()).collect();
+        assert_eq!(
+            got,
+            vec![
+                (SimTime::ZERO, 0),
+                (SimTime(1), 1),
+                (SimTime(1 << 63), 2),
+                (SimTime::MAX, 3)
+            ]
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "before the last one popped")]
+    fn an_event_before_the_last_pop_panics() {
+        let mut q = EventQueue::new();
+        q.schedule(SimTime(1 << 20), ());
+        q.next();
+        // Bypasses the debug-build check against the clock.
+        q.now = SimTime::ZERO;
+        q.schedule(SimTime(5), ());
+    }
+
+    /// Times spread over many bit lengths: near ties, packet-scale gaps,
+    /// timer-scale gaps.
+    fn times() -> impl Strategy<Value = u64> {
+        prop_oneof![0u64..50, 0u64..5_000_000, 0u64..(1 << 40)]
+    }
+
     proptest! {
         /// Events pop sorted by (time, insertion sequence), whatever the push order.
         #[test]
@@ -177,6 +544,61 @@ mod tests {
             expected.sort();
             let got: Vec<(u64, usize)> = std::iter::from_fn(|| q.next()).map(|(t, i)| (t.0, i)).collect();
             prop_assert_eq!(got, expected);
+        }
+
+        /// With arbitrary, repeating tiebreaks given at push: pops sorted by
+        /// (time, tiebreak), whatever the push order, every event once.
+        #[test]
+        fn pops_in_time_then_tiebreak_order(
+            pushes in prop::collection::vec((times(), 0u64..8), 0..400),
+        ) {
+            let mut q = EventQueue::new();
+            for (i, (t, k)) in pushes.iter().enumerate() {
+                q.schedule_key(SimTime(*t), *k, i);
+            }
+            let mut expected: Vec<(u64, u64)> = pushes.clone();
+            expected.sort();
+            let popped: Vec<(SimTime, usize)> = std::iter::from_fn(|| q.next()).collect();
+            let got: Vec<(u64, u64)> = popped.iter().map(|(t, i)| (t.0, pushes[*i].1)).collect();
+            prop_assert_eq!(got, expected);
+            for (t, i) in &popped {
+                prop_assert_eq!(t.0, pushes[*i].0);
+            }
+            let mut ids: Vec<usize> = popped.iter().map(|(_, i)| *i).collect();
+            ids.sort();
+            prop_assert_eq!(ids, (0..pushes.len()).collect::<Vec<_>>());
+        }
+
+        /// Pushes and pops interleaved as a simulation makes them (every push
+        /// at or after the clock, tiebreaks arbitrary and repeating, some
+        /// at the current time below what waits there): the radix queue pops
+        /// the same (time, tiebreak) sequence as the 4-ary heap, and peeks
+        /// the same times.
+        #[test]
+        fn same_order_as_the_heap(
+            ops in prop::collection::vec((times(), 0u64..6, 0u8..3), 1..600),
+        ) {
+            let mut radix = EventQueue::new();
+            let mut heap = HeapQueue::new();
+            let mut key = std::collections::HashMap::new();
+            for (i, (delay, k, pops)) in ops.iter().enumerate() {
+                let t = radix.now() + SimTime(*delay);
+                radix.schedule_key(t, *k, i);
+                heap.schedule_key(t, *k, i);
+                key.insert(i, (t, *k));
+                for _ in 0..*pops {
+                    prop_assert_eq!(radix.peek_time(), heap.peek_time());
+                    let a = radix.next().map(|(t, i)| (t, key[&i].1));
+                    let b = heap.next().map(|(t, i)| (t, key[&i].1));
+                    prop_assert_eq!(a, b);
+                }
+                prop_assert_eq!(radix.len(), heap.len());
+            }
+            while let Some((t, i)) = radix.next() {
+                let (u, j) = heap.next().unwrap();
+                prop_assert_eq!((t, key[&i].1), (u, key[&j].1));
+            }
+            prop_assert!(heap.is_empty());
         }
 
         /// Interleaved scheduling never lets the clock run backwards.

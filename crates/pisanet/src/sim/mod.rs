@@ -355,14 +355,11 @@ impl World {
             if self.pending_flow.is_none() && self.active_count == 0 {
                 return StopReason::AllFlowsDone;
             }
-            let Some(t) = self.q.peek_time() else {
-                // Nothing left to happen but flows remain: they can never finish.
+            let Some((now, ev)) = self.q.next_until(max_time) else {
+                // Past the time limit, or nothing left to happen but flows
+                // remain: they can never finish.
                 return StopReason::TimeLimit;
             };
-            if t > max_time {
-                return StopReason::TimeLimit;
-            }
-            let (now, ev) = self.q.next().expect("peeked");
             self.handle(now, ev);
             since_progress += 1;
             if since_progress >= 1 << 16 {

@@ -303,11 +303,12 @@ impl World {
 
     /// Runs this partition's events before `end` (and not after `max_time`).
     fn run_window(&mut self, end: SimTime, max_time: SimTime) {
-        while let Some(t) = self.q.peek_time() {
-            if t >= end || t > max_time {
-                break;
-            }
-            let (now, ev) = self.q.next().expect("peeked");
+        // Before `end`: at or before `end - 1` ps.
+        let Some(last) = end.ps().checked_sub(1) else {
+            return;
+        };
+        let limit = max_time.min(SimTime(last));
+        while let Some((now, ev)) = self.q.next_until(limit) {
             self.handle(now, ev);
         }
     }
