@@ -116,6 +116,9 @@ impl IngressForm {
                 h.spec.name
             ));
         }
+        if f.table.0 > u8::MAX as u16 || f.selector.0 > u8::MAX as u16 {
+            return Err("the form's table and selector are among the first 256".into());
+        }
         if f.rotate >= 32 {
             return Err(format!("rotation by {} bits", f.rotate));
         }
@@ -142,13 +145,13 @@ pub(crate) struct FormPass {
     memo: Box<[RouteSlot]>,
     /// 64 - log2(memo slots).
     shift: u8,
+    rotate: u8,
     /// Slots overwritten by another key since the last growth.
     evictions: u16,
-    table: u16,
-    selector: u16,
+    table: u8,
+    selector: u8,
     set_port: u8,
     set_group: u8,
-    rotate: u8,
 }
 
 /// A slot of [`FormPass`]'s memo (32 bytes, two to a cache line).
@@ -189,8 +192,8 @@ impl FormPass {
             memo: Box::new([]),
             shift: 64,
             evictions: 0,
-            table: f.table.0,
-            selector: f.selector.0,
+            table: f.table.0 as u8,
+            selector: f.selector.0 as u8,
             set_port: f.set_port.0,
             set_group: f.set_group.0,
             rotate: f.rotate as u8,
@@ -298,5 +301,16 @@ impl FormPass {
         self.memo = vec![RouteSlot::default(); n].into_boxed_slice();
         self.shift = (64 - n.trailing_zeros()) as u8;
         self.evictions = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_form_pass_is_24_bytes_and_a_memo_slot_32() {
+        // The switch keeps its program, its form and its pass counters in
+        // its first cache line (switch.rs, `Switch`).
+        assert_eq!(std::mem::size_of::<super::FormPass>(), 24);
+        assert_eq!(std::mem::size_of::<super::RouteSlot>(), 32);
     }
 }

@@ -234,12 +234,13 @@ impl Ord for Pending {
 }
 
 /// One switch: its program, state, CPU agent and pending work.
-// NOTE: `repr(C)`: what an ingress pass reads comes first (program,
-// counters, flags, then the pipeline, whose own per-pass fields lead), so a
-// pass touches few cache lines of a switch that has gone cold since its last
-// packet.
+// NOTE: `repr(C)`: what an ingress pass reads comes first (program, the
+// ingress form and its memo, flags, counters: one cache line; then the
+// pipeline, whose own per-pass fields lead), so a pass touches few cache
+// lines of a switch that has gone cold since its last packet.
 #[repr(C, align(64))]
 pub struct Switch {
+    dp: Box<dyn DataPlane>,
     /// The program's ingress form and its memo (see [`FormPass`]), used
     /// when `form_on`: a form pass reads this first line of the switch and
     /// one memo slot.
@@ -258,7 +259,6 @@ pub struct Switch {
     /// Passes so far (ingress and egress each count one; the first is 1).
     pass: u64,
     seq: u64,
-    dp: Box<dyn DataPlane>,
     /// `dp.ingress_form()`, checked at load; `None` when turned off
     /// ([`Self::use_ingress_form`]).
     declared_form: Option<LpmSelect>,
