@@ -816,7 +816,17 @@ impl Switch {
         self.pass += 1;
         self.stats.ingress_passes += 1;
         if self.form_on {
-            return self.form_ingress(now, in_port, pkt, instance, user, out);
+            let port = self.form_port(pkt);
+            if port < self.n_ports {
+                let meta = QueueMeta {
+                    user,
+                    ingress_port: in_port,
+                    instance_type: instance,
+                    egress_rid: 0,
+                };
+                return Some((port, meta));
+            }
+            return self.form_other(now, in_port, pkt, instance, user, port, out);
         }
         let mut meta = user;
         let plain = self.plain_ingress;
@@ -865,33 +875,31 @@ impl Switch {
         self.finish_ingress(now, in_port, pkt, sm, meta, original, out)
     }
 
-    /// An ingress pass through the program's ingress form, checked at load:
-    /// the same lookups, hash and selection as its `ingress`, straight.
+    /// The `egress_spec` of an ingress pass through the program's ingress
+    /// form, checked at load: the same lookups, hash and selection as its
+    /// `ingress`, straight.
     // NOTE: out of line: inlined into the event loop, the form grew the
     // loop's register saves for every event (0.7% more instructions on the
-    // demo for every scheme, the reference too). Out of line it costs the
-    // form about 20 instructions a pass; moving the hash and member pick out
-    // of it as well cost 6 more.
+    // demo for every scheme, the reference too).
     #[inline(never)]
-    fn form_ingress(
+    fn form_port(&mut self, pkt: &Packet) -> PortNo {
+        self.form.run(&mut self.pipe, pkt)
+    }
+
+    /// The end of a form's pass that did not give a port of the switch.
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn form_other(
         &mut self,
         now: SimTime,
         in_port: PortNo,
         pkt: &mut Packet,
         instance: InstanceType,
         user: UserMeta,
+        port: PortNo,
         out: &mut Vec<Emit>,
     ) -> Option<(PortNo, QueueMeta)> {
-        let port = self.form.run(&mut self.pipe, pkt);
-        if port < self.n_ports {
-            let meta = QueueMeta {
-                user,
-                ingress_port: in_port,
-                instance_type: instance,
-                egress_rid: 0,
-            };
-            return Some((port, meta));
-        }
         let mut sm = StandardMetadata::for_ingress(in_port, pkt.size, now, instance);
         sm.egress_spec = port;
         self.finish_ingress(now, in_port, pkt, sm, user, None, out)
