@@ -1,6 +1,8 @@
-//! Runs N ingress passes of the `ecmp` program, or N routes of the hand-written
-//! reference, over the packets of every host pair of a fat_tree k=8 edge
-//! switch, with hot caches: `passes program|native N`. Meant for
+//! Runs N ingress passes of the `ecmp` program (its ingress form, or with
+//! `interpreted` its `ingress` through the general path), or N routes of the
+//! hand-written reference, over the packets of every host pair of a
+//! fat_tree k=8 edge switch, with hot caches:
+//! `passes program|interpreted|native N`. Meant for
 //! `perf stat -e instructions` (instructions per pass = count / N).
 
 use pisanet_engine::SimTime;
@@ -18,6 +20,9 @@ fn main() {
         sw,
         pkts,
     } = pisanet_bench::pass_fixture();
+    if what == "interpreted" {
+        switch.use_ingress_form(false);
+    }
     let mut out = Vec::with_capacity(4);
     let mut acc = 0u64;
     for i in 0..n {

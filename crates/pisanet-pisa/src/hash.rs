@@ -5,6 +5,7 @@
 //! the hardware concatenates them; the CRC tables are built at compile time.
 
 use crc::{Crc, Table, CRC_16_ARC, CRC_32_ISO_HDLC};
+use pisanet_net::Packet;
 use serde::Serialize;
 
 /// bmv2 `crc16`: polynomial 0x8005, reflected, init 0 (CRC-16/ARC).
@@ -116,6 +117,39 @@ pub fn crc32(bytes: &[u8]) -> u32 {
     CRC32_SMALL
         .checksum(bytes)
         .unwrap_or_else(|| CRC32.checksum(bytes))
+}
+
+/// bmv2's `crc32` of exactly 13 bytes (a 5-tuple): what [`crc32`] computes
+/// on them, without the dispatch on the length.
+#[inline(always)]
+pub(crate) fn crc32_13(bytes: &[u8; 13]) -> u32 {
+    CRC32_SMALL.fixed::<13>(bytes)
+}
+
+/// Fields of [`five_tuple_bytes`], as a hash declares them.
+pub const FIVE_TUPLE_FIELDS: [(&str, u8); 5] = [
+    ("hdr.ipv4.src", 32),
+    ("hdr.ipv4.dst", 32),
+    ("hdr.ipv4.proto", 8),
+    ("l4.sport", 16),
+    ("l4.dport", 16),
+];
+
+/// The 5-tuple as a hash unit concatenates it ([`FIVE_TUPLE_FIELDS`]:
+/// source, destination, protocol, source port, destination port; big-
+/// endian, 13 bytes; ports 0 for a packet without TCP or UDP).
+#[inline(always)]
+pub fn five_tuple_bytes(pkt: &Packet) -> [u8; 13] {
+    let (src, dst, proto, sport, dport) = pkt.five_tuple();
+    let (s, d, sp, dp) = (
+        src.to_be_bytes(),
+        dst.to_be_bytes(),
+        sport.to_be_bytes(),
+        dport.to_be_bytes(),
+    );
+    [
+        s[0], s[1], s[2], s[3], d[0], d[1], d[2], d[3], proto, sp[0], sp[1], dp[0], dp[1],
+    ]
 }
 
 /// bmv2's `crc16` (CRC-16/ARC) of `bytes`.
@@ -249,6 +283,12 @@ mod tests {
     }
 
     proptest::proptest! {
+        #[test]
+        fn crc32_of_13_bytes_is_crc32(bytes in proptest::array::uniform13(proptest::num::u8::ANY)) {
+            proptest::prop_assert_eq!(crc32_13(&bytes), crc32(&bytes));
+            proptest::prop_assert_eq!(crc32_13(&bytes), CRC32.checksum(&bytes));
+        }
+
         #[test]
         fn small_crc_equals_the_crate(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..40)) {
             proptest::prop_assert_eq!(crc32(&bytes), CRC32.checksum(&bytes));

@@ -52,6 +52,7 @@ pub mod clock;
 pub mod control;
 pub mod counter;
 pub mod estimator;
+pub mod form;
 pub mod hash;
 pub mod info;
 pub mod meta;
@@ -66,7 +67,10 @@ pub use clock::Clock;
 pub use control::{ControlAgent, ControlPlaneConfig, CpuApi};
 pub use counter::{CounterData, CounterId, CounterKind, CounterSpec};
 pub use estimator::{EstimatorId, EstimatorSpec, UtilEstimator};
-pub use hash::{crc16, crc32, HashAlgo, HashId, HashInput, HashSpec};
+pub use form::{IngressForm, LpmSelect};
+pub use hash::{
+    crc16, crc32, five_tuple_bytes, HashAlgo, HashId, HashInput, HashSpec, FIVE_TUPLE_FIELDS,
+};
 pub use info::{Route, SwitchInfo, TargetConfig};
 pub use meta::{
     CloneType, Gress, InstanceType, StandardMetadata, UserMeta, CPU_PORT, DROP_PORT, PKTGEN_PORT,

@@ -27,6 +27,7 @@
 
 use crate::clock::Clock;
 use crate::control::{ControlAgent, ControlPlaneConfig, CpuApi};
+use crate::form::{FormPass, IngressForm, LpmSelect};
 use crate::info::{SwitchInfo, TargetConfig};
 use crate::meta::{
     CloneType, Gress, InstanceType, StandardMetadata, UserMeta, CPU_PORT, DROP_PORT, PKTGEN_PORT,
@@ -77,6 +78,15 @@ pub trait DataPlane: Send {
     /// no-op, so this changes nothing but the cost of the pass.
     fn has_egress(&self) -> bool {
         true
+    }
+    /// The program's ingress control in one of the forms the switch runs
+    /// itself ([`IngressForm`]), if it has one: the switch checks it against
+    /// the declarations at load and then runs it instead of calling
+    /// [`Self::ingress`], which must compute the same thing (the program's
+    /// tests compare the two). `None` (the default): every pass calls
+    /// `ingress`.
+    fn ingress_form(&self) -> Option<IngressForm> {
+        None
     }
     /// The packet generator application `app` fires: the packet to inject
     /// into ingress (on [`PKTGEN_PORT`]), if any.
@@ -224,17 +234,20 @@ impl Ord for Pending {
 }
 
 /// One switch: its program, state, CPU agent and pending work.
-// NOTE: `repr(C)`: what an ingress pass reads comes first (program,
-// counters, flags, then the pipeline, whose own per-pass fields lead), so a
-// pass touches few cache lines of a switch that has gone cold since its last
-// packet.
+// NOTE: `repr(C)`: what an ingress pass reads comes first (program, the
+// ingress form and its memo, flags, counters: one cache line; then the
+// pipeline, whose own per-pass fields lead), so a pass touches few cache
+// lines of a switch that has gone cold since its last packet.
 #[repr(C, align(64))]
 pub struct Switch {
     dp: Box<dyn DataPlane>,
-    /// Passes so far (ingress and egress each count one; the first is 1).
-    pass: u64,
-    seq: u64,
-    n_ports: u16,
+    /// The program's ingress form and its memo (see [`FormPass`]), used
+    /// when `form_on`: a form pass reads this first line of the switch and
+    /// one memo slot.
+    form: FormPass,
+    /// Ingress passes run `form` ([`DataPlane::ingress_form`], checked at
+    /// load; only when `plain_ingress`).
+    form_on: bool,
     /// No parser, an ideal clock and no copy of the original packet: an
     /// ingress pass needs none of the three checks (one flag, read first).
     plain_ingress: bool,
@@ -242,6 +255,13 @@ pub struct Switch {
     parses: bool,
     /// `clock.is_ideal()`, asked once.
     clock_ideal: bool,
+    n_ports: u16,
+    /// Passes so far (ingress and egress each count one; the first is 1).
+    pass: u64,
+    seq: u64,
+    /// `dp.ingress_form()`, checked at load; `None` when turned off
+    /// ([`Self::use_ingress_form`]).
+    declared_form: Option<LpmSelect>,
     pipe: Pipeline,
     stats: SwitchStats,
     id: u32,
@@ -293,10 +313,20 @@ impl Switch {
             stats: SwitchStats::default(),
             parses: true,
             plain_ingress: false,
+            form: FormPass::new(&LpmSelect::NONE),
+            form_on: false,
+            declared_form: None,
             scratch_writes: Vec::new(),
             scratch_outs: Vec::new(),
         };
         sw.parses = sw.dp.has_parser();
+        if let Some(form) = sw.dp.ingress_form() {
+            form.check(&sw.pipe)
+                .map_err(|e| format!("switch {} ({}): ingress form: {e}", sw.id, sw.pipe.name()))?;
+            let IngressForm::LpmSelect(f) = form;
+            sw.declared_form = Some(f);
+            sw.form = FormPass::new(&f);
+        }
         sw.update_plain_ingress();
         let mut writes = Vec::new();
         let mut outs = Vec::new();
@@ -306,6 +336,7 @@ impl Switch {
             sw.agent.on_start(info, &mut api);
         }
         for w in &writes {
+            sw.form.forget();
             sw.pipe.apply(SimTime::ZERO, w).map_err(|e| {
                 format!("switch {} ({}): start-up write: {e}", sw.id, sw.pipe.name())
             })?;
@@ -338,6 +369,26 @@ impl Switch {
 
     fn update_plain_ingress(&mut self) {
         self.plain_ingress = !self.parses && self.clock_ideal && !self.pipe.keep_original;
+        self.form_on = self.declared_form.is_some() && self.plain_ingress;
+    }
+
+    /// Whether ingress passes run the program's [`IngressForm`] (it has one,
+    /// and the passes are plain: no parser, an ideal clock, no copy of the
+    /// original packet).
+    pub fn runs_ingress_form(&self) -> bool {
+        self.form_on
+    }
+
+    /// Runs every ingress pass through the program's `ingress` (`false`),
+    /// or through its [`IngressForm`] where it has one (`true`, the
+    /// default): for tests and benchmarks that compare the two.
+    pub fn use_ingress_form(&mut self, on: bool) {
+        let declared = self.dp.ingress_form().map(|IngressForm::LpmSelect(f)| f);
+        self.declared_form = if on { declared } else { None };
+        if let Some(f) = &self.declared_form {
+            self.form = FormPass::new(f);
+        }
+        self.update_plain_ingress();
     }
 
     /// The switch's clock.
@@ -522,13 +573,17 @@ impl Switch {
         while self.pending.peek().is_some_and(|p| p.at <= now) {
             let p = self.pending.pop().expect("peeked");
             match p.work {
-                Work::Write(w) => match self.pipe.apply(now, &w) {
-                    Ok(()) => self.stats.writes_applied += 1,
-                    Err(e) => {
-                        self.stats.write_errors += 1;
-                        self.stats.last_write_error = Some(e);
+                Work::Write(w) => {
+                    // The form's memo holds what the entries resolved to.
+                    self.form.forget();
+                    match self.pipe.apply(now, &w) {
+                        Ok(()) => self.stats.writes_applied += 1,
+                        Err(e) => {
+                            self.stats.write_errors += 1;
+                            self.stats.last_write_error = Some(e);
+                        }
                     }
-                },
+                }
                 Work::ToCpu(pkt, meta) => {
                     self.call_agent(now, |a, api| a.on_packet_in(pkt, meta, api))
                 }
@@ -760,6 +815,19 @@ impl Switch {
     ) -> Option<(PortNo, QueueMeta)> {
         self.pass += 1;
         self.stats.ingress_passes += 1;
+        if self.form_on {
+            let port = self.form_port(pkt);
+            if port < self.n_ports {
+                let meta = QueueMeta {
+                    user,
+                    ingress_port: in_port,
+                    instance_type: instance,
+                    egress_rid: 0,
+                };
+                return Some((port, meta));
+            }
+            return self.form_other(now, in_port, pkt, instance, user, port, out);
+        }
         let mut meta = user;
         let plain = self.plain_ingress;
         if !plain && self.parses && !self.dp.parse(pkt, &mut meta) {
@@ -805,6 +873,36 @@ impl Switch {
             return Some((sm.egress_spec, meta));
         }
         self.finish_ingress(now, in_port, pkt, sm, meta, original, out)
+    }
+
+    /// The `egress_spec` of an ingress pass through the program's ingress
+    /// form, checked at load: the same lookups, hash and selection as its
+    /// `ingress`, straight.
+    // NOTE: out of line: inlined into the event loop, the form grew the
+    // loop's register saves for every event (0.7% more instructions on the
+    // demo for every scheme, the reference too).
+    #[inline(never)]
+    fn form_port(&mut self, pkt: &Packet) -> PortNo {
+        self.form.run(&mut self.pipe, pkt)
+    }
+
+    /// The end of a form's pass that did not give a port of the switch.
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn form_other(
+        &mut self,
+        now: SimTime,
+        in_port: PortNo,
+        pkt: &mut Packet,
+        instance: InstanceType,
+        user: UserMeta,
+        port: PortNo,
+        out: &mut Vec<Emit>,
+    ) -> Option<(PortNo, QueueMeta)> {
+        let mut sm = StandardMetadata::for_ingress(in_port, pkt.size, now, instance);
+        sm.egress_spec = port;
+        self.finish_ingress(now, in_port, pkt, sm, user, None, out)
     }
 
     /// The rest of an ingress pass that did more than a plain unicast (or

@@ -977,7 +977,7 @@ pub(crate) struct Group {
 }
 
 /// The multiplier `M` of [`fast_mod`] for divisor `d` (d > 0).
-fn fast_mod_magic(d: u32) -> u64 {
+pub(crate) fn fast_mod_magic(d: u32) -> u64 {
     (u64::MAX / d as u64).wrapping_add(1)
 }
 
@@ -987,7 +987,7 @@ fn fast_mod_magic(d: u32) -> u64 {
 /// function hardware, not program code; this only makes the model's
 /// arithmetic cheaper and picks the same member as `%`.
 #[inline]
-fn fast_mod(a: u32, m: u64, d: u32) -> u32 {
+pub(crate) fn fast_mod(a: u32, m: u64, d: u32) -> u32 {
     let low = m.wrapping_mul(a as u64);
     ((low as u128 * d as u128) >> 64) as u32
 }

@@ -15,7 +15,8 @@ use crate::l3::{self, RouteAgent, FIVE_TUPLE_FIELDS, L3};
 use crate::SchemeParams;
 use pisanet_net::Packet;
 use pisanet_pisa::{
-    Ctx, DataPlane, HashAlgo, HashId, HashSpec, Pipeline, StandardMetadata, SwitchInfo, UserMeta,
+    Ctx, DataPlane, HashAlgo, HashId, HashSpec, IngressForm, LpmSelect, Pipeline, StandardMetadata,
+    SwitchInfo, UserMeta,
 };
 
 /// The program's handles and per-switch constants.
@@ -61,6 +62,20 @@ impl DataPlane for Ecmp {
     /// This program's egress control is empty.
     fn has_egress(&self) -> bool {
         false
+    }
+
+    /// The ingress below as an [`IngressForm`]: `ipv4_lpm`, then for a group
+    /// `ecmp_group` fed `ecmp_hash` rotated as [`l3::member_hash`] rotates
+    /// it (`rotate_right` takes the count modulo 32).
+    fn ingress_form(&self) -> Option<IngressForm> {
+        Some(IngressForm::LpmSelect(LpmSelect {
+            table: self.l3.ipv4_lpm,
+            set_port: l3::SET_NHOP,
+            set_group: l3::SET_ECMP_GROUP,
+            selector: self.l3.ecmp_group,
+            hash: self.ecmp_hash,
+            rotate: (l3::TIER_ROTATE * self.hash_tier as u32) % 32,
+        }))
     }
 
     fn ingress(

@@ -6,9 +6,9 @@
 
 use pisanet_net::{Packet, PortNo};
 use pisanet_pisa::{
-    matches, ActionCall, ActionId, ControlAgent, CpuApi, Ctx, HashAlgo, HashInput, KeyField,
-    MatchKind, Pipeline, SelectorId, SelectorSpec, StandardMetadata, SwitchInfo, TableEntry,
-    TableId, TableSpec, UpdateType, Write,
+    five_tuple_bytes, matches, ActionCall, ActionId, ControlAgent, CpuApi, Ctx, HashAlgo,
+    HashInput, KeyField, MatchKind, Pipeline, SelectorId, SelectorSpec, StandardMetadata,
+    SwitchInfo, TableEntry, TableId, TableSpec, UpdateType, Write,
 };
 
 /// Actions of `ipv4_lpm`.
@@ -99,27 +99,12 @@ pub fn five_tuple(pkt: &Packet) -> HashInput {
 /// Appends the 5-tuple to `input` (one 13-byte copy).
 #[inline(always)]
 pub fn push_five_tuple(mut input: HashInput, pkt: &Packet) -> HashInput {
-    let (src, dst, proto, sport, dport) = pkt.five_tuple();
-    let (s, d, sp, dp) = (
-        src.to_be_bytes(),
-        dst.to_be_bytes(),
-        sport.to_be_bytes(),
-        dport.to_be_bytes(),
-    );
-    input.push_bytes([
-        s[0], s[1], s[2], s[3], d[0], d[1], d[2], d[3], proto, sp[0], sp[1], dp[0], dp[1],
-    ]);
+    input.push_bytes(five_tuple_bytes(pkt));
     input
 }
 
 /// Fields of [`five_tuple`], for hash declarations.
-pub const FIVE_TUPLE_FIELDS: [(&str, u8); 5] = [
-    ("hdr.ipv4.src", 32),
-    ("hdr.ipv4.dst", 32),
-    ("hdr.ipv4.proto", 8),
-    ("l4.sport", 16),
-    ("l4.dport", 16),
-];
+pub use pisanet_pisa::FIVE_TUPLE_FIELDS;
 
 /// Bits the selector input rotates by per tier.
 pub const TIER_ROTATE: u32 = 11;

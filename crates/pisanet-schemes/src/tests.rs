@@ -517,3 +517,146 @@ fn resource_reports() {
     let rps = resources("rps").unwrap();
     assert!(rps.hashes.is_empty());
 }
+
+// ---- the ecmp program's ingress form ----
+
+/// An `ecmp` switch built by hand (for the handles of its objects), with its
+/// ingress form on or off.
+fn ecmp_switch(info: &SwitchInfo, params: &SchemeParams, form: bool) -> (Switch, crate::l3::L3) {
+    let mut pipe = pisanet_pisa::Pipeline::new("ecmp");
+    let p = crate::ecmp::Ecmp::new(&mut pipe, params, info);
+    let (l3, agent) = (p.l3, p.agent());
+    let rng = RngStreams::new(5).stream(StreamKind::Switch, info.id as u64);
+    let mut sw = Switch::new(
+        info,
+        pipe,
+        Box::new(p),
+        Box::new(agent),
+        rng,
+        ControlPlaneConfig::default(),
+        params.target,
+    )
+    .unwrap();
+    sw.use_ingress_form(form);
+    assert_eq!(sw.runs_ingress_form(), form);
+    (sw, l3)
+}
+
+#[test]
+fn ecmp_switches_run_the_ingress_form() {
+    let sw = switch("ecmp", &leaf(4));
+    assert!(sw.runs_ingress_form());
+    // A switch with its own clock runs the program's ingress.
+    let mut sw = switch("ecmp", &leaf(4));
+    sw.set_clock(pisanet_pisa::Clock {
+        offset_ps: 5,
+        drift_ppb: 0,
+        resolution_ps: 1,
+    });
+    assert!(!sw.runs_ingress_form());
+    // Other programs have no form.
+    assert!(!switch("flowlet_ecmp", &leaf(4)).runs_ingress_form());
+}
+
+proptest::proptest! {
+    /// The `ecmp` program's ingress form gives exactly what its `ingress`
+    /// gives: the same port or drop (and drop reason), queue metadata,
+    /// counters and violations, for any routes (nested prefixes, groups of
+    /// any size, ports the switch lacks, the CPU port), tier and hash
+    /// setting, groups emptied or rewritten by the control plane, and
+    /// packets with and without ports.
+    #[test]
+    fn ecmp_form_equals_the_program(
+        routes in proptest::collection::vec(
+            (proptest::num::u32::ANY, 0u8..=32, proptest::collection::vec(0u16..20, 0..14)),
+            1..12,
+        ),
+        tier in 0u8..4,
+        per_tier in proptest::bool::ANY,
+        groups in proptest::collection::vec((0u32..6, proptest::collection::vec(0u16..10, 0..12)), 0..3),
+        extra in proptest::collection::vec(
+            (proptest::num::u32::ANY, 0u8..=32, proptest::prop_oneof![
+                proptest::strategy::Just(pisanet_pisa::CPU_PORT),
+                proptest::strategy::Just(600u16),
+                0u16..8,
+            ]),
+            0..3,
+        ),
+        pkts in proptest::collection::vec(
+            (0usize..16, proptest::num::u32::ANY, proptest::num::u32::ANY, proptest::num::u16::ANY, proptest::num::u16::ANY, 0u8..3),
+            1..200,
+        ),
+    ) {
+        use pisanet_pisa::{matches, ActionCall, TableEntry, UpdateType, Write};
+        let mask = |len: u8| if len == 0 { 0 } else { u32::MAX << (32 - len as u32) };
+        let mut seen = std::collections::HashSet::new();
+        let routes: Vec<Route> = routes
+            .into_iter()
+            .filter(|&(p, len, _)| seen.insert((p & mask(len), len)))
+            .map(|(p, len, ports)| Route { prefix: p & mask(len), len, ports, rack: None })
+            .collect();
+        let info = SwitchInfo {
+            id: 3,
+            n_ports: 16,
+            port_rates: vec![pisanet_engine::BitRate::from_gbps(10.0); 16],
+            routes: routes.clone(),
+            tier,
+            ..Default::default()
+        };
+        let params = SchemeParams { ecmp_hash_per_tier: per_tier, ..SchemeParams::default() };
+        let (mut a, l3) = ecmp_switch(&info, &params, true);
+        let (mut b, _) = ecmp_switch(&info, &params, false);
+        // Control-plane writes after start: groups rewritten or emptied,
+        // routes to the CPU or to ports the switch lacks.
+        let mut writes = Vec::new();
+        for (g, members) in groups {
+            let members = members.into_iter().map(|p| ActionCall::new(crate::l3::SET_NHOP, [p as u64, 0, 0])).collect();
+            writes.push(Write::SelectorGroup { selector: l3.ecmp_group, group: g, members });
+        }
+        for (p, len, port) in extra {
+            if seen.insert((p & mask(len), len)) {
+                let entry = TableEntry::new(
+                    vec![matches::lpm((p & mask(len)) as u64, len)],
+                    ActionCall::new(crate::l3::SET_NHOP, [port as u64, 0, 0]),
+                );
+                writes.push(Write::TableEntry { table: l3.ipv4_lpm, update: UpdateType::Insert, entry });
+            }
+        }
+        let t = SimTime::from_us(100);
+        for sw in [&mut a, &mut b] {
+            sw.cpu_write(SimTime::ZERO, writes.clone());
+            let mut out = Vec::new();
+            while let Some(d) = sw.next_deadline() {
+                proptest::prop_assert!(d <= t);
+                sw.on_timer(d, &mut out);
+            }
+        }
+        for (i, &(r, host, src, sport, dport, l4)) in pkts.iter().enumerate() {
+            // Mostly into a route's prefix, sometimes anywhere.
+            let dst = match routes.get(r) {
+                Some(route) => route.prefix | (host & !mask(route.len)),
+                None => host,
+            };
+            let mut pkt = tcp(src, dst, sport, dport);
+            match l4 {
+                0 => {}
+                1 => {
+                    pkt.ip.proto = pisanet_net::PROTO_UDP;
+                    pkt.l4 = L4::Udp(pisanet_net::Udp { sport, dport, ..Default::default() });
+                }
+                _ => pkt.l4 = L4::None,
+            }
+            let in_port = (i % 8) as PortNo;
+            let (mut pa, mut pb) = (pkt.clone(), pkt);
+            let (mut oa, mut ob) = (Vec::new(), Vec::new());
+            let ra = a.ingress_unicast(t, in_port, &mut pa, &mut oa);
+            let rb = b.ingress_unicast(t, in_port, &mut pb, &mut ob);
+            proptest::prop_assert_eq!(ra, rb);
+            proptest::prop_assert_eq!(format!("{pa:?}"), format!("{pb:?}"));
+            proptest::prop_assert_eq!(format!("{oa:?}"), format!("{ob:?}"));
+        }
+        proptest::prop_assert_eq!(a.stats(), b.stats());
+        proptest::prop_assert_eq!(a.violations(), b.violations());
+        proptest::prop_assert_eq!(a.violations().1, 0);
+    }
+}
