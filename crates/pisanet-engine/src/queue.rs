@@ -1,7 +1,11 @@
-//! The event queue: a binary heap ordered by (time, insertion sequence).
+//! The event queue: a binary heap ordered by (time, tie key).
 //!
-//! Two events at the same time pop in the order they were pushed, so a run is
-//! a pure function of its inputs. Components keep only their *next* event
+//! Two events at the same time pop in the order of their keys: with
+//! [`EventQueue::schedule`] the key is the insertion sequence (they pop in
+//! the order they were pushed); with [`EventQueue::schedule_keyed`] the
+//! caller gives it (pisanet's `World` derives it from the event itself, so
+//! the order does not depend on when an event was pushed). Either way a run
+//! is a pure function of its inputs. Do not mix the two in one queue. Components keep only their *next* event
 //! here (htsim's idea): a link's packets wait in the link's own FIFO, so the
 //! heap grows with busy components, not with packets in flight.
 
@@ -13,6 +17,7 @@ use dary_heap::QuaternaryHeap as BinaryHeap;
 
 struct Entry<E> {
     time: SimTime,
+    /// Tie key: the insertion sequence, or the caller's key.
     seq: u64,
     event: E,
 }
@@ -98,10 +103,23 @@ impl<E> EventQueue<E> {
     /// Panics in debug builds if `time` is in the past: causality is an
     /// invariant of the model, not a user error.
     pub fn schedule(&mut self, time: SimTime, event: E) {
-        debug_assert!(time >= self.now, "event scheduled in the past");
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.heap.push(Entry { time, seq, event });
+        self.schedule_keyed(time, seq, event);
+    }
+
+    /// Schedules `event` at `time` with tie key `key`: events at the same
+    /// time pop in increasing key order, whatever order they were pushed
+    /// in. Events with equal time and key pop in an order that depends on
+    /// the pushes (the caller gives equal keys only to identical events).
+    /// O(log n).
+    pub fn schedule_keyed(&mut self, time: SimTime, key: u64, event: E) {
+        debug_assert!(time >= self.now, "event scheduled in the past");
+        self.heap.push(Entry {
+            time,
+            seq: key,
+            event,
+        });
     }
 
     /// Schedules `event` after `delay` from now. O(log n).
@@ -165,7 +183,31 @@ mod tests {
         assert!(q.next().is_none());
     }
 
+    #[test]
+    fn keyed_ties_pop_in_key_order_whatever_the_push_order() {
+        let mut q = EventQueue::new();
+        for k in [7u64, 3, 9, 1, 5] {
+            q.schedule_keyed(SimTime(5), k, k);
+        }
+        q.schedule_keyed(SimTime(4), 100, 100);
+        let got: Vec<u64> = std::iter::from_fn(|| q.next()).map(|(_, e)| e).collect();
+        assert_eq!(got, vec![100, 1, 3, 5, 7, 9]);
+    }
+
     proptest! {
+        /// Keyed events pop sorted by (time, key), whatever the push order.
+        #[test]
+        fn keyed_pops_in_time_then_key_order(evs in prop::collection::vec((0u64..20, 0u64..20), 0..300)) {
+            let mut q = EventQueue::new();
+            for &(t, k) in &evs {
+                q.schedule_keyed(SimTime(t), k, (t, k));
+            }
+            let mut expected = evs.clone();
+            expected.sort();
+            let got: Vec<(u64, u64)> = std::iter::from_fn(|| q.next()).map(|(_, e)| e).collect();
+            prop_assert_eq!(got, expected);
+        }
+
         /// Events pop sorted by (time, insertion sequence), whatever the push order.
         #[test]
         fn pops_in_time_then_sequence_order(times in prop::collection::vec(0u64..50, 0..400)) {
