@@ -14,18 +14,20 @@
 //! receive, within a window, anything another sends in it (Chandy-Misra-
 //! Bryant's conservative rule, with the synchronous windows of UNISON,
 //! Bai et al., EuroSys 2024). The packets that crossed are
-//! handed to their receiving partition at the end of the window, in
-//! partition order, so every partition sees the same inputs in the same
-//! order whatever the threads did: the digest depends on the partitions,
-//! which depend on the topology only, not on `run.threads`.
+//! handed to their receiving partition at the end of the window. Every
+//! partition orders its events by the same (time, key) as a single-thread
+//! run (sim/order.rs), so it pops exactly that run's events restricted to
+//! its nodes: the results and digest are the single-thread run's, for every
+//! number of threads.
 //!
 //! What crosses besides packets: a flow's two endpoints live with their
-//! hosts, so when a sender completes its flow the receiver's partition
-//! learns it at the end of that window and then releases the receiver's
-//! state (and checks its exactly-once, in-order delivery). Losses of a
-//! sender's data dropped in another partition are logged there with their
-//! time and charged to the flow at the end if they happened no later than
-//! the flow finished (the single-thread rule: while the flow was active).
+//! hosts, so when a sender completes its flow at T the receiver's
+//! partition learns it at the end of that window (no later than T + L)
+//! and releases the receiver at T + L, as a single-thread run does
+//! (`World::complete_flow`). Losses of a sender's data dropped in another
+//! partition are logged there with their time and charged to the flow at
+//! the end if they happened no later than the flow finished (the
+//! single-thread rule).
 
 use super::flow::{ActiveFlow, Endpoints, Plan};
 use super::*;
