@@ -2,7 +2,8 @@
 //!
 //! Owns: simulated time ([`SimTime`], integer picoseconds), link rates
 //! ([`BitRate`]), the event queue ([`EventQueue`], ordered by time and then by
-//! insertion sequence, so no tie is ever broken by chance) and independent,
+//! insertion sequence or a key the caller gives, so no tie is ever broken by
+//! chance) and independent,
 //! seeded random streams ([`RngStreams`]).
 //!
 //! Leaves to others: what an event means. The queue is generic over its
