@@ -2,7 +2,7 @@
 # Paired speed comparison of two builds of the example runner (or any two
 # commands that print pisanet's summary.json on standard output).
 #
-#   scripts/bench-compare.sh [-n RUNS] [-w WARMUP] [-a SET] [-b SET] NEW_BIN OLD_BIN CONFIG [key=value ...]
+#   scripts/bench-compare.sh [-n RUNS] [-w WARMUP] [-a SET] [-b SET] [-d] NEW_BIN OLD_BIN CONFIG [key=value ...]
 #
 # -a SET / -b SET (repeatable): a key=value override for NEW only / OLD only,
 # after the common ones. With the same binary twice this compares two
@@ -17,7 +17,11 @@
 # child) and the wall time, and prints each ratio's median with its min and
 # max. A ratio below 1 means NEW is faster. Also checks that both builds give
 # the same digest (a speed-up that changes results is not one) and prints
-# packet-hops per CPU second. Uses python3's standard library only.
+# packet-hops per CPU second. -d allows different digests (a change that
+# reorders events on purpose, e.g. issue 18's keyed event order): the work
+# then differs too, so it also prints each build's events and packet-hops
+# and the ratio of CPU time per event; show the results are statistically
+# the same separately. Uses python3's standard library only.
 #
 # Build the runner with: cargo build --release -p pisanet --example run
 # (target/release/examples/run). See docs/performance.md.
@@ -26,26 +30,29 @@ runs=5
 warmup=1
 sets_a=""
 sets_b=""
-while getopts "n:w:a:b:" opt; do
+digests=same
+while getopts "n:w:a:b:d" opt; do
     case $opt in
         n) runs=$OPTARG ;;
         w) warmup=$OPTARG ;;
         a) sets_a="$sets_a $OPTARG" ;;
         b) sets_b="$sets_b $OPTARG" ;;
-        *) echo "usage: $0 [-n RUNS] [-w WARMUP] [-a SET] [-b SET] NEW_BIN OLD_BIN CONFIG [key=value ...]" >&2; exit 2 ;;
+        d) digests=differ ;;
+        *) echo "usage: $0 [-n RUNS] [-w WARMUP] [-a SET] [-b SET] [-d] NEW_BIN OLD_BIN CONFIG [key=value ...]" >&2; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
 if [ $# -lt 3 ]; then
-    echo "usage: $0 [-n RUNS] [-w WARMUP] [-a SET] [-b SET] NEW_BIN OLD_BIN CONFIG [key=value ...]" >&2
+    echo "usage: $0 [-n RUNS] [-w WARMUP] [-a SET] [-b SET] [-d] NEW_BIN OLD_BIN CONFIG [key=value ...]" >&2
     exit 2
 fi
-exec python3 - "$runs" "$warmup" "$sets_a" "$sets_b" "$@" <<'PY'
+exec python3 - "$runs" "$warmup" "$sets_a" "$sets_b" "$digests" "$@" <<'PY'
 import json, os, re, statistics, subprocess, sys, time
 
 runs, warmup = int(sys.argv[1]), int(sys.argv[2])
 only = {"new": sys.argv[3].split(), "old": sys.argv[4].split()}
-new, old, config, *sets = sys.argv[5:]
+allow_differ = sys.argv[5] == "differ"
+new, old, config, *sets = sys.argv[6:]
 
 
 def once(binary, which):
@@ -70,7 +77,7 @@ for _ in range(warmup):
 rows = []
 for i in range(runs):
     a, b = once(new, "new"), once(old, "old")
-    if a[2].get("digest") != b[2].get("digest"):
+    if a[2].get("digest") != b[2].get("digest") and not allow_differ:
         sys.exit(f"digests differ: {a[2].get('digest')} (new) vs {b[2].get('digest')} (old)")
     rows.append((a, b))
     print(f"pair {i + 1}: cpu {a[0]:.3f} / {b[0]:.3f} s = {a[0] / b[0]:.3f}, "
@@ -85,8 +92,16 @@ hops = rows[0][0][2].get("packet_hops", 0)
 print(f"config: {config} {' '.join(sets)}")
 if only["new"] or only["old"]:
     print(f"new only: {' '.join(only['new'])}; old only: {' '.join(only['old'])}")
-print(f"digest: {rows[0][0][2].get('digest')} (same for both)")
-print(f"events: {rows[0][0][2].get('events')}, packet-hops: {hops}")
+if allow_differ:
+    a0, b0 = rows[0][0][2], rows[0][1][2]
+    print(f"digest: new {a0.get('digest')}, old {b0.get('digest')} (-d: may differ)")
+    print(f"events: new {a0.get('events')}, old {b0.get('events')}; "
+          f"packet-hops: new {a0.get('packet_hops')}, old {b0.get('packet_hops')}")
+    print("cpu per event ratio new/old: " + spread(
+        [(a[0] / a[2]["events"]) / (b[0] / b[2]["events"]) for a, b in rows]))
+else:
+    print(f"digest: {rows[0][0][2].get('digest')} (same for both)")
+    print(f"events: {rows[0][0][2].get('events')}, packet-hops: {hops}")
 print(f"cpu  ratio new/old: {spread([a[0] / b[0] for a, b in rows])}")
 print(f"wall ratio new/old: {spread([a[1] / b[1] for a, b in rows])}")
 print(f"speed-up old/new (cpu): {spread([b[0] / a[0] for a, b in rows])}")

@@ -1,9 +1,9 @@
 //! The discrete-event core of pisanet.
 //!
 //! Owns: simulated time ([`SimTime`], integer picoseconds), link rates
-//! ([`BitRate`]), the event queue ([`EventQueue`], a radix heap ordered by time and
-//! then by a tiebreak, the insertion sequence unless the caller gives one, so
-//! no tie is ever broken by chance) and independent,
+//! ([`BitRate`]), the event queue ([`EventQueue`], a timing wheel in front of a
+//! 4-ary heap, ordered by time and then by a tiebreak: the insertion sequence
+//! or a key the caller gives, so no tie is ever broken by chance) and independent,
 //! seeded random streams ([`RngStreams`]).
 //!
 //! Leaves to others: what an event means. The queue is generic over its

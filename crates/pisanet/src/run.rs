@@ -451,7 +451,14 @@ fn run_parallel(
     }
     let first = build_world(cfg, base)?;
     let (node_part, parts) = parallel::partition(&first.topo).map_err(Error::input)?;
-    let lookahead = parallel::lookahead(&first, &node_part).unwrap_or(SimTime(u64::MAX));
+    if parallel::lookahead(&first, &node_part).is_none() {
+        // One partition (a leaf-spine with one leaf): nothing to run in
+        // parallel; the single-thread run is the same run.
+        let mut single = cfg.clone();
+        single.run.threads = None;
+        return run_config(&single, base, progress, sink);
+    }
+    let lookahead = first.lookahead;
     if lookahead == SimTime::ZERO {
         return Err(Error::input(
             "run.threads: links between partitions (a fat tree's pods and cores, a leaf-spine's leaves and spines) need a positive topology.link_delay_us",
@@ -570,6 +577,12 @@ pub fn build_world(cfg: &Config, base: Option<&Path>) -> Result<World, Error> {
     let qos_cfg = crate::qos_deadlines::with_flow_deadlines(cfg, &gen, &topo, params.sport_salt)?;
     let fwd = crate::forward::build(qos_cfg.as_ref().unwrap_or(cfg), &topo, &streams)?;
     let mut world = World::new(topo, fwd, gen, params, &streams);
+    // The lookahead of the topology's partitioning, run.threads set or not
+    // (sim/parallel.rs; `World::lookahead`).
+    world.lookahead = crate::sim::parallel::partition(&world.topo)
+        .ok()
+        .and_then(|(part, _)| crate::sim::parallel::lookahead(&world, &part))
+        .unwrap_or(SimTime::ZERO);
     if t.pfc.enabled {
         // Thresholds and headroom of every switch port (crates/pisanet/src/pfc.rs).
         let pfc = crate::sim::Pfc::build(

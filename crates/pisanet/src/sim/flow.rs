@@ -147,6 +147,18 @@ pub(crate) struct ActiveFlow {
     pub(crate) lost_bytes: u64,
     /// Measurement state, only when `metrics.flow_stats` or goodput is on.
     pub(crate) meter: Option<Box<FlowMeter>>,
+    /// The measurement closed when the sender completed, kept for the
+    /// row written when the receiver is released.
+    pub(crate) stats: Option<Box<FlowStats>>,
+}
+
+impl ActiveFlow {
+    /// The flow's sender completed: what is left is its receiver, lingering
+    /// until `Ev::Release` (`World::complete_flow`).
+    #[inline]
+    pub(crate) fn sender_done(&self) -> bool {
+        self.rec.finish.is_some()
+    }
 }
 
 /// The sender's loss-recovery counters, for the per-flow measurement.
@@ -194,6 +206,10 @@ impl World {
     }
 
     pub(crate) fn on_next_flow(&mut self, now: SimTime) {
+        if self.part.as_ref().is_some_and(|p| p.me != 0) {
+            // Every partition runs its copy (sim/parallel.rs): one counts.
+            self.q.uncount();
+        }
         while let Some(f) = self.pending_flow.take() {
             if f.start > now {
                 self.q.schedule(f.start, Ev::NextFlow);
@@ -402,6 +418,7 @@ impl World {
             lost_packets: 0,
             lost_bytes: 0,
             meter,
+            stats: None,
         }));
         self.active_count += 1;
         self.send_from_host(now, f.src, &mut out);
@@ -420,16 +437,30 @@ impl World {
         if self.part.is_some() && self.lose_elsewhere(pkt) {
             return;
         }
-        let Some(Some(af)) = self.active.get_mut(pkt.flow as usize) else {
-            return;
-        };
         let payload = match pkt.l4 {
             pisanet_net::packet::L4::Tcp(t) => t.payload,
             _ => return, // UDP loss: sent minus received, when the flow ends
         };
-        if payload > 0 && pkt.ip.src == af.src_addr {
-            af.lost_packets += 1;
-            af.lost_bytes += payload as u64;
+        let now = self.q.now();
+        match self.active.get_mut(pkt.flow as usize) {
+            // NOTE: a drop is charged if it happened no later than the
+            // flow's completion (at its instant, before or after it): the
+            // rule the parallel mode can apply to drops in other
+            // partitions (sim/parallel.rs `merge`).
+            Some(Some(af)) => {
+                if payload > 0
+                    && pkt.ip.src == af.src_addr
+                    && af.rec.finish.is_none_or(|f| now <= f)
+                {
+                    af.lost_packets += 1;
+                    af.lost_bytes += payload as u64;
+                }
+            }
+            _ => {
+                if self.part.is_some() && payload > 0 {
+                    self.lose_after_completion(pkt, now, payload);
+                }
+            }
         }
     }
 
@@ -445,6 +476,10 @@ impl World {
         let Some(Some(af)) = self.active.get_mut(id as usize) else {
             return;
         };
+        if sender && af.sender_done() {
+            // The sender completed; its receiver lingers (`complete_flow`).
+            return;
+        }
         let mut out = std::mem::take(&mut self.out);
         out.clear();
         let host;
@@ -498,6 +533,10 @@ impl World {
         let Some(Some(af)) = self.active.get(id as usize) else {
             return;
         };
+        if af.sender_done() {
+            // A lingering receiver: only its own timer.
+            return self.arm_timers(id);
+        }
         let done = match &af.ends {
             Endpoints::Tcp { tx, .. } => tx.is_complete(),
             Endpoints::Udp { .. } => self.udp_done(now, id),
@@ -576,6 +615,7 @@ impl World {
         // forever, and no later, earlier-only deadline was ever scheduled (a
         // duration-limited flow held back by TSQ never closed).
         let now = self.q.now();
+        let tx_deadline = tx_deadline.filter(|_| !af.sender_done());
         if let Some(d) = tx_deadline {
             let d = d.max(now);
             if af.tx_timer.is_none_or(|t| d < t) {
@@ -592,11 +632,21 @@ impl World {
         }
     }
 
+    /// The flow is done (its TCP sender has every byte acknowledged, or
+    /// its UDP flow ended): its record is complete. A UDP flow's state
+    /// goes at once. A TCP receiver lingers `World::lookahead` longer,
+    /// answering copies that reach it meanwhile, and is released by an
+    /// `Ev::Release` (`release`), so that the single-thread run and the
+    /// parallel mode, whose receiver's partition learns of the completion
+    /// at the end of a window (no later than that), release it at the same
+    /// instant (docs/architecture.md, "Parallel mode").
     pub(crate) fn complete_flow(&mut self, now: SimTime, id: FlowId) {
-        // The flow's whole state goes here; its row goes to the records.
-        let mut af = *self.active[id as usize].take().expect("active flow");
         self.active_count -= 1;
         self.completed += 1;
+        let lookahead = self.lookahead;
+        let af = self.active[id as usize]
+            .as_deref_mut()
+            .expect("active flow");
         let mut stats = FlowStats::default();
         if let (Some(m), Some(fm)) = (self.meter.as_deref_mut(), af.meter.as_deref_mut()) {
             if let Endpoints::Tcp { tx, .. } = &af.ends {
@@ -604,39 +654,36 @@ impl World {
             }
             stats = m.close(fm, id).unwrap_or_default();
         }
+        // Measured no further (a lingering receiver's copies included).
+        af.meter = None;
         let rec = &mut af.rec;
         rec.finish = Some(now);
-        rec.reordered = af.reordered;
-        match af.ends {
-            Endpoints::Tcp { tx, rx } => {
+        match &af.ends {
+            Endpoints::Tcp { tx, .. } => {
                 rec.first_sent = tx.first_sent_at().or(rec.first_sent);
                 rec.retransmissions = tx.retransmissions();
                 rec.lost_packets = af.lost_packets;
                 rec.lost_bytes = af.lost_bytes;
                 if let Some(part) = self.part.as_deref_mut() {
                     if !part.local_host(rec.dst) {
-                        // Parallel mode: the receiver's partition checks it
-                        // at the end of the window (sim/parallel.rs).
+                        // Parallel mode: the receiver's partition releases
+                        // it (sim/parallel.rs `exchange`).
                         part.done_remote.push(id);
                         part.recs[id as usize] = *rec;
+                        self.active[id as usize] = None;
                         return;
                     }
                 }
-                if let Some(e) = rx.delivery_error() {
-                    self.violations.push(format!("flow {id}: {e}"));
-                }
-                rec.delivered = rx.delivered_bytes();
-                if rx.delivered_bytes() != rec.bytes {
-                    self.violations.push(format!(
-                        "flow {id}: completed with {} of {} bytes delivered to the receiving application",
-                        rx.delivered_bytes(),
-                        rec.bytes
-                    ));
+                if lookahead > SimTime::ZERO {
+                    af.stats = Some(Box::new(stats));
+                    self.q.schedule(now + lookahead, Ev::Release(id));
+                    return;
                 }
             }
             Endpoints::Udp { tx, rx, .. } => {
                 rec.first_sent = tx.first_sent_at().or(rec.first_sent);
-                Self::udp_account(rec, &tx, &rx);
+                Self::udp_account(rec, tx, rx);
+                rec.reordered = af.reordered;
                 rec.delivered = rx.received_bytes();
                 if rx.received_bytes() > tx.sent_bytes() {
                     self.violations.push(format!(
@@ -654,6 +701,46 @@ impl World {
                         tx.sent_bytes()
                     ));
                 }
+                let rec = af.rec;
+                self.active[id as usize] = None;
+                match self.part.as_deref_mut() {
+                    Some(part) => part.recs[id as usize] = rec,
+                    None => self.records.end(id, &rec, &stats),
+                }
+                return;
+            }
+        }
+        af.stats = Some(Box::new(stats));
+        self.release(id);
+    }
+
+    /// A completed TCP flow's receiver is released (`Ev::Release`, or at
+    /// once without a lookahead): what it delivered is checked (exactly
+    /// once, in order) and the flow's row is written. In parallel mode, a
+    /// receiver whose sender is in another partition leaves what it
+    /// measured (`reordered`, `delivered`) for `parallel::merge`.
+    pub(crate) fn release(&mut self, id: FlowId) {
+        let Some(af) = self.active.get_mut(id as usize).and_then(Option::take) else {
+            return;
+        };
+        let mut af = *af;
+        let stats = af.stats.take().map(|s| *s).unwrap_or_default();
+        let rec = &mut af.rec;
+        rec.reordered = af.reordered;
+        // Drops charged after the completion, at its instant (`lose`).
+        rec.lost_packets = af.lost_packets;
+        rec.lost_bytes = af.lost_bytes;
+        if let Endpoints::Tcp { rx, .. } = &af.ends {
+            if let Some(e) = rx.delivery_error() {
+                self.violations.push(format!("flow {id}: {e}"));
+            }
+            rec.delivered = rx.delivered_bytes();
+            if rx.delivered_bytes() != rec.bytes {
+                self.violations.push(format!(
+                    "flow {id}: completed with {} of {} bytes delivered to the receiving application",
+                    rx.delivered_bytes(),
+                    rec.bytes
+                ));
             }
         }
         match self.part.as_deref_mut() {
@@ -675,6 +762,15 @@ impl World {
     /// must not have seen a delivery error either. Their rows go to the
     /// records, in id order.
     pub fn check_unfinished(&mut self) {
+        // Receivers still lingering after their senders completed: released
+        // now, as their `Ev::Release` would have.
+        let lingering: Vec<FlowId> = (0..self.active.len())
+            .filter(|&i| self.active[i].as_ref().is_some_and(|af| af.sender_done()))
+            .map(|i| i as FlowId)
+            .collect();
+        for id in lingering {
+            self.release(id);
+        }
         for (id, af) in self.active.iter_mut().enumerate() {
             let Some(af) = af else { continue };
             let mut stats = FlowStats::default();

@@ -48,7 +48,8 @@ impl World {
     #[inline]
     pub(crate) fn tsq_flow(&mut self, flow: FlowId, src: u32) -> Option<&mut ActiveFlow> {
         let af = self.active.get_mut(flow as usize)?.as_deref_mut()?;
-        (matches!(af.ends, Endpoints::Tcp { .. }) && src == af.src_addr).then_some(af)
+        (matches!(af.ends, Endpoints::Tcp { .. }) && src == af.src_addr && !af.sender_done())
+            .then_some(af)
     }
 
     /// A host port started transmitting a packet: it has left the NIC queue.
@@ -115,6 +116,11 @@ impl World {
         let mut out = std::mem::take(&mut self.out);
         out.clear();
         let to_sender = pkt.ip.dst == af.src_addr;
+        if to_sender && af.sender_done() {
+            // The sender completed (its receiver lingers): as for a finished flow.
+            self.counts.late_packets += 1;
+            return;
+        }
         if !to_sender {
             if pkt.sent_at < af.max_sent_seen {
                 af.reordered += 1;

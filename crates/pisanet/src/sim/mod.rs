@@ -25,7 +25,7 @@
 
 use std::collections::VecDeque;
 
-use pisanet_engine::{BitRate, EventQueue, RngStreams, SimRng, SimTime, StreamKind};
+use pisanet_engine::{BitRate, RngStreams, SimRng, SimTime, StreamKind};
 use pisanet_net::arena::{PacketArena, PktId, TmMeta};
 use pisanet_net::packet::{FlowId, HostId, NodeId, Packet, PortNo};
 use pisanet_net::queue::{EgressQueue, QueueConfig, SharedBuffer};
@@ -41,6 +41,7 @@ use pisanet_pisa::{DeqInfo, Emit, InstanceType, QueueMeta};
 mod flow;
 mod host;
 pub mod meter;
+mod order;
 pub mod parallel;
 mod pfc;
 mod port;
@@ -50,6 +51,7 @@ mod switch;
 
 use flow::ActiveFlow;
 pub use flow::{source_port, CcChoice, FlowRecord, HostParams};
+pub use order::Events;
 pub use pfc::{is_pause, pause_fields, Pfc, PfcStats, PAUSE_KIND};
 pub use port::Port;
 pub use records::{FlowRecords, FlowSink};
@@ -79,6 +81,9 @@ pub enum Ev {
     PfcRefresh(PortIdx),
     /// PFC: the deadlock detector looks for a cycle of paused queues.
     PfcCheck,
+    /// The flow's receiver is released, `World::lookahead` after its
+    /// sender completed (sim/flow.rs `complete_flow`).
+    Release(FlowId),
 }
 
 /// Packet accounting for the conservation check.
@@ -108,7 +113,8 @@ pub struct LinkEventSpec {
 
 pub struct World {
     pub topo: Topology,
-    pub q: EventQueue<Ev>,
+    /// Ordered by (time, `Ev::key`): sim/order.rs.
+    pub q: Events,
     pub ports: Vec<Port>,
     /// Every packet in a queue or on a wire; queues and wires hold its id.
     pub arena: PacketArena,
@@ -169,6 +175,14 @@ pub struct World {
     /// Parallel mode: this world is one partition (sim/parallel.rs);
     /// `None` in a single-thread run.
     pub(crate) part: Option<Box<parallel::Part>>,
+    /// The lookahead of the topology's partitioning (sim/parallel.rs:
+    /// the smallest delay of a link between partitions; zero for a
+    /// topology that has none), whether or not the run is parallel. A TCP
+    /// flow's receiver is released this long after its sender completes,
+    /// and the run checks whether every flow is done only at the ends of
+    /// windows this long, so that a single-thread run and a parallel one
+    /// do the same (docs/architecture.md, "Parallel mode").
+    pub lookahead: SimTime,
 }
 
 /// How a run ended.
@@ -276,7 +290,7 @@ impl World {
         }
         World {
             topo,
-            q: EventQueue::new(),
+            q: Events::new(),
             ports,
             arena: PacketArena::new(),
             port_base,
@@ -313,6 +327,7 @@ impl World {
             pfc: None,
             pfc_in: pisanet_net::queue::NO_PFC,
             part: None,
+            lookahead: SimTime::ZERO,
         }
     }
 
@@ -351,14 +366,36 @@ impl World {
             }
         }
         let mut since_progress: u32 = 0;
+        // The run stops between windows `[s, s + lookahead)` (s: the first
+        // pending event), as the parallel mode does (sim/parallel.rs
+        // `windows`); with no lookahead, before every event.
+        let mut window_end = SimTime::ZERO;
         loop {
-            if self.pending_flow.is_none() && self.active_count == 0 {
-                return StopReason::AllFlowsDone;
-            }
-            let Some((now, ev)) = self.q.next_until(max_time) else {
-                // Past the time limit, or nothing left to happen but flows
-                // remain: they can never finish.
-                return StopReason::TimeLimit;
+            // Events strictly before the window's end and not past the
+            // time limit pop in one step (`next_until`); at the window's end
+            // the run checks whether it is over and opens the next window.
+            let limit = SimTime(max_time.ps().min(window_end.ps().saturating_sub(1)));
+            let popped = if window_end > SimTime::ZERO {
+                self.q.next_until(limit)
+            } else {
+                None
+            };
+            let (now, ev) = match popped {
+                Some(x) => x,
+                None => {
+                    if self.pending_flow.is_none() && self.active_count == 0 {
+                        return StopReason::AllFlowsDone;
+                    }
+                    let Some(t) = self.q.peek_time() else {
+                        // Nothing left to happen but flows remain: they can never finish.
+                        return StopReason::TimeLimit;
+                    };
+                    if t > max_time {
+                        return StopReason::TimeLimit;
+                    }
+                    window_end = SimTime(t.ps().saturating_add(self.lookahead.ps()));
+                    self.q.next().expect("peeked")
+                }
             };
             self.handle(now, ev);
             since_progress += 1;
@@ -392,6 +429,7 @@ impl World {
             Ev::RateSample => self.on_rate_sample(now),
             Ev::SwitchTimer(sw) => self.on_switch_timer(now, sw),
             Ev::PfcExpire(_) | Ev::PfcRefresh(_) | Ev::PfcCheck => self.on_pfc_event(now, ev),
+            Ev::Release(f) => self.release(f),
         }
     }
 

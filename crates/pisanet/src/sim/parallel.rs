@@ -14,18 +14,20 @@
 //! receive, within a window, anything another sends in it (Chandy-Misra-
 //! Bryant's conservative rule, with the synchronous windows of UNISON,
 //! Bai et al., EuroSys 2024). The packets that crossed are
-//! handed to their receiving partition at the end of the window, in
-//! partition order, so every partition sees the same inputs in the same
-//! order whatever the threads did: the digest depends on the partitions,
-//! which depend on the topology only, not on `run.threads`.
+//! handed to their receiving partition at the end of the window. Every
+//! partition orders its events by the same (time, key) as a single-thread
+//! run (sim/order.rs), so it pops exactly that run's events restricted to
+//! its nodes: the results and digest are the single-thread run's, for every
+//! number of threads.
 //!
 //! What crosses besides packets: a flow's two endpoints live with their
-//! hosts, so when a sender completes its flow the receiver's partition
-//! learns it at the end of that window and then releases the receiver's
-//! state (and checks its exactly-once, in-order delivery). Losses of a
-//! sender's data dropped in another partition are logged there with their
-//! time and charged to the flow at the end if they happened no later than
-//! the flow finished (the single-thread rule: while the flow was active).
+//! hosts, so when a sender completes its flow at T the receiver's
+//! partition learns it at the end of that window (no later than T + L)
+//! and releases the receiver at T + L, as a single-thread run does
+//! (`World::complete_flow`). Losses of a sender's data dropped in another
+//! partition are logged there with their time and charged to the flow at
+//! the end if they happened no later than the flow finished (the
+//! single-thread rule).
 
 use super::flow::{ActiveFlow, Endpoints, Plan};
 use super::*;
@@ -377,8 +379,10 @@ impl World {
             lost_packets: 0,
             lost_bytes: 0,
             meter: None,
+            stats: None,
         }));
-        self.active_count += 1;
+        // NOTE: not counted in `active_count`: the flow is active in its
+        // sender's partition (the run ends when no partition has one).
     }
 
     /// `lose` in parallel mode: data of a sender in another partition is
@@ -403,30 +407,35 @@ impl World {
         true
     }
 
-    /// The sender of `id` completed in another partition: release the
-    /// receiver and check what it delivered (as `complete_flow` does).
-    fn release_receiver(&mut self, id: FlowId) {
-        let Some(mut af) = self.active.get_mut(id as usize).and_then(Option::take) else {
+    /// `lose` of a TCP packet whose flow has no state here: the flow's
+    /// sender, in this partition, completed at this instant, before the
+    /// drop (the receiver lingers in another partition). Charged as a
+    /// single-thread run charges it to the lingering flow.
+    #[cold]
+    pub(crate) fn lose_after_completion(&mut self, pkt: &Packet, now: SimTime, payload: u32) {
+        let src_addr = |h: HostId| self.topo.host_addr[h as usize];
+        let Some(part) = self.part.as_deref_mut() else {
             return;
         };
-        self.active_count -= 1;
-        let rec = &mut af.rec;
-        rec.reordered = af.reordered;
-        if let Endpoints::Tcp { rx, .. } = &af.ends {
-            if let Some(e) = rx.delivery_error() {
-                self.violations.push(format!("flow {id}: {e}"));
-            }
-            rec.delivered = rx.delivered_bytes();
-            if rx.delivered_bytes() != rec.bytes {
-                self.violations.push(format!(
-                    "flow {id}: completed with {} of {} bytes delivered to the receiving application",
-                    rx.delivered_bytes(),
-                    rec.bytes
-                ));
-            }
+        let Some(rec) = part.recs.get_mut(pkt.flow as usize) else {
+            return;
+        };
+        if rec.finish == Some(now) && pkt.ip.src == src_addr(rec.src) {
+            rec.lost_packets += 1;
+            rec.lost_bytes += u64::from(payload);
         }
-        let part = self.part.as_deref_mut().expect("parallel mode");
-        part.recs[id as usize] = af.rec;
+    }
+
+    /// The sender of `id` completed at `finish` in another partition: the
+    /// receiver here lingers until `finish + lookahead` (as in a
+    /// single-thread run, `complete_flow`), then `release` checks what it
+    /// delivered. Called at the end of the window, which is no later than
+    /// `finish + lookahead`.
+    fn sender_completed_elsewhere(&mut self, id: FlowId, finish: SimTime) {
+        if let Some(Some(af)) = self.active.get_mut(id as usize) {
+            af.rec.finish = Some(finish);
+            self.q.schedule(finish + self.lookahead, Ev::Release(id));
+        }
     }
 }
 
@@ -485,8 +494,10 @@ fn exchange(worlds: &mut [World], parallel: bool, stats: &mut ParStats) {
         );
         for id in done {
             let part = worlds[i].part.as_deref().expect("parallel mode");
-            let to = part.node_part[part.recs[id as usize].dst as usize];
-            worlds[to as usize].release_receiver(id);
+            let rec = &part.recs[id as usize];
+            let to = part.node_part[rec.dst as usize];
+            let finish = rec.finish.expect("a completed flow");
+            worlds[to as usize].sender_completed_elsewhere(id, finish);
         }
     }
 }

@@ -1,0 +1,191 @@
+//! The order of simultaneous events (docs/architecture.md, "Event order").
+//!
+//! Events pop by (time, key), where the key is computed from the event
+//! itself: its kind in the high 32 bits, its index (port, flow, switch,
+//! link event) in the low 32. Two pending events with the same key and time
+//! are the same event (an [`Ev`] is nothing but its kind and index), so
+//! their order cannot matter, and the order of a run's events does not
+//! depend on when each was pushed. This is what makes the parallel mode's
+//! partitions pop exactly the single-thread run's events restricted to
+//! their nodes (sim/parallel.rs): each partition pushes its events at other
+//! moments, and in another order, than one queue would.
+//!
+//! Within one instant, kinds go in this order (lowest key first):
+//!
+//! | kind | why here |
+//! |---|---|
+//! | `LinkEvent` | the topology changes first: a link that fails at t carries nothing at t |
+//! | `TxDone` | a transmitter finishing at t has taken its next packet off the queue (hardware fetches it ahead of the end of serialization, so frames go back to back): a packet arriving at t sees the queue without it |
+//! | `Arrive` | packets reaching a node at t |
+//! | `PfcExpire`, `PfcRefresh`, `PfcCheck` | a PAUSE frame arriving at t reloads a pause that would run out at t (802.1Qbb: the quanta reload on receipt) |
+//! | `SwitchTimer`, `SenderTimer`, `ReceiverTimer` | a timer due at t sees what arrived at t (an ACK arriving at the retransmission deadline is taken, not timed out) |
+//! | `NextFlow` | a flow starting at t queues behind what arrived at t |
+//! | `Release` | a receiver released at t answered what reached it at t |
+//! | `Sample`, `RateSample` | samples see the state at the end of the instant |
+//!
+//! Within a kind, the lower index goes first.
+
+use super::Ev;
+use pisanet_engine::{EventQueue, SimTime};
+
+impl Ev {
+    /// The event's tie key: kind (see the module doc) << 32 | index.
+    #[inline(always)]
+    pub fn key(self) -> u64 {
+        let (kind, index): (u64, u32) = match self {
+            Ev::LinkEvent(i) => (0, i),
+            Ev::TxDone(p) => (1, p),
+            Ev::Arrive(p) => (2, p),
+            Ev::PfcExpire(p) => (3, p),
+            Ev::PfcRefresh(p) => (4, p),
+            Ev::PfcCheck => (5, 0),
+            Ev::SwitchTimer(s) => (6, s),
+            Ev::SenderTimer(f) => (7, f),
+            Ev::ReceiverTimer(f) => (8, f),
+            Ev::NextFlow => (9, 0),
+            Ev::Release(f) => (10, f),
+            Ev::Sample => (11, 0),
+            Ev::RateSample => (12, 0),
+        };
+        (kind << 32) | u64::from(index)
+    }
+}
+
+/// The world's event queue: [`EventQueue`] with every event keyed by
+/// [`Ev::key`] (never by insertion order).
+#[derive(Default)]
+pub struct Events(EventQueue<Ev>, u64);
+
+impl Events {
+    pub fn new() -> Self {
+        Events(EventQueue::new(), 0)
+    }
+
+    /// The event just popped is not counted in `events_processed`: a
+    /// parallel partition's copy of an event every partition runs
+    /// (`NextFlow`), so that a parallel run counts the single-thread run's
+    /// events.
+    pub(crate) fn uncount(&mut self) {
+        self.1 += 1;
+    }
+
+    /// Schedules `ev` at `time`, ordered among simultaneous events by its key.
+    #[inline(always)]
+    pub fn schedule(&mut self, time: SimTime, ev: Ev) {
+        self.0.schedule_key(time, ev.key(), ev);
+    }
+
+    /// The time of the last event popped (the simulation clock).
+    #[inline(always)]
+    pub fn now(&self) -> SimTime {
+        self.0.now()
+    }
+
+    /// Removes and returns the earliest event (lowest key among ties).
+    #[inline(always)]
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Option<(SimTime, Ev)> {
+        self.0.next()
+    }
+
+    /// Removes and returns the earliest event if it is at or before
+    /// `limit` (`EventQueue::next_until`).
+    #[inline(always)]
+    pub fn next_until(&mut self, limit: SimTime) -> Option<(SimTime, Ev)> {
+        self.0.next_until(limit)
+    }
+
+    #[inline(always)]
+    pub fn peek_time(&self) -> Option<SimTime> {
+        self.0.peek_time()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Events popped so far, less those `uncount`ed.
+    pub fn events_processed(&self) -> u64 {
+        self.0.events_processed() - self.1
+    }
+
+    /// `EventQueue::absorb` (parallel mode's merge).
+    pub fn absorb(&mut self, other: &Events) {
+        self.0.absorb(&other.0);
+        self.1 += other.1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every event kind, with an index where it has one.
+    fn all(i: u32) -> Vec<Ev> {
+        vec![
+            Ev::LinkEvent(i),
+            Ev::TxDone(i),
+            Ev::Arrive(i),
+            Ev::PfcExpire(i),
+            Ev::PfcRefresh(i),
+            Ev::PfcCheck,
+            Ev::SwitchTimer(i),
+            Ev::SenderTimer(i),
+            Ev::ReceiverTimer(i),
+            Ev::NextFlow,
+            Ev::Release(i),
+            Ev::Sample,
+            Ev::RateSample,
+        ]
+    }
+
+    #[test]
+    fn keys_follow_the_documented_kind_order_then_the_index() {
+        let keys: Vec<u64> = all(7).into_iter().map(Ev::key).collect();
+        assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:x?}");
+        assert!(Ev::Arrive(3).key() < Ev::Arrive(4).key());
+        assert!(Ev::Arrive(u32::MAX).key() < Ev::PfcExpire(0).key());
+        assert!(Ev::TxDone(u32::MAX).key() < Ev::Arrive(0).key());
+    }
+
+    #[test]
+    fn distinct_events_have_distinct_keys() {
+        let mut seen = std::collections::HashMap::new();
+        for i in [0, 1, 2, 1000, u32::MAX] {
+            for ev in all(i) {
+                if let Some(other) = seen.insert(ev.key(), ev) {
+                    assert_eq!(format!("{other:?}"), format!("{ev:?}"));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn simultaneous_events_pop_by_key_whatever_the_push_order() {
+        let evs = [Ev::NextFlow, Ev::Arrive(2), Ev::TxDone(9), Ev::Arrive(1)];
+        let mut a = Events::new();
+        let mut b = Events::new();
+        for &e in &evs {
+            a.schedule(SimTime(10), e);
+        }
+        for &e in evs.iter().rev() {
+            b.schedule(SimTime(10), e);
+        }
+        let pa: Vec<String> = std::iter::from_fn(|| a.next())
+            .map(|e| format!("{e:?}"))
+            .collect();
+        let pb: Vec<String> = std::iter::from_fn(|| b.next())
+            .map(|e| format!("{e:?}"))
+            .collect();
+        assert_eq!(pa, pb);
+        assert_eq!(
+            pa[0],
+            format!("{:?}", (SimTime(10), Ev::TxDone(9))),
+            "{pa:?}"
+        );
+    }
+}
