@@ -59,9 +59,7 @@ def ns3_trace(sc: xc.Scenario, flows: list[dict[str, Any]], extra: dict[str, str
         out = Path(tmp) / "out.json"
         proc = subprocess.run(
             [
-                "nice",
-                "-n",
-                "10",
+                *xc.nice10(),
                 str(py),
                 str(xc.HERE / "ns3_sim.py"),
                 str(Path(tmp) / "spec.json"),
