@@ -42,6 +42,8 @@ SINK_PORT = 5000
 TRACE_CPP = r"""
 #include <fstream>
 #include <set>
+#include "ns3/ipv4-queue-disc-item.h"
+#include "ns3/tcp-header.h"
 namespace xc {
 using namespace ns3;
 static std::ofstream out;
@@ -74,6 +76,33 @@ static void Qlen(std::string ctx, uint32_t a, uint32_t b) {
 }
 static void Drop(std::string ctx, Ptr<const QueueDiscItem> item) {
   out << Simulator::Now().GetNanoSeconds() << " " << ctx << " drop 0 0\n";
+}
+// A switch queue disc's packet: reason, IP ECN bits (0 not-ECT, 1 ECT(1),
+// 2 ECT(0), 3 CE), TCP flags, ports, sequence, payload bytes.
+static void Pkt(const char* ev, std::string ctx, Ptr<const QueueDiscItem> item, const char* reason) {
+  Ptr<const Ipv4QueueDiscItem> ip = DynamicCast<const Ipv4QueueDiscItem>(item);
+  if (!ip) return;
+  TcpHeader t;
+  Ptr<Packet> p = ip->GetPacket()->Copy();
+  p->RemoveHeader(t);
+  out << Simulator::Now().GetNanoSeconds() << " " << ctx << " " << ev << " " << int(ip->GetHeader().GetTos() & 3)
+      << " " << int(t.GetFlags()) << " " << t.GetSourcePort() << " " << t.GetDestinationPort()
+      << " " << t.GetSequenceNumber().GetValue() << " " << p->GetSize() << " " << reason << "\n";
+}
+static void DropR(std::string ctx, Ptr<const QueueDiscItem> item, const char* reason) { Pkt("qdrop", ctx, item, reason); }
+static void MarkR(std::string ctx, Ptr<const QueueDiscItem> item, const char* reason) { Pkt("qmark", ctx, item, reason); }
+static void Enq(std::string ctx, Ptr<const QueueDiscItem> item) {
+  Ptr<const Ipv4QueueDiscItem> ip = DynamicCast<const Ipv4QueueDiscItem>(item);
+  if (!ip) return;
+  TcpHeader t;
+  ip->GetPacket()->PeekHeader(t);
+  if (t.GetFlags() & TcpHeader::SYN) Pkt("qsyn", ctx, item, "enqueue");
+}
+void ConnectReasons(Ptr<QueueDisc> q, std::string ctx) {
+  q->TraceConnect("DropBeforeEnqueue", ctx, MakeCallback(&DropR));
+  q->TraceConnect("DropAfterDequeue", ctx, MakeCallback(&DropR));
+  q->TraceConnect("Mark", ctx, MakeCallback(&MarkR));
+  q->TraceConnect("Enqueue", ctx, MakeCallback(&Enq));
 }
 void Open(std::string path) { out.open(path); }
 void Close() { out.close(); }
@@ -224,6 +253,10 @@ def main() -> None:
         xc.Open(spec["trace"])
         for i, qd in enumerate(switch_qdiscs):
             xc.ConnectDrops(qd, f"qdisc{i}")
+            if spec.get("trace_qdisc"):
+                # Per packet dropped or marked (and every SYN enqueued):
+                # its ECN bits, TCP flags and the queue disc's reason.
+                xc.ConnectReasons(qd, f"qdisc{i}")
         # NIC queue length of the hosts named in spec["trace_nics"].
         for h in spec.get("trace_nics", []):
             xc.ConnectQlen(host_qdiscs[h], f"nic-{h}")
@@ -282,6 +315,16 @@ def main() -> None:
     if spec.get("debug"):
         for qd in switch_qdiscs:
             print(qd.GetStats())
+    # Drops and marks per queue-disc reason (RED: "Unforced drop" / "Forced
+    # drop" of a packet it would have marked but cannot, "Queue full"; marks
+    # "Unforced mark" / "Forced mark").
+    reasons: dict[str, int] = {}
+    for qd in switch_qdiscs:
+        st = qd.GetStats()
+        for kind, m in (("drop", st.nDroppedPacketsBeforeEnqueue), ("mark", st.nMarkedPackets)):
+            for it in m:
+                key = f"{kind}: {it.first}"
+                reasons[key] = reasons.get(key, 0) + int(it.second)
     out = {
         "fct_us": fct_us,
         "drops": int(drops),
@@ -290,6 +333,7 @@ def main() -> None:
         "expected_bytes": int(expected),
         "sim_time_s": ns.Simulator.Now().GetSeconds(),
         "wall_s": time.time() - wall,
+        "reasons": reasons,
     }
     if spec.get("trace"):
         ns.cppyy.gbl.xc.Close()

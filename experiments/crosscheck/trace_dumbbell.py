@@ -2,7 +2,7 @@
 
     nice -n 10 .venv/bin/python experiments/crosscheck/trace_dumbbell.py \\
         --scenario "dctcp datamining 0.3" --host 1 [--from-us T0 --to-us T1]
-        [--ns3 KEY=VALUE ...] [--set KEY=VALUE ...]
+        [--sack] [--ns3 KEY=VALUE ...] [--set KEY=VALUE ...]
 
 Runs the scenario's `--quick` flow list in ns-3 (ns3_sim.py with its
 per-socket trace: congestion states, cwnd, ssthresh, ACKs with and without
@@ -86,6 +86,11 @@ def main() -> None:
     ap.add_argument("--step-us", type=float, default=100.0)
     ap.add_argument("--ns3", action="append", default=[], help="ns-3 attribute KEY=VALUE")
     ap.add_argument("--set", action="append", default=[], help="pisanet override KEY=VALUE")
+    ap.add_argument(
+        "--sack",
+        action="store_true",
+        help="SACK in both: ns-3 Sack = true, pisanet crosscheck.NS3_LIKE_SACK",
+    )
     ap.add_argument("--save-ns3-trace", help="write ns-3's trace to this file")
     ap.add_argument("--load-ns3-trace", help="read ns-3's trace from this file (no ns-3 run)")
     args = ap.parse_args()
@@ -99,7 +104,10 @@ def main() -> None:
     if args.load_ns3_trace:
         text = Path(args.load_ns3_trace).read_text()
     else:
-        text = ns3_trace(sc, flows, args.host, dict(kv.split("=", 1) for kv in args.ns3))
+        extra = dict(kv.split("=", 1) for kv in args.ns3)
+        if args.sack:
+            extra.update(xc.SACK_NS3)
+        text = ns3_trace(sc, flows, args.host, extra)
         if args.save_ns3_trace:
             Path(args.save_ns3_trace).write_text(text)
     step = args.step_us
@@ -151,7 +159,8 @@ def main() -> None:
         elif ev == "tx":
             tx3[k] += 1
     # pisanet.
-    over: dict[str, Any] = xc.for_cc(sc.cc, {**xc.PISANET_BASE, **xc.NS3_LIKE})
+    like = xc.NS3_LIKE_SACK if args.sack else xc.NS3_LIKE
+    over: dict[str, Any] = xc.for_cc(sc.cc, {**xc.PISANET_BASE, **like})
     with tempfile.TemporaryDirectory() as tmp:
         topo, csv = xc.write_inputs(tmp, sc.kind, flows)
         cfg: dict[str, Any] = {

@@ -94,6 +94,9 @@ pub struct TransportParams {
     /// ns-3's CA_CWR: after an ECN window reduction (DCTCP's or classic ECN's), until an ACK passes the highest byte sent then, duplicate ACKs trigger neither limited transmit nor fast retransmit (a loss waits for the RTO). ns-3 3.44 does this; Linux and RFC 3168 do not. Default false. See docs/model.md, "Hosts".
     #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
     pub cwr_ignores_dupacks: bool,
+    /// ns-3's and Linux's window in CWR: after an ECN window reduction (DCTCP's or classic ECN's), cwnd does not grow until an ACK passes the highest byte sent at the cut, and is then set to ssthresh (ns-3 3.44 CA_CWR; Linux `tcp_cwnd_reduction` / `tcp_end_cwnd_reduction`). Default false: cwnd grows by NewReno's rule after the cut. See docs/model.md, "Hosts".
+    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
+    pub cwr_freeze: bool,
     /// ns-3's EnterCwr from fast recovery: an ACK of new data with ECE during NewReno fast recovery (DCTCP, or classic `ecn`) ends the recovery and enters ns-3's CA_CWR (window cut by the ECN reduction of the recovery's window; remaining losses wait for the RTO). ns-3 3.44 does this; Linux and RFC 3168 do not. Needs `cwr_ignores_dupacks`; without SACK only. Default false. See docs/model.md, "Hosts".
     #[schemars(extend("x-applies-when" = {"key": "transport.cwr_ignores_dupacks", "in": [true]}))]
     pub ece_ends_recovery: bool,
@@ -215,6 +218,7 @@ impl Default for TransportParams {
             sack: false,
             rto_granularity_us: 0.0,
             cwr_ignores_dupacks: false,
+            cwr_freeze: false,
             ece_ends_recovery: false,
             dctcp_dupack_bytes: false,
             rtt_every_ack: false,
@@ -264,6 +268,7 @@ impl TransportParams {
             sack: self.sack,
             rto_granularity: SimTime::from_us_f64(self.rto_granularity_us),
             cwr_ignores_dupacks: self.cwr_ignores_dupacks,
+            cwr_freeze: self.cwr_freeze,
             rtt_every_ack: self.rtt_every_ack,
             ece_ends_recovery: self.ece_ends_recovery,
             dctcp_dupack_bytes: self.dctcp_dupack_bytes,

@@ -1,8 +1,8 @@
 //! The options that select ns-3's behaviour (docs/model.md; issue 19's
 //! cross-check): `topology.buffer_pkts`, `transport.handshake`,
 //! `transport.limited_transmit`, `transport.rto_granularity_us`,
-//! `transport.cwr_ignores_dupacks`, `transport.rtt_every_ack` and
-//! `transport.ts_clock_us`.
+//! `transport.cwr_ignores_dupacks`, `transport.rtt_every_ack`,
+//! `transport.ts_clock_us` and `transport.cwr_freeze`.
 
 mod common;
 
@@ -191,4 +191,27 @@ fn rtt_every_ack_with_ns3_timestamps_gives_whole_millisecond_samples() {
     for &r in &ns3.flows.rtt_max_us {
         assert!(r == 1.0 || (r >= 1000.0 && r % 1000.0 == 0.0), "{r}");
     }
+}
+
+#[test]
+fn cwr_freeze_changes_dctcp_only_after_ecn_cuts() {
+    // Three 2 MB DCTCP flows into one host: the spine port marks, every
+    // flow is cut by ECE many times.
+    let dctcp = [
+        "transport.kind=\"dctcp\"",
+        "topology.ecn_threshold_kb=30",
+        "metrics.flow_stats=true",
+    ];
+    let grow = run_flows("freeze-off", INCAST, &dctcp);
+    let mut on = dctcp.to_vec();
+    on.push("transport.cwr_freeze=true");
+    let frozen = run_flows("freeze-on", INCAST, &on);
+    assert!(frozen.summary["conservation_ok"].as_bool().unwrap());
+    assert!(n(&grow.summary, "packets.ecn_marked") > 0.0);
+    // The cut windows' ACKs no longer grow cwnd: the run differs.
+    assert_ne!(grow.summary["digest"], frozen.summary["digest"]);
+    // Without ECN cuts (NewReno, no marking) the option changes nothing.
+    let reno = run_flows("freeze-reno-off", INCAST, &[]);
+    let reno_on = run_flows("freeze-reno-on", INCAST, &["transport.cwr_freeze=true"]);
+    assert_eq!(reno.summary["digest"], reno_on.summary["digest"]);
 }

@@ -175,6 +175,17 @@ pub struct TcpConfig {
     /// window reductions, not loss recovery. Default false. See
     /// docs/model.md, "Hosts".
     pub cwr_ignores_dupacks: bool,
+    /// ns-3's window in CA_CWR: after an ECN window reduction (DCTCP's
+    /// or classic ECN's), cwnd does not grow until an ACK passes the
+    /// highest byte sent at the cut, and is then set to ssthresh. ns-3
+    /// 3.44 does this (`ProcessAck` grows the window only outside CA_CWR
+    /// and sets `m_cWnd = m_ssThresh` on leaving it); Linux also does not
+    /// grow cwnd in CWR (`tcp_cong_control` runs `tcp_cwnd_reduction`,
+    /// PRR, instead of `tcp_cong_avoid` while `tcp_in_cwnd_reduction`) and
+    /// ends it with cwnd = ssthresh (`tcp_end_cwnd_reduction`). Off
+    /// (default), DCTCP and classic ECN grow cwnd by NewReno's rule after
+    /// the cut (RFC 8257 section 3.3). See docs/model.md, "Hosts".
+    pub cwr_freeze: bool,
     /// RTT samples from every ACK that acknowledges new data, as ns-3 and
     /// Linux take them, instead of one timed segment per round trip (RFC
     /// 6298 section 3's minimum, the model before this option). A sample
@@ -243,6 +254,7 @@ impl Default for TcpConfig {
             sack: false,
             rto_granularity: SimTime::ZERO,
             cwr_ignores_dupacks: false,
+            cwr_freeze: false,
             rtt_every_ack: false,
             ece_ends_recovery: false,
             dctcp_dupack_bytes: false,

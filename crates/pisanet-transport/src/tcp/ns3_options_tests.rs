@@ -185,6 +185,53 @@ fn cwr_ignores_dupacks_defers_fast_retransmit_past_the_cut_window() {
     }
 }
 
+/// ns-3's CA_CWR window (`TcpConfig::cwr_freeze`): after an ECN cut, the
+/// ACKs of the cut window do not grow cwnd, and the first ACK past it sets
+/// cwnd = ssthresh; off, congestion avoidance grows cwnd within the window.
+#[test]
+fn cwr_freeze_keeps_cwnd_at_the_cut_until_the_window_is_acked() {
+    use super::test_util::ack_pkt;
+    for freeze in [false, true] {
+        let c = TcpConfig {
+            ecn: true,
+            cwr_freeze: freeze,
+            init_cwnd_segments: 10,
+            ..cfg(false)
+        };
+        let mut tx = TcpSender::new(&c, ends(), 100 * MSS);
+        let mut out = Vec::new();
+        tx.on_start(SimTime::ZERO, &mut out);
+        let window = c.rwnd_bytes;
+        // The first segment's ACK carries ECE: classic ECN halves the flight.
+        let mut o = Vec::new();
+        tx.on_packet(us(10), &ack_pkt(MSS, window, true), &mut o);
+        assert_eq!(tx.stats().ecn_cuts, 1);
+        let cut = tx.stats().cwnd_bytes;
+        assert_eq!(cut, 5 * MSS);
+        assert_eq!(tx.stats().ssthresh_bytes, cut);
+        let sent_at_cut = tx.stats().snd_max;
+        // Every other segment of the cut window is acknowledged, one by one.
+        let mut ack = MSS;
+        let mut t = 11;
+        while ack < sent_at_cut {
+            ack += MSS;
+            tx.on_packet(us(t), &ack_pkt(ack, window, false), &mut o);
+            t += 1;
+        }
+        let at_end = tx.stats().cwnd_bytes;
+        if freeze {
+            assert_eq!(at_end, cut, "no growth in the cut window");
+        } else {
+            assert!(at_end > cut, "congestion avoidance grows cwnd: {at_end}");
+        }
+        // The first ACK past the cut window.
+        tx.on_packet(us(t), &ack_pkt(ack + MSS, window, false), &mut o);
+        if freeze {
+            assert_eq!(tx.stats().cwnd_bytes, tx.stats().ssthresh_bytes);
+        }
+    }
+}
+
 /// `TcpConfig::rtt_every_ack`: one RTT sample per ACK of new data instead
 /// of one timed segment per round trip.
 #[test]

@@ -191,6 +191,13 @@ pub struct TcpSender {
     /// `None` when the option is off or no such reduction is pending.
     ns3_cwr_until: Option<u64>,
     cwr_ignores_dupacks: bool,
+    /// `TcpConfig::cwr_freeze`: after an ECN window reduction, cwnd does
+    /// not grow until an ACK passes this (the highest byte sent at the
+    /// cut), and is then set to ssthresh (ns-3's CA_CWR).
+    cwr_freeze_until: Option<u64>,
+    cwr_freeze: bool,
+    /// The ACK being processed arrived inside a frozen CWR window.
+    ack_in_cwr_freeze: bool,
     /// `TcpConfig::ece_ends_recovery` (with `cwr_ignores_dupacks`).
     ece_ends_recovery: bool,
     /// `TcpConfig::dctcp_dupack_bytes`.
@@ -286,6 +293,9 @@ impl TcpSender {
             limited_transmit: cfg.limited_transmit,
             ns3_cwr_until: None,
             cwr_ignores_dupacks: cfg.cwr_ignores_dupacks,
+            cwr_freeze_until: None,
+            cwr_freeze: cfg.cwr_freeze,
+            ack_in_cwr_freeze: false,
             ece_ends_recovery: cfg.ece_ends_recovery && cfg.cwr_ignores_dupacks,
             dctcp_dupack_bytes: cfg.dctcp_dupack_bytes,
             lt_allowance: 0,
@@ -672,6 +682,8 @@ impl TcpSender {
 
     fn enter_fast_recovery(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         self.lt_allowance = 0;
+        // Loss recovery manages the window from here (ns-3 CA_RECOVERY).
+        self.cwr_freeze_until = None;
         let flight = self.snd_nxt - self.snd_una;
         // RFC 5681 section 3.2 step 2: ssthresh per equation (4).
         self.cc.on_fast_retransmit(&mut self.win, flight);
@@ -689,6 +701,7 @@ impl TcpSender {
 
     fn on_new_ack(&mut self, now: SimTime, ack: u64, ece: bool, out: &mut Vec<Packet>) {
         self.leave_ns3_cwr(ack);
+        self.leave_cwr_freeze(ack);
         let acked = ack - self.snd_una;
         self.snd_una = ack;
         // After a go-back-N, ACKs of the original transmissions may pass
@@ -789,6 +802,9 @@ impl TcpSender {
         self.ecn_cuts += 1;
         self.cwr_pending = true;
         self.ns3_cwr_until = Some(self.snd_max);
+        if self.cwr_freeze {
+            self.cwr_freeze_until = Some(self.snd_max);
+        }
     }
 
     /// The congestion controller's view of an ACK that acknowledged
@@ -818,7 +834,9 @@ impl TcpSender {
             snd_una: self.snd_una,
             snd_nxt: self.snd_nxt,
             in_recovery: was_in_recovery,
-            cwnd_limited: self.is_cwnd_limited(),
+            // `cwr_freeze`: an ACK of a CWR window never grows cwnd (ns-3
+            // 3.44's `ProcessAck` calls no `IncreaseWindow` in CA_CWR).
+            cwnd_limited: self.is_cwnd_limited() && !self.ack_in_cwr_freeze,
             now,
             srtt: self.rto.srtt(),
         };
@@ -839,6 +857,23 @@ impl TcpSender {
     fn enter_ns3_cwr(&mut self) {
         if self.cwr_ignores_dupacks && !self.in_recovery && self.ns3_cwr_until.is_none() {
             self.ns3_cwr_until = Some(self.snd_max);
+        }
+        if self.cwr_freeze && !self.in_recovery && self.cwr_freeze_until.is_none() {
+            self.cwr_freeze_until = Some(self.snd_max);
+        }
+    }
+
+    /// `cwr_freeze`: notes whether this ACK (cumulative `ack`) belongs to
+    /// a frozen CWR window, and ends the window once `ack` passes the
+    /// highest byte sent at the cut: cwnd = ssthresh (ns-3 3.44
+    /// `TcpSocketBase::ProcessAck` on leaving CA_CWR, as Linux's
+    /// `tcp_end_cwnd_reduction`). The ACK that ends it does not grow cwnd.
+    fn leave_cwr_freeze(&mut self, ack: u64) {
+        self.ack_in_cwr_freeze = self.cwr_freeze_until.is_some();
+        if self.cwr_freeze_until.is_some_and(|end| ack > end) {
+            self.cwr_freeze_until = None;
+            self.win.cwnd = self.win.ssthresh;
+            self.win.ca_bytes_acked = 0;
         }
     }
 
@@ -878,6 +913,7 @@ impl TcpSender {
             self.scoreboard.advance(ack);
             self.high_rxt = self.high_rxt.max(ack);
             self.leave_ns3_cwr(ack);
+            self.leave_cwr_freeze(ack);
             // RFC 6675 section 5: a cumulative ACK resets DupAcks.
             self.dupacks = 0;
             self.lt_allowance = 0;
@@ -954,6 +990,7 @@ impl TcpSender {
     /// RFC 6675 section 5, step (4): fast retransmit and loss recovery.
     fn enter_sack_recovery(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         self.lt_allowance = 0;
+        self.cwr_freeze_until = None;
         let flight = self.snd_max - self.snd_una;
         // (4.1) RecoveryPoint = HighData.
         self.recover = Some(self.snd_max);
@@ -1083,6 +1120,7 @@ impl TcpSender {
         self.timeouts += 1;
         // ns-3 leaves CA_CWR for CA_LOSS.
         self.ns3_cwr_until = None;
+        self.cwr_freeze_until = None;
         self.note_loss_reduction();
         if self.sack {
             // RFC 6675 section 5.1: leave SACK recovery, RecoveryPoint =

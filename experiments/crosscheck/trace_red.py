@@ -1,0 +1,125 @@
+"""Which packets ns-3's RED drops and marks at the switch ports (issue 19).
+
+    nice -n 10 .venv/bin/python experiments/crosscheck/trace_red.py \\
+        --scenario "dctcp websearch 0.3" [--save T] [--load T] [--ns3 KEY=VALUE ...]
+
+Runs the scenario's `--quick` flow list in ns-3 (ns3_sim.py with
+`trace_qdisc`: every packet a switch queue disc drops or marks, with the
+queue disc's reason, the packet's IP ECN bits and TCP flags, and every SYN
+enqueued) and prints, per queue disc: drops by reason and packet kind (SYN,
+SYN-ACK, pure ACK, data, and whether the packet was ECT), marks by kind, and
+the ECN bits of the SYNs and SYN-ACKs enqueued. Not part of the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import crosscheck as xc
+
+ECN = {0: "not-ECT", 1: "ECT(1)", 2: "ECT(0)", 3: "CE"}
+SYN, ACK = 0x02, 0x10
+
+
+def kind(flags: int, payload: int) -> str:
+    if flags & SYN:
+        return "SYN-ACK" if flags & ACK else "SYN"
+    return "data" if payload > 0 else "pure ACK"
+
+
+def ns3_trace(sc: xc.Scenario, flows: list[dict[str, Any]], extra: dict[str, str]) -> str:
+    nodes, links = xc.topology(sc.kind)
+    attrs = {**xc.NS3_ATTRS, **extra}
+    queue: dict[str, Any] = {"limit_pkts": xc.BUFFER_PKTS}
+    if sc.cc == "dctcp":
+        attrs["ns3::TcpSocketBase::UseEcn"] = "On"
+        queue["ecn_k_pkts"] = xc.K_PKTS
+    py = xc.ensure_ns3()
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = Path(tmp) / "trace.txt"
+        spec = {
+            "nodes": nodes,
+            "links": links,
+            "flows": flows,
+            "cc": sc.cc,
+            "queue": queue,
+            "attrs": attrs,
+            "stop_s": flows[-1]["start_us"] / 1e6 + 5.0,
+            "trace": str(trace),
+            "trace_qdisc": True,
+        }
+        (Path(tmp) / "spec.json").write_text(json.dumps(spec))
+        out = Path(tmp) / "out.json"
+        proc = subprocess.run(
+            [
+                *xc.nice10(),
+                str(py),
+                str(xc.HERE / "ns3_sim.py"),
+                str(Path(tmp) / "spec.json"),
+                str(out),
+            ],
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode != 0:
+            sys.exit(proc.stderr[-3000:])
+        print("ns-3 summary:", json.loads(out.read_text()).get("reasons"))
+        # Only the queue-disc lines (the per-socket ones are not needed here).
+        return "".join(
+            ln + "\n"
+            for ln in trace.read_text().splitlines()
+            if " qdrop " in ln or " qmark " in ln or " qsyn " in ln
+        )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--scenario", default="dctcp websearch 0.3")
+    ap.add_argument("--ns3", action="append", default=[], help="ns-3 ATTR=VALUE")
+    ap.add_argument("--save", help="write the queue-disc trace here")
+    ap.add_argument("--load", help="read the queue-disc trace from here (no ns-3 run)")
+    args = ap.parse_args()
+    sc = next(s for s in xc.scenarios(True) if s.name == args.scenario)
+    flows = xc.flow_list(sc)
+    if args.load:
+        text = Path(args.load).read_text()
+    else:
+        text = ns3_trace(sc, flows, dict(kv.split("=", 1) for kv in args.ns3))
+        if args.save:
+            Path(args.save).write_text(text)
+    drops: Counter[tuple[str, str, str, str]] = Counter()
+    marks: Counter[tuple[str, str]] = Counter()
+    syns: Counter[tuple[str, str, str]] = Counter()
+    for ln in text.splitlines():
+        f = ln.split(" ", 9)
+        _t, ctx, ev, ecn, flags, _sp, _dp, _seq, size = f[:9]
+        reason = f[9] if len(f) > 9 else ""
+        k = kind(int(flags), int(size))
+        if ev == "qdrop":
+            drops[(ctx, reason, k, ECN[int(ecn)])] += 1
+        elif ev == "qmark":
+            marks[(ctx, k)] += 1
+        else:
+            syns[(ctx, k, ECN[int(ecn)])] += 1
+    print("drops (queue disc, reason, packet, ECN bits): count")
+    for key, n in sorted(drops.items()):
+        print("  ", key, n)
+    print("marks (queue disc, packet): count")
+    for key, n in sorted(marks.items()):
+        print("  ", key, n)
+    print("SYNs enqueued (queue disc, packet, ECN bits): count")
+    for key, n in sorted(syns.items()):
+        print("  ", key, n)
+
+
+if __name__ == "__main__":
+    main()
