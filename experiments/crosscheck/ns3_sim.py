@@ -260,6 +260,10 @@ def main() -> None:
     nodes = ns.NodeContainer()
     nodes.Create(len(names))
     node_of = {name: nodes.Get(i) for i, name in enumerate(names)}
+    if spec.get("spray") or spec.get("routing") == "spray":
+        # Before the stack is installed: a default reaches only the
+        # Ipv4GlobalRouting objects created after it is set.
+        ns.Config.SetDefault("ns3::Ipv4GlobalRouting::RandomEcmpRouting", ns.BooleanValue(True))
     stack = ns.InternetStackHelper()
     if spec.get("routing") == "flowhash":
         ns.cppyy.cppdef(HASH_CPP)
@@ -334,8 +338,6 @@ def main() -> None:
         for i, end in enumerate((link["a"], link["b"])):
             if kinds[end] == "host":
                 host_addr[end] = ifs.GetAddress(i)
-    if spec.get("spray") or spec.get("routing") == "spray":
-        ns.Config.SetDefault("ns3::Ipv4GlobalRouting::RandomEcmpRouting", ns.BooleanValue(True))
     ns.Ipv4GlobalRoutingHelper.PopulateRoutingTables()
 
     sink = ns.PacketSinkHelper(
