@@ -19,6 +19,13 @@ Scenarios (single path, since ns-3 3.44 has no per-flow ECMP):
   sender to a random receiver.
 * incast: 17 hosts on one switch; rounds every 10 ms in which 16 hosts each
   send `size` bytes to host 0 at once (sizes alternate 32 KB and 512 KB).
+* leafspine (`--leafspine`: only these, into their own section of the doc):
+  4 leaves x 4 spines, 4 hosts per leaf, every link 10 Gb/s, 1 us. Poisson
+  arrivals at `load` of the 16 hosts' aggregate capacity, each flow from a
+  random host to a random host on another leaf. Two routings: packet
+  spraying (ns-3 RandomEcmpRouting against pisanet `rps`) and flow-hash ECMP
+  (ns3_sim.py's 5-tuple hash routing, three salts, against pisanet `ecmp`
+  with random source ports, three seeds); see ns3_sim.py.
 Switch ports hold 100 packets; DCTCP marks at K = 65 packets.
 """
 
