@@ -715,7 +715,14 @@ def leafspine_rows(quick: bool) -> tuple[list[Row], list[Row], list[Row]]:
     for name, rs in per_salt.items():
         single += rs
         sc0 = rs[0][0]
-        sc = Scenario(f"{name} ({len(rs)} runs)", sc0.cc, sc0.kind, sc0.cdf, sc0.load, sc0.flows)
+        sc = Scenario(
+            f"{name}, {len(rs)} run{'s' if len(rs) > 1 else ''}",
+            sc0.cc,
+            sc0.kind,
+            sc0.cdf,
+            sc0.load,
+            sc0.flows,
+        )
         flows = [f for r in rs for f in r[1]]
 
         def cat(runs: list[dict[str, Any]]) -> dict[str, Any]:
