@@ -19,6 +19,13 @@ Scenarios (single path, since ns-3 3.44 has no per-flow ECMP):
   sender to a random receiver.
 * incast: 17 hosts on one switch; rounds every 10 ms in which 16 hosts each
   send `size` bytes to host 0 at once (sizes alternate 32 KB and 512 KB).
+* leafspine (`--leafspine`: only these, into their own section of the doc):
+  4 leaves x 4 spines, 4 hosts per leaf, every link 10 Gb/s, 1 us. Poisson
+  arrivals at `load` of the 16 hosts' aggregate capacity, each flow from a
+  random host to a random host on another leaf. Two routings: packet
+  spraying (ns-3 RandomEcmpRouting against pisanet `rps`) and flow-hash ECMP
+  (ns3_sim.py's 5-tuple hash routing, three salts, against pisanet `ecmp`
+  with random source ports, three seeds); see ns3_sim.py.
 Switch ports hold 100 packets; DCTCP marks at K = 65 packets.
 """
 
@@ -147,10 +154,46 @@ class Scenario:
     flows: int = 0
     rounds: int = 0
     extra_ns3: dict[str, str] = field(default_factory=dict)
+    # leafspine: how ns-3 picks among equal-cost next hops ("spray":
+    # RandomEcmpRouting, against pisanet's `rps`; "flowhash": ns3_sim.py's
+    # 5-tuple hash routing, against pisanet's `ecmp`), and the hash's salt.
+    routing: str = ""
+    salt: int = 0
 
 
-def scenarios(quick: bool) -> list[Scenario]:
+def scenarios(quick: bool, kinds: tuple[str, ...] = ("dumbbell", "incast")) -> list[Scenario]:
     out = []
+    if "leafspine" in kinds:
+        # Leaf-spine 4x4 (section "Leaf-spine" of the doc): web-search and
+        # data-mining at 0.3 and 0.7 of the hosts' aggregate capacity, random
+        # pairs across leaves, with packet spraying and with flow-hash ECMP
+        # (three salts: the hash functions differ, so the comparison is
+        # statistical).
+        for routing, salts in (("spray", (0,)), ("flowhash", (0, 1, 2))):
+            for cc in ("dctcp", "newreno"):
+                for cdf in ("websearch", "datamining"):
+                    for load in (0.3, 0.7):
+                        n = (
+                            (100 if cdf == "websearch" else 30)
+                            if quick
+                            else (1000 if cdf == "websearch" else 300)
+                        )
+                        for salt in salts:
+                            tag = f" #{salt}" if routing == "flowhash" else ""
+                            out.append(
+                                Scenario(
+                                    f"{cc} {cdf} {load} {routing}{tag}",
+                                    cc,
+                                    "leafspine",
+                                    cdf,
+                                    load,
+                                    n,
+                                    routing=routing,
+                                    salt=salt,
+                                )
+                            )
+        if kinds == ("leafspine",):
+            return out
     for cc in ("dctcp", "newreno"):
         for cdf in ("websearch", "datamining"):
             for load in (0.3, 0.7):
@@ -164,10 +207,23 @@ def scenarios(quick: bool) -> list[Scenario]:
     return out
 
 
+LS_LEAVES, LS_SPINES, LS_HOSTS_PER_LEAF = 4, 4, 4
+
+
 def topology(kind: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     def link(a: str, b: str) -> dict[str, Any]:
         return {"a": a, "b": b, "gbps": GBPS, "delay_us": DELAY_US}
 
+    if kind == "leafspine":
+        # Hosts h0-h15 first (host i on leaf i // 4), then leaves and spines;
+        # every link 10 Gb/s, 1 us; every leaf to every spine (1:1).
+        n_hosts = LS_LEAVES * LS_HOSTS_PER_LEAF
+        nodes = [{"name": f"h{i}", "kind": "host"} for i in range(n_hosts)]
+        nodes += [{"name": f"l{j}", "kind": "switch"} for j in range(LS_LEAVES)]
+        nodes += [{"name": f"s{k}", "kind": "switch"} for k in range(LS_SPINES)]
+        links = [link(f"h{i}", f"l{i // LS_HOSTS_PER_LEAF}") for i in range(n_hosts)]
+        links += [link(f"l{j}", f"s{k}") for j in range(LS_LEAVES) for k in range(LS_SPINES)]
+        return nodes, links
     if kind == "dumbbell":
         nodes = [{"name": f"h{i}", "kind": "host"} for i in range(8)]
         nodes += [{"name": "s0", "kind": "switch"}, {"name": "s1", "kind": "switch"}]
@@ -201,6 +257,8 @@ def sample(cdf: list[tuple[float, float]], u: float) -> int:
 def flow_list(sc: Scenario, seed: int = 1) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     flows = []
+    if sc.kind == "leafspine":
+        return leafspine_flows(sc, seed)
     if sc.kind == "dumbbell":
         cdf = read_cdf(sc.cdf)
         sizes = [sample(cdf, rng.random()) for _ in range(sc.flows)]
@@ -222,6 +280,25 @@ def flow_list(sc: Scenario, seed: int = 1) -> list[dict[str, Any]]:
             size = 32_000 if r % 2 == 0 else 512_000
             for s in range(1, 17):
                 flows.append({"start_us": 1000 + r * 10_000, "src": s, "dst": 0, "bytes": size})
+    return flows
+
+
+def leafspine_flows(sc: Scenario, seed: int) -> list[dict[str, Any]]:
+    """Poisson arrivals at `sc.load` of the hosts' aggregate capacity (16 x
+    10 Gb/s, as pisanet's `workload.load`: per sending host, a fraction of its
+    link), each flow from a random host to a random host on another leaf."""
+    rng = random.Random(seed)
+    cdf = read_cdf(sc.cdf)
+    sizes = [sample(cdf, rng.random()) for _ in range(sc.flows)]
+    n_hosts = LS_LEAVES * LS_HOSTS_PER_LEAF
+    rate = sc.load * n_hosts * GBPS * 1e9 / 8 / (sum(sizes) / len(sizes))
+    flows = []
+    t = 0.0
+    for size in sizes:
+        t += rng.expovariate(rate) * 1e6
+        src = rng.randrange(n_hosts)
+        others = [h for h in range(n_hosts) if h // LS_HOSTS_PER_LEAF != src // LS_HOSTS_PER_LEAF]
+        flows.append({"start_us": int(t), "src": src, "dst": rng.choice(others), "bytes": size})
     return flows
 
 
@@ -250,7 +327,7 @@ def run_ns3(
     queue: dict[str, Any] = {"limit_pkts": BUFFER_PKTS}
     if sc.cc == "dctcp":
         queue["ecn_k_pkts"] = K_PKTS
-    spec = {
+    spec: dict[str, Any] = {
         "nodes": nodes,
         "links": links,
         "flows": flows,
@@ -259,6 +336,8 @@ def run_ns3(
         "attrs": all_attrs,
         "stop_s": stop_s,
     }
+    if sc.routing:
+        spec.update(routing=sc.routing, hash_salt=sc.salt, count_tcp=True)
     key = hashlib.sha256((json.dumps(spec, sort_keys=True) + NS3_VERSION).encode()).hexdigest()[:16]
     cached = CACHE / f"{key}.json"
     if cached.exists():
@@ -347,6 +426,11 @@ def run_pisanet(
         "drops": int(r.summary["packets"]["dropped"]),
         "ecn_marks": int(r.summary["packets"]["ecn_marked"]),
         "trace": r.trace,
+        # Loss-recovery counters (0 unless metrics.flow_stats = true).
+        "tcp": {
+            c: int(fl[c].sum())
+            for c in ("retransmissions", "dup_acks", "fast_retransmits", "timeouts", "reordered")
+        },
     }
 
 
@@ -710,6 +794,206 @@ def write_seeds(
     print(f"crosscheck: wrote the pooled tables to {DOC.relative_to(ROOT)}", file=sys.stderr)
 
 
+LS_BEGIN, LS_END = "<!-- crosscheck-leafspine:begin -->", "<!-- crosscheck-leafspine:end -->"
+LS_LABELS: dict[str, dict[str, Any]] = {
+    "pisanet defaults": {},
+    "pisanet ns-3-like": NS3_LIKE,
+}
+FLOWHASH_PISANET = {"scheme.kind": "ecmp", "workload.source_ports": "random"}
+Row = tuple[Scenario, list[dict[str, Any]], dict[str, Any], dict[str, dict[str, Any]]]
+
+
+def leafspine_rows(quick: bool) -> tuple[list[Row], list[Row], list[Row]]:
+    """Spray rows, and flow-hash rows per salt and pooled over the salts
+    that every scenario has in the cache (pisanet `ecmp` with random source
+    ports, run.seed = salt + 1, against ns-3 with that hash salt)."""
+    spray: list[Row] = []
+    per_salt: dict[str, list[Row]] = {}
+    for sc in scenarios(quick, ("leafspine",)):
+        flows = flow_list(sc)
+        ns3 = run_ns3(sc, flows, {})
+        if ns3 is None:
+            print(f"crosscheck: {sc.name}: no cached ns-3 run, left out", file=sys.stderr)
+            continue
+        extra: dict[str, Any] = {"metrics.flow_stats": True}
+        if sc.routing == "spray":
+            extra["scheme.kind"] = "rps"
+        else:
+            extra.update(FLOWHASH_PISANET)
+            extra["run.seed"] = sc.salt + 1
+        pis = {lb: run_pisanet(sc, flows, {**ov, **extra}) for lb, ov in LS_LABELS.items()}
+        row = (sc, flows, ns3, pis)
+        if sc.routing == "spray":
+            spray.append(row)
+        else:
+            per_salt.setdefault(sc.name.rsplit(" #", 1)[0], []).append(row)
+    single: list[Row] = []
+    pooled: list[Row] = []
+    for name, rs in per_salt.items():
+        single += rs
+        sc0 = rs[0][0]
+        sc = Scenario(
+            f"{name}, {len(rs)} run{'s' if len(rs) > 1 else ''}",
+            sc0.cc,
+            sc0.kind,
+            sc0.cdf,
+            sc0.load,
+            sc0.flows,
+        )
+        flows = [f for r in rs for f in r[1]]
+
+        def cat(runs: list[dict[str, Any]]) -> dict[str, Any]:
+            return {
+                "fct_us": [x for r in runs for x in r["fct_us"]],
+                "drops": sum(r["drops"] for r in runs),
+                "ecn_marks": sum(r["ecn_marks"] for r in runs),
+            }
+
+        pooled.append(
+            (
+                sc,
+                flows,
+                cat([r[2] for r in rs]),
+                {lb: cat([r[3][lb] for r in rs]) for lb in LS_LABELS},
+            )
+        )
+    return spray, single, pooled
+
+
+def counters_table(rows: list[Row]) -> str:
+    """Drops, marks and loss recovery: ns-3 / pisanet ns-3-like / pisanet defaults."""
+    lines = [
+        "| scenario | drops | ECN marks | segments resent | dup ACKs | fast recoveries | RTOs | pisanet reordered packets |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for sc, _, ns3, pis in rows:
+        t3 = ns3.get("tcp", {})
+        a, b = pis["pisanet ns-3-like"], pis["pisanet defaults"]
+
+        def three(x3: Any, key: str) -> str:
+            return f"{x3} / {a['tcp'][key]} / {b['tcp'][key]}"
+
+        lines.append(
+            f"| {sc.name} | {ns3['drops']} / {a['drops']} / {b['drops']} | "
+            f"{ns3['ecn_marks']} / {a['ecn_marks']} / {b['ecn_marks']} | "
+            + " | ".join(
+                [
+                    three(t3.get("retransmissions", "-"), "retransmissions"),
+                    three(t3.get("dup_acks", "-"), "dup_acks"),
+                    three(t3.get("fast_recoveries", "-"), "fast_retransmits"),
+                    three(t3.get("rtos", "-"), "timeouts"),
+                    f"{a['tcp']['reordered']} / {b['tcp']['reordered']}",
+                ]
+            )
+            + " |"
+        )
+    return "\n".join(lines)
+
+
+SPREAD_SEEDS = (1, 2, 3, 4, 5)
+
+
+def seed_spread_table(rows: list[Row]) -> str:
+    """pisanet ns-3-like with `rps` under run seeds 1-5 (other random
+    spraying choices, same flows): per class, the lowest and highest ratio
+    of its mean and p99 to ns-3's, the spread that spraying alone makes."""
+    lines = [
+        "| scenario | class | mean ratio, seeds 1-5 | p99 ratio, seeds 1-5 |",
+        "|---|---|---|---|",
+    ]
+    for sc, flows, ns3, _ in rows:
+        ref = class_stats(flows, ns3["fct_us"])
+        runs = [
+            class_stats(
+                flows,
+                run_pisanet(
+                    sc,
+                    flows,
+                    {**NS3_LIKE, "scheme.kind": "rps", "run.seed": seed},
+                )["fct_us"],
+            )
+            for seed in SPREAD_SEEDS
+        ]
+        for c, (cname, _, _) in enumerate(CLASSES):
+            n, m3, p3 = ref[c]
+            if n == 0:
+                continue
+            means = [r[c][1] / m3 for r in runs]
+            p99s = [r[c][2] / p3 for r in runs]
+            lines.append(
+                f"| {sc.name} | {cname} | {min(means):.2f}-{max(means):.2f} | {min(p99s):.2f}-{max(p99s):.2f} |"
+            )
+    return "\n".join(lines)
+
+
+def leafspine_section(quick: bool) -> str:
+    spray, single, pooled = leafspine_rows(quick)
+    parts = [
+        f"Generated by `experiments/crosscheck/crosscheck.py{' --quick' if quick else ''} --leafspine` (ns-3 {NS3_VERSION}).",
+        "",
+        "### Packet spraying: ns-3 `RandomEcmpRouting` against pisanet `rps`, pisanet ns-3-like",
+        "",
+        comparison_table(spray, "pisanet ns-3-like"),
+        "",
+        within_goal(spray, "pisanet ns-3-like"),
+        "",
+        "### Packet spraying, pisanet defaults",
+        "",
+        comparison_table(spray, "pisanet defaults"),
+        "",
+        within_goal(spray, "pisanet defaults"),
+        "",
+        "### Packet spraying: drops, marks and loss recovery (ns-3 / pisanet ns-3-like / pisanet defaults)",
+        "",
+        counters_table(spray),
+        "",
+        "### Packet spraying: pisanet ns-3-like under five run seeds (ratio to ns-3's one run)",
+        "",
+        "The seed changes only pisanet's spraying choices here (the flow list is fixed): "
+        "the range is what the random paths alone move a class.",
+        "",
+        seed_spread_table(spray),
+    ]
+    if pooled:
+        parts += [
+            "",
+            "### Flow-hash ECMP: ns-3 with ns3_sim.py's 5-tuple hash against pisanet `ecmp`, pisanet ns-3-like, runs pooled",
+            "",
+            "Each run of a scenario has the same flow list; ns-3 run k hashes with salt k, "
+            'pisanet run k has `run.seed = k + 1` and `workload.source_ports = "random"`. '
+            "The two hashes differ, so the flows' paths differ: only the pooled statistics compare.",
+            "",
+            comparison_table(pooled, "pisanet ns-3-like"),
+            "",
+            within_goal(pooled, "pisanet ns-3-like"),
+            "",
+            "### Flow-hash ECMP, pisanet defaults, runs pooled",
+            "",
+            comparison_table(pooled, "pisanet defaults"),
+            "",
+            within_goal(pooled, "pisanet defaults"),
+            "",
+            "### Flow-hash ECMP, each run (ns-3 salt k against pisanet seed k + 1), pisanet ns-3-like",
+            "",
+            comparison_table(single, "pisanet ns-3-like"),
+            "",
+            "### Flow-hash ECMP: drops, marks and loss recovery per run (ns-3 / pisanet ns-3-like / pisanet defaults)",
+            "",
+            counters_table(single),
+        ]
+    return "\n".join(parts)
+
+
+def write_leafspine(quick: bool) -> None:
+    text = DOC.read_text()
+    if LS_BEGIN not in text:
+        text += f"\n{LS_BEGIN}\n{LS_END}\n"
+    head, rest = text.split(LS_BEGIN, 1)
+    _, tail = rest.split(LS_END, 1)
+    DOC.write_text(head + LS_BEGIN + "\n" + leafspine_section(quick) + "\n" + LS_END + tail)
+    print(f"crosscheck: wrote the leaf-spine tables of {DOC.relative_to(ROOT)}", file=sys.stderr)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -729,10 +1013,18 @@ def main() -> None:
         default=1,
         help="pool the dumbbell scenarios over flow-list seeds 1..N and write their tables to a section of their own",
     )
+    ap.add_argument(
+        "--leafspine",
+        action="store_true",
+        help="only the leaf-spine scenarios (spraying, flow-hash ECMP) and their section",
+    )
     args = ap.parse_args()
     global CACHED_ONLY, SEEDS
     CACHED_ONLY = args.cached_only
     SEEDS = list(range(1, max(1, args.seeds) + 1))
+    if args.leafspine:
+        write_leafspine(args.quick)
+        return
     labels = {"pisanet defaults": {}, "pisanet ns-3-like": NS3_LIKE}
     rows = []
     for sc in scenarios(args.quick):
@@ -838,6 +1130,7 @@ def main() -> None:
     _, tail = rest.split(END, 1)
     DOC.write_text(head + BEGIN + "\n" + "\n".join(parts) + "\n" + END + tail)
     print(f"crosscheck: wrote {DOC.relative_to(ROOT)}", file=sys.stderr)
+    write_leafspine(args.quick)
 
 
 if __name__ == "__main__":

@@ -133,6 +133,138 @@ void ConnectQlen(Ptr<QueueDisc> q, std::string ctx) {
 """
 
 
+# Optional TCP counters (spec["count_tcp"]): over every socket, data segments
+# resent (a segment whose end is not beyond the highest byte the socket had
+# sent), duplicate ACKs received (an ACK without payload for the same number
+# as the previous one while data is outstanding), entries into fast recovery
+# (CA_RECOVERY) and RTO expiries (CA_LOSS). Connected at each flow start.
+COUNT_CPP = r"""
+#include <map>
+#include <set>
+namespace xcnt {
+using namespace ns3;
+struct Sock { uint32_t high = 0; uint32_t lastAck = 0; bool any = false; };
+static std::map<const TcpSocketBase*, Sock> socks;
+static std::set<Object*> seen;
+static uint64_t retx = 0, dupacks = 0, recoveries = 0, rtos = 0, segs = 0;
+static void Tx(std::string ctx, Ptr<const Packet> p, const TcpHeader& h, Ptr<const TcpSocketBase> s) {
+  uint32_t n = p->GetSize();
+  if (n == 0) return;
+  Sock& k = socks[PeekPointer(s)];
+  uint32_t end = h.GetSequenceNumber().GetValue() + n;
+  segs++;
+  if (k.any && int32_t(end - k.high) <= 0) retx++;
+  else { k.high = end; k.any = true; }
+}
+static void Rx(std::string ctx, Ptr<const Packet> p, const TcpHeader& h, Ptr<const TcpSocketBase> s) {
+  Sock& k = socks[PeekPointer(s)];
+  uint32_t a = h.GetAckNumber().GetValue();
+  if (p->GetSize() == 0 && k.any && a == k.lastAck && int32_t(k.high - a) > 0
+      && !(h.GetFlags() & (TcpHeader::SYN | TcpHeader::FIN))) dupacks++;
+  k.lastAck = a;
+}
+static void Cong(std::string ctx, TcpSocketState::TcpCongState_t a, TcpSocketState::TcpCongState_t b) {
+  if (b == TcpSocketState::CA_RECOVERY && a != b) recoveries++;
+  if (b == TcpSocketState::CA_LOSS && a != b) rtos++;
+}
+void ConnectAll() {
+  Config::MatchContainer m = Config::LookupMatches("/NodeList/*/$ns3::TcpL4Protocol/SocketList/*");
+  for (uint32_t i = 0; i < m.GetN(); i++) {
+    Ptr<Object> o = m.Get(i);
+    if (seen.count(PeekPointer(o))) continue;
+    seen.insert(PeekPointer(o));
+    std::string ctx = m.GetMatchedPath(i);
+    o->TraceConnect("Tx", ctx, MakeCallback(&Tx));
+    o->TraceConnect("Rx", ctx, MakeCallback(&Rx));
+    o->TraceConnect("CongState", ctx, MakeCallback(&Cong));
+  }
+}
+void ScheduleConnect(uint64_t at_ns) { Simulator::Schedule(NanoSeconds(at_ns), &ConnectAll); }
+uint64_t Retx() { return retx; }
+uint64_t DupAcks() { return dupacks; }
+uint64_t Recoveries() { return recoveries; }
+uint64_t Rtos() { return rtos; }
+uint64_t Segs() { return segs; }
+}
+"""
+
+# Flow-hash ECMP for ns-3 (spec["routing"] = "flowhash"): ns-3 3.44's global
+# routing either takes the first of several equal-cost routes or, with
+# RandomEcmpRouting, a random one per packet. This subclass of
+# Ipv4GlobalRouting forwards a packet with several equal-cost routes by a hash
+# of its 5-tuple (src, dst, protocol, TCP ports) and a salt (spec["hash_salt"]),
+# so a connection keeps one path; the routes themselves are ns-3's (the same
+# candidate set as LookupGlobal: the host routes to the destination, else
+# every matching network route). Packets for this node, multicast and
+# single-route packets go to Ipv4GlobalRouting::RouteInput unchanged.
+HASH_CPP = r"""
+#include "ns3/ipv4-global-routing.h"
+#include "ns3/ipv4-routing-helper.h"
+#include "ns3/global-router-interface.h"
+#include "ns3/hash.h"
+#include "ns3/tcp-header.h"
+namespace xhash {
+using namespace ns3;
+static uint32_t salt = 0;
+static uint64_t picks[8] = {0};
+class HashRouting : public Ipv4GlobalRouting {
+ public:
+  void SetIpv4(Ptr<Ipv4> ipv4) override { m_ip = ipv4; Ipv4GlobalRouting::SetIpv4(ipv4); }
+  void DoDispose() override { m_ip = nullptr; Ipv4GlobalRouting::DoDispose(); }
+  bool RouteInput(Ptr<const Packet> p, const Ipv4Header& h, Ptr<const NetDevice> idev,
+                  const UnicastForwardCallback& ucb, const MulticastForwardCallback& mcb,
+                  const LocalDeliverCallback& lcb, const ErrorCallback& ecb) override {
+    Ipv4Address dst = h.GetDestination();
+    int32_t iif = m_ip->GetInterfaceForDevice(idev);
+    if (dst.IsMulticast() || dst.IsBroadcast() || m_ip->IsDestinationAddress(dst, iif) || h.GetProtocol() != 6)
+      return Ipv4GlobalRouting::RouteInput(p, h, idev, ucb, mcb, lcb, ecb);
+    std::vector<Ipv4RoutingTableEntry*> hostR, netR;
+    for (uint32_t i = 0; i < GetNRoutes(); i++) {
+      Ipv4RoutingTableEntry* e = GetRoute(i);
+      if (e->IsHost() && e->GetDest() == dst) hostR.push_back(e);
+      else if (e->IsNetwork() && e->GetDestNetworkMask().IsMatch(e->GetDestNetwork(), dst)) netR.push_back(e);
+    }
+    std::vector<Ipv4RoutingTableEntry*>& c = hostR.empty() ? netR : hostR;
+    if (c.size() < 2) return Ipv4GlobalRouting::RouteInput(p, h, idev, ucb, mcb, lcb, ecb);
+    TcpHeader t;
+    p->PeekHeader(t);
+    uint8_t buf[17];
+    uint32_t s = h.GetSource().Get(), d = dst.Get();
+    uint16_t sp = t.GetSourcePort(), dp = t.GetDestinationPort();
+    memcpy(buf, &s, 4); memcpy(buf + 4, &d, 4); buf[8] = 6;
+    memcpy(buf + 9, &sp, 2); memcpy(buf + 11, &dp, 2); memcpy(buf + 13, &salt, 4);
+    uint32_t k = Hash32((const char*)buf, 17) % c.size();
+    picks[k % 8]++;
+    Ipv4RoutingTableEntry* e = c[k];
+    Ptr<Ipv4Route> r = Create<Ipv4Route>();
+    r->SetDestination(e->GetDest());
+    r->SetSource(m_ip->GetAddress(e->GetInterface(), 0).GetLocal());
+    r->SetGateway(e->GetGateway());
+    r->SetOutputDevice(m_ip->GetNetDevice(e->GetInterface()));
+    ucb(r, p, h);
+    return true;
+  }
+ private:
+  Ptr<Ipv4> m_ip;
+};
+class HashRoutingHelper : public Ipv4RoutingHelper {
+ public:
+  HashRoutingHelper* Copy() const override { return new HashRoutingHelper(*this); }
+  Ptr<Ipv4RoutingProtocol> Create(Ptr<Node> node) const override {
+    // As Ipv4GlobalRoutingHelper::Create, with the subclass.
+    Ptr<GlobalRouter> router = CreateObject<GlobalRouter>();
+    node->AggregateObject(router);
+    Ptr<HashRouting> routing = CreateObject<HashRouting>();
+    router->SetRoutingProtocol(routing);
+    return routing;
+  }
+};
+void SetSalt(uint32_t v) { salt = v; }
+uint64_t Picks(int i) { return picks[i]; }
+}
+"""
+
+
 def main() -> None:
     spec = json.loads(Path(sys.argv[1]).read_text())
     wall = time.time()
@@ -157,7 +289,21 @@ def main() -> None:
     nodes = ns.NodeContainer()
     nodes.Create(len(names))
     node_of = {name: nodes.Get(i) for i, name in enumerate(names)}
+    if spec.get("spray") or spec.get("routing") == "spray":
+        # Before the stack is installed: a default reaches only the
+        # Ipv4GlobalRouting objects created after it is set.
+        ns.Config.SetDefault("ns3::Ipv4GlobalRouting::RandomEcmpRouting", ns.BooleanValue(True))
     stack = ns.InternetStackHelper()
+    if spec.get("routing") == "flowhash":
+        ns.cppyy.cppdef(HASH_CPP)
+        xh = ns.cppyy.gbl.xhash
+        xh.SetSalt(int(spec.get("hash_salt", 0)))
+        routing = ns.Ipv4ListRoutingHelper()
+        static = ns.Ipv4StaticRoutingHelper()
+        hashed = xh.HashRoutingHelper()
+        routing.Add(static, 0)
+        routing.Add(hashed, -10)
+        stack.SetRoutingHelper(routing)
     stack.InstallAll()
 
     q = spec["queue"]
@@ -221,8 +367,6 @@ def main() -> None:
         for i, end in enumerate((link["a"], link["b"])):
             if kinds[end] == "host":
                 host_addr[end] = ifs.GetAddress(i)
-    if spec.get("spray"):
-        ns.Config.SetDefault("ns3::Ipv4GlobalRouting::RandomEcmpRouting", ns.BooleanValue(True))
     ns.Ipv4GlobalRoutingHelper.PopulateRoutingTables()
 
     sink = ns.PacketSinkHelper(
@@ -265,6 +409,12 @@ def main() -> None:
             # accepted ones after the SYN): connect shortly after each start.
             for dt_ns in (1, 20_000):
                 xc.ScheduleConnect(t_ns + dt_ns)
+
+    if spec.get("count_tcp"):
+        ns.cppyy.cppdef(COUNT_CPP)
+        for t_ns in sorted({round(float(f["start_us"]) * 1000) for f in flows}):
+            for dt_ns in (1, 20_000):
+                ns.cppyy.gbl.xcnt.ScheduleConnect(t_ns + dt_ns)
 
     fm_helper = ns.FlowMonitorHelper()
     monitor = fm_helper.InstallAll()
@@ -335,6 +485,19 @@ def main() -> None:
         "wall_s": time.time() - wall,
         "reasons": reasons,
     }
+    if spec.get("count_tcp"):
+        c = ns.cppyy.gbl.xcnt
+        out["tcp"] = {
+            "segments_sent": int(c.Segs()),
+            "retransmissions": int(c.Retx()),
+            "dup_acks": int(c.DupAcks()),
+            "fast_recoveries": int(c.Recoveries()),
+            "rtos": int(c.Rtos()),
+        }
+    if spec.get("routing") == "flowhash":
+        # Packets forwarded per member index of a hashed choice (a check
+        # that the hash spreads them).
+        out["hash_picks"] = [int(ns.cppyy.gbl.xhash.Picks(i)) for i in range(8)]
     if spec.get("trace"):
         ns.cppyy.gbl.xc.Close()
     ns.Simulator.Destroy()
