@@ -126,8 +126,9 @@ impl IngressForm {
     }
 }
 
-/// What the switch keeps to run an [`LpmSelect`] form (first in the
-/// switch, so that a pass reads this line and one memo slot): the form's
+/// What the switch keeps to run an [`LpmSelect`] form (in the switch's
+/// first cache line, so that a pass reads that line and one memo slot): the
+/// form's
 /// handles and a memo of what the table and the selector's group resolve to
 /// for each destination address.
 ///
