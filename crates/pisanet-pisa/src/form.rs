@@ -126,8 +126,9 @@ impl IngressForm {
     }
 }
 
-/// What the switch keeps to run an [`LpmSelect`] form (first in the
-/// switch, so that a pass reads this line and one memo slot): the form's
+/// What the switch keeps to run an [`LpmSelect`] form (in the switch's
+/// first cache line, so that a pass reads that line and one memo slot): the
+/// form's
 /// handles and a memo of what the table and the selector's group resolve to
 /// for each destination address.
 ///
@@ -306,6 +307,77 @@ impl FormPass {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::hash::HashSpec;
+    use crate::table::{ActionCall, KeyField, SelectorSpec, TableSpec};
+
+    /// A pipeline with an LPM table on `key` and a CRC-32 over `fields`.
+    fn pipe(key: KeyField, fields: &[(&'static str, u8)]) -> (Pipeline, LpmSelect) {
+        let mut p = Pipeline::new("t");
+        let table = p.table(TableSpec {
+            name: "ipv4_lpm",
+            keys: vec![key],
+            actions: vec!["set_nhop", "set_ecmp_group", "drop"],
+            size: 16,
+            default_action: ActionCall::bare(ActionId(2)),
+            direct_counter: false,
+            direct_meter: None,
+        });
+        let selector = p.selector(SelectorSpec {
+            name: "ecmp_group",
+            algo: HashAlgo::Crc32,
+            actions: vec!["set_nhop"],
+            max_groups: 4,
+            max_members_per_group: 4,
+        });
+        let hash = p.hash(HashSpec {
+            name: "h",
+            algo: HashAlgo::Crc32,
+            fields: fields.to_vec(),
+        });
+        let f = LpmSelect {
+            table,
+            set_port: ActionId(0),
+            set_group: ActionId(1),
+            selector,
+            hash,
+            rotate: 11,
+        };
+        (p, f)
+    }
+
+    const DST: KeyField = KeyField {
+        name: "hdr.ipv4.dst",
+        kind: MatchKind::Lpm,
+        width: 32,
+    };
+
+    #[test]
+    fn a_form_is_checked_against_the_declarations() {
+        let (p, f) = pipe(DST, &FIVE_TUPLE_FIELDS);
+        assert_eq!(IngressForm::LpmSelect(f).check(&p), Ok(()));
+        // Another key, another width, a hash over other fields, an action
+        // the table lacks, a rotation past the width: refused at load.
+        let src = KeyField {
+            name: "hdr.ipv4.src",
+            ..DST
+        };
+        let (p, f) = pipe(src, &FIVE_TUPLE_FIELDS);
+        assert!(IngressForm::LpmSelect(f).check(&p).is_err());
+        let (p, f) = pipe(KeyField { width: 24, ..DST }, &FIVE_TUPLE_FIELDS);
+        assert!(IngressForm::LpmSelect(f).check(&p).is_err());
+        let (p, f) = pipe(DST, &FIVE_TUPLE_FIELDS[..4]);
+        assert!(IngressForm::LpmSelect(f).check(&p).is_err());
+        let (p, f) = pipe(DST, &FIVE_TUPLE_FIELDS);
+        let bad = LpmSelect {
+            set_group: ActionId(3),
+            ..f
+        };
+        assert!(IngressForm::LpmSelect(bad).check(&p).is_err());
+        let bad = LpmSelect { rotate: 32, ..f };
+        assert!(IngressForm::LpmSelect(bad).check(&p).is_err());
+    }
+
     #[test]
     fn a_form_pass_is_24_bytes_and_a_memo_slot_32() {
         // The switch keeps its program, its form and its pass counters in
