@@ -50,6 +50,7 @@ fn egress_queue(c: &mut Criterion) {
         buffer_bytes: 1 << 30,
         buffer_packets: u32::MAX,
         ecn_threshold_bytes: Some(65_000),
+        ecn_threshold_packets: u32::MAX,
         priorities: 1,
     };
     // 1000 packets through the arena and one port's queue, as the loop

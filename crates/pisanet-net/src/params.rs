@@ -71,6 +71,12 @@ pub struct TopologyParams {
     /// ECN marking threshold K of switch ports (KB); 0 disables marking.
     #[schemars(range(min = 0, max = 10000000), extend("x-unit" = "KB"))]
     pub ecn_threshold_kb: f64,
+    /// ECN marking threshold of switch ports in packets as well: CE on an
+    /// ECT packet arriving to a port holding at least this many packets,
+    /// ACKs included (ns-3's RED with MinTh = MaxTh = K, QW = 1); a packet
+    /// is marked when either threshold is reached; 0 = bytes only (default).
+    #[schemars(range(min = 0, max = 100000000), extend("x-unit" = "packets"))]
+    pub ecn_threshold_pkts: u32,
     /// Strict-priority queues per switch port (1..=8).
     #[schemars(range(min = 1, max = 8))]
     pub priorities: u8,
@@ -104,6 +110,7 @@ impl Default for TopologyParams {
             buffer_kb: 200.0,
             buffer_pkts: 0,
             ecn_threshold_kb: 65.0,
+            ecn_threshold_pkts: 0,
             priorities: 1,
             shared_buffer_kb: 0.0,
             shared_buffer_alpha: 1.0,

@@ -39,6 +39,11 @@ pub struct QueueConfig {
     pub buffer_packets: u32,
     /// Mark CE on ECT packets arriving to a queue holding more than this many bytes.
     pub ecn_threshold_bytes: Option<u64>,
+    /// Mark CE on ECT packets arriving to a queue holding at least this
+    /// many packets, all priorities together (`u32::MAX`: no packet
+    /// threshold, the default; `topology.ecn_threshold_pkts`, docs/model.md
+    /// "Links and queues").
+    pub ecn_threshold_packets: u32,
     /// Number of strict-priority queues (1..=8). Packets with prio >= n go to the last.
     pub priorities: u8,
 }
@@ -163,11 +168,10 @@ impl EgressQueue {
     #[inline]
     fn admit(&mut self, id: PktId, pkt: &mut Packet) -> u32 {
         let size = pkt.size;
-        if let Some(k) = self.cfg.ecn_threshold_bytes {
-            if self.bytes > k && pkt.ip.ecn.is_ect() {
-                pkt.ip.ecn = Ecn::Ce;
-                self.counters.ecn_marks += 1;
-            }
+        let over_bytes = matches!(self.cfg.ecn_threshold_bytes, Some(k) if self.bytes > k);
+        if (over_bytes || self.packets >= self.cfg.ecn_threshold_packets) && pkt.ip.ecn.is_ect() {
+            pkt.ip.ecn = Ecn::Ce;
+            self.counters.ecn_marks += 1;
         }
         let prio = self.queue_of(pkt.prio);
         let depth = self.queues[prio].len() as u32;
@@ -413,6 +417,7 @@ mod tests {
             buffer_bytes: buffer,
             buffer_packets: u32::MAX,
             ecn_threshold_bytes: k,
+            ecn_threshold_packets: u32::MAX,
             priorities: prios,
         }
     }
@@ -471,6 +476,33 @@ mod tests {
             ecns,
             vec![Ecn::Ect0, Ecn::Ect0, Ecn::Ect0, Ecn::Ce, Ecn::NotEct]
         );
+        assert_eq!(q.counters.ecn_marks, 1);
+    }
+
+    #[test]
+    fn ecn_packet_threshold_counts_acks_as_packets() {
+        // K = 3 packets: the fourth arrival (after two 64 B ACKs and a
+        // segment, 1628 B) is marked although the bytes are far below any
+        // byte threshold; with no packet threshold it is not.
+        for (k, marked) in [(3, 1), (u32::MAX, 0)] {
+            let mut q = queue(QueueConfig {
+                ecn_threshold_packets: k,
+                ..cfg(1_000_000, Some(100_000), 1)
+            });
+            q.enqueue(pkt(64, 0, Ecn::Ect0), None).unwrap();
+            q.enqueue(pkt(64, 0, Ecn::Ect0), None).unwrap();
+            q.enqueue(pkt(1500, 0, Ecn::Ect0), None).unwrap();
+            q.enqueue(pkt(1500, 0, Ecn::Ect0), None).unwrap();
+            q.enqueue(pkt(1500, 0, Ecn::NotEct), None).unwrap();
+            assert_eq!(q.counters.ecn_marks, marked, "K = {k}");
+        }
+        // Without a byte threshold the packet threshold alone marks.
+        let mut q = queue(QueueConfig {
+            ecn_threshold_packets: 1,
+            ..cfg(1_000_000, None, 1)
+        });
+        q.enqueue(pkt(64, 0, Ecn::Ect0), None).unwrap();
+        q.enqueue(pkt(64, 0, Ecn::Ect0), None).unwrap();
         assert_eq!(q.counters.ecn_marks, 1);
     }
 

@@ -547,6 +547,12 @@ pub fn build_world(cfg: &Config, base: Option<&Path>) -> Result<World, Error> {
         },
         ecn_threshold_bytes: (t.ecn_threshold_kb > 0.0)
             .then_some((t.ecn_threshold_kb * 1000.0) as u64),
+        // topology.ecn_threshold_pkts (0 = bytes only); docs/model.md "Links and queues".
+        ecn_threshold_packets: if t.ecn_threshold_pkts == 0 {
+            u32::MAX
+        } else {
+            t.ecn_threshold_pkts
+        },
         priorities: t.priorities,
     };
     let params = WorldParams {

@@ -218,3 +218,31 @@ fn cwr_freeze_changes_dctcp_only_after_ecn_cuts() {
     let reno_on = run_flows("freeze-reno-on", INCAST, &["transport.cwr_freeze=true"]);
     assert_eq!(reno.summary["digest"], reno_on.summary["digest"]);
 }
+
+#[test]
+fn ecn_threshold_pkts_marks_by_packet_count() {
+    // Three 2 MB DCTCP flows into one host; the byte threshold is off (or
+    // far above any queue), so only the packet threshold can mark.
+    let base = ["transport.kind=\"dctcp\"", "topology.ecn_threshold_kb=0"];
+    let off = run_flows("ecn-pkts-off", INCAST, &base);
+    assert_eq!(n(&off.summary, "packets.ecn_marked"), 0.0);
+    let mut on = base.to_vec();
+    on.push("topology.ecn_threshold_pkts=10");
+    let pkts = run_flows("ecn-pkts-on", INCAST, &on);
+    assert!(pkts.summary["conservation_ok"].as_bool().unwrap());
+    assert!(n(&pkts.summary, "packets.ecn_marked") > 0.0);
+    // Either threshold marks: a byte threshold no queue reaches changes nothing.
+    let high = run_flows(
+        "ecn-pkts-high-bytes",
+        INCAST,
+        &[
+            "transport.kind=\"dctcp\"",
+            "topology.ecn_threshold_kb=100000",
+            "topology.ecn_threshold_pkts=10",
+        ],
+    );
+    assert_eq!(
+        n(&high.summary, "packets.ecn_marked"),
+        n(&pkts.summary, "packets.ecn_marked")
+    );
+}

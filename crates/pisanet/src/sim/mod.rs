@@ -247,6 +247,7 @@ impl World {
                         buffer_bytes: u64::MAX,
                         buffer_packets: u32::MAX,
                         ecn_threshold_bytes: None,
+                        ecn_threshold_packets: u32::MAX,
                         // Strict priority as the switches (issue 13): a
                         // paused or low priority does not block another.
                         priorities: params.switch_queue.priorities,
