@@ -17,8 +17,8 @@
 //! | kind | why here |
 //! |---|---|
 //! | `LinkEvent` | the topology changes first: a link that fails at t carries nothing at t |
-//! | `TxDone` | a transmitter finishing at t has taken its next packet off the queue (hardware fetches it ahead of the end of serialization, so frames go back to back): a packet arriving at t sees the queue without it |
-//! | `Arrive` | packets reaching a node at t |
+//! | `Arrive` | a packet arriving at t is admitted or dropped against the queue as it stands before any departure at t: the packet that starts transmitting at t holds its buffer slot until then (as in ns-3, whose FIFO order of simultaneous events gives the same here, the arrival's event being scheduled a link delay before the departure's) |
+//! | `TxDone` | a transmitter finishing at t takes its next packet off the queue. The other order (departures first) locks a port that one sender feeds at exactly its rate: each slot a departure frees goes to that sender's packet arriving at the same instant, and every other sender's packet is dropped (seen on a 10G dumbbell: one-packet flows timing out twice, small-flow FCT 733 us against 14 us) |
 //! | `PfcExpire`, `PfcRefresh`, `PfcCheck` | a PAUSE frame arriving at t reloads a pause that would run out at t (802.1Qbb: the quanta reload on receipt) |
 //! | `SwitchTimer`, `SenderTimer`, `ReceiverTimer` | a timer due at t sees what arrived at t (an ACK arriving at the retransmission deadline is taken, not timed out) |
 //! | `NextFlow` | a flow starting at t queues behind what arrived at t |
@@ -44,8 +44,8 @@ impl Ev {
     pub fn key(self, time: SimTime) -> u64 {
         let (kind, index): (u64, u32) = match self {
             Ev::LinkEvent(i) => (0, i),
-            Ev::TxDone(p) => (1, p),
-            Ev::Arrive(p) => (2, p),
+            Ev::Arrive(p) => (1, p),
+            Ev::TxDone(p) => (2, p),
             Ev::PfcExpire(p) => (3, p),
             Ev::PfcRefresh(p) => (4, p),
             Ev::PfcCheck => (5, 0),
@@ -153,8 +153,8 @@ mod tests {
     fn all(i: u32) -> Vec<Ev> {
         vec![
             Ev::LinkEvent(i),
-            Ev::TxDone(i),
             Ev::Arrive(i),
+            Ev::TxDone(i),
             Ev::PfcExpire(i),
             Ev::PfcRefresh(i),
             Ev::PfcCheck,
@@ -177,7 +177,7 @@ mod tests {
             for i in [0, 1, 7, u32::MAX] {
                 for j in [0, 1, 7, u32::MAX] {
                     assert!(Ev::Arrive(i).key(t) < Ev::PfcExpire(j).key(t));
-                    assert!(Ev::TxDone(i).key(t) < Ev::Arrive(j).key(t));
+                    assert!(Ev::Arrive(i).key(t) < Ev::TxDone(j).key(t));
                 }
             }
         }
@@ -218,7 +218,7 @@ mod tests {
 
     #[test]
     fn simultaneous_events_pop_by_key_whatever_the_push_order() {
-        let evs = [Ev::NextFlow, Ev::Arrive(2), Ev::TxDone(9), Ev::Arrive(1)];
+        let evs = [Ev::NextFlow, Ev::TxDone(9), Ev::Arrive(2), Ev::LinkEvent(4)];
         let mut a = Events::new();
         let mut b = Events::new();
         for &e in &evs {
@@ -236,7 +236,7 @@ mod tests {
         assert_eq!(pa, pb);
         assert_eq!(
             pa[0],
-            format!("{:?}", (SimTime(10), Ev::TxDone(9))),
+            format!("{:?}", (SimTime(10), Ev::LinkEvent(4))),
             "{pa:?}"
         );
     }
