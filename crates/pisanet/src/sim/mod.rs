@@ -373,15 +373,9 @@ impl World {
         let mut window_end = SimTime::ZERO;
         loop {
             // Events strictly before the window's end and not past the
-            // time limit pop in one step (`next_until`); at the window's end
-            // the run checks whether it is over and opens the next window.
-            let limit = SimTime(max_time.ps().min(window_end.ps().saturating_sub(1)));
-            let popped = if window_end > SimTime::ZERO {
-                self.q.next_until(limit)
-            } else {
-                None
-            };
-            let (now, ev) = match popped {
+            // time limit pop in one step; at the window's end the run
+            // checks whether it is over and opens the next window.
+            let (now, ev) = match self.q.next_before(window_end, max_time) {
                 Some(x) => x,
                 None => {
                     if self.pending_flow.is_none() && self.active_count == 0 {

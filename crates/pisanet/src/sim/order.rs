@@ -113,11 +113,14 @@ impl Events {
         self.0.next()
     }
 
-    /// Removes and returns the earliest event if it is at or before
-    /// `limit` (`EventQueue::next_until`).
+    /// Removes and returns the earliest event of the window that ends at
+    /// `end` (strictly before it) if it is not after `max_time`; `None` if
+    /// there is none (or `end` is zero). The single-thread loop and the
+    /// parallel mode's partitions run their windows with it.
     #[inline(always)]
-    pub fn next_until(&mut self, limit: SimTime) -> Option<(SimTime, Ev)> {
-        self.0.next_until(limit)
+    pub fn next_before(&mut self, end: SimTime, max_time: SimTime) -> Option<(SimTime, Ev)> {
+        let last = end.ps().checked_sub(1)?;
+        self.0.next_until(max_time.min(SimTime(last)))
     }
 
     #[inline(always)]

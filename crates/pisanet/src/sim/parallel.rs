@@ -305,12 +305,7 @@ impl World {
 
     /// Runs this partition's events before `end` (and not after `max_time`).
     fn run_window(&mut self, end: SimTime, max_time: SimTime) {
-        // Before `end`: at or before `end - 1` ps.
-        let Some(last) = end.ps().checked_sub(1) else {
-            return;
-        };
-        let limit = max_time.min(SimTime(last));
-        while let Some((now, ev)) = self.q.next_until(limit) {
+        while let Some((now, ev)) = self.q.next_before(end, max_time) {
             self.handle(now, ev);
         }
     }
