@@ -240,7 +240,7 @@ SetOpt = Annotated[
 def run(
     config: ConfigArg,
     out: Annotated[
-        str | None, typer.Option(help="Result directory [default: results/<config stem>].")
+        str | None, typer.Option(help="Result directory (default: results/<config stem>).")
     ] = None,
     set: SetOpt = None,
     dry_run: Annotated[
@@ -381,7 +381,7 @@ def bench(
         str, typer.Option(help="Benchmark scenario: fat_tree_k8 or fat_tree_k16.")
     ] = "fat_tree_k8",
     flows: Annotated[
-        int | None, typer.Option(min=1, help="Number of flows [default: the scenario's].")
+        int | None, typer.Option(min=1, help="Number of flows (default: the scenario's).")
     ] = None,
     set: SetOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress line.")] = False,
@@ -489,11 +489,11 @@ def sweep(
     ] = None,
     out: Annotated[
         str | None,
-        typer.Option(help="Sweep directory [default: results/<config stem>-<sweep id>]."),
+        typer.Option(help="Sweep directory (default: results/<config stem>-<sweep id>)."),
     ] = None,
     workers: Annotated[
         int | None,
-        typer.Option(min=1, help="Local worker processes [default: one per core]."),
+        typer.Option(min=1, help="Local worker processes (default: one per core)."),
     ] = None,
     scheduler: Annotated[
         str | None,
