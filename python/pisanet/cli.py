@@ -87,6 +87,29 @@ out_console = Console()
 err_console = Console(stderr=True)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from pisanet import __version__
+
+        print(f"pisanet {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            help="Print pisanet's version and exit.",
+            is_eager=True,
+            callback=_print_version,
+        ),
+    ] = False,
+) -> None:
+    """Packet-level data-center network simulator with programmable (PISA) switches."""
+
+
 def _fail(message: str, code: int) -> NoReturn:
     # NOTE: plain write, not rich: messages quote config text such as `[topology]`.
     sys.stderr.write(f"error: {message}\n")

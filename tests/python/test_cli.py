@@ -86,6 +86,17 @@ def test_schema_is_json_schema(cli: Cli) -> None:
         assert section in text
 
 
+def test_version_and_help_show_defaults(cli: Cli) -> None:
+    import pisanet
+
+    out = cli("--version")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == f"pisanet {pisanet.__version__}"
+    # Rich markup once ate "[default: ...]" from the help of --out and --workers.
+    sweep_help = " ".join(cli("sweep", "--help").stdout.replace("│", " ").split())
+    assert "(default: one per core)" in sweep_help
+
+
 def test_resources(cli: Cli) -> None:
     ok = cli("resources", "ecmp")
     assert ok.returncode == 0, ok.stderr
