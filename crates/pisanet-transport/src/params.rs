@@ -103,6 +103,9 @@ pub struct TransportParams {
     /// DCTCP: a duplicate ACK counts as one MSS acknowledged in alpha's estimate (and as one MSS marked if it carries ECE), as Linux 4.x (`dctcp_update_alpha`) and ns-3 3.44 (`PktsAcked(1)` on a duplicate ACK) do. Default false: only newly acknowledged bytes count (RFC 8257 section 3.3). See docs/model.md, "Hosts".
     #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["dctcp"]}))]
     pub dctcp_dupack_bytes: bool,
+    /// Without SACK, ns-3 3.44's per-segment loss bookkeeping (`TcpTxBuffer`): each duplicate ACK marks one more segment SACKed (pipe = sent - SACKed - lost + resent), a timeout marks every outstanding segment lost and resends them all oldest first as the window allows, and marks left above a cumulative ACK mark the next segment lost (resent at once; one duplicate ACK then starts recovery). Linux keeps only counts (`tcp_add_reno_sack`) and does not resend a segment still in the host's queue. Default false. See docs/model.md, "Hosts".
+    #[schemars(extend("x-applies-when" = {"key": "transport.sack", "in": [false]}))]
+    pub reno_scoreboard: bool,
     /// RTT samples from every ACK of new data (Karn's rule on the oldest segment it covers; timed from the newest, whose timestamp the receiver echoes), as ns-3 and Linux take them, instead of one timed segment per round trip (RFC 6298's minimum). Default false. See docs/model.md, "Hosts".
     #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
     pub rtt_every_ack: bool,
@@ -221,6 +224,7 @@ impl Default for TransportParams {
             cwr_freeze: false,
             ece_ends_recovery: false,
             dctcp_dupack_bytes: false,
+            reno_scoreboard: false,
             rtt_every_ack: false,
             ts_clock_us: 0.0,
             cubic_c: 0.4,
@@ -272,6 +276,7 @@ impl TransportParams {
             rtt_every_ack: self.rtt_every_ack,
             ece_ends_recovery: self.ece_ends_recovery,
             dctcp_dupack_bytes: self.dctcp_dupack_bytes,
+            reno_scoreboard: self.reno_scoreboard,
             ts_clock: SimTime::from_us_f64(self.ts_clock_us),
             app_rate_bps: (self.app_rate_gbps > 0.0)
                 .then(|| (self.app_rate_gbps * 1e9).round() as u64),

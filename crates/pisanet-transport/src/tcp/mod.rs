@@ -36,6 +36,7 @@
 
 pub mod cc;
 mod receiver;
+mod reno_board;
 pub mod rto;
 mod scoreboard;
 mod sender;
@@ -217,6 +218,17 @@ pub struct TcpConfig {
     /// do. Default false: only newly acknowledged bytes count (RFC 8257).
     /// See docs/model.md, "Hosts".
     pub dctcp_dupack_bytes: bool,
+    /// Without SACK, ns-3 3.44's per-segment send buffer (`TcpTxBuffer`)
+    /// and the loss recovery `TcpSocketBase` runs on it: each duplicate
+    /// ACK marks one more segment SACKed (`AddRenoSack`); the pipe is the
+    /// bytes sent, less those SACKed and lost, plus those resent; a timeout
+    /// marks every outstanding segment lost and they are resent oldest
+    /// first as the window allows; marks left above a cumulative ACK mark
+    /// the next head lost (resent at once, and one duplicate ACK then
+    /// starts recovery). Read only with `sack = false`. Default false:
+    /// RFC 5681 / RFC 6582 with go-back-N after a timeout. See
+    /// docs/model.md, "Hosts".
+    pub reno_scoreboard: bool,
     /// With `rtt_every_ack`, the tick of the TCP timestamp clock the
     /// samples are read from: a sample is (ticks at the ACK - ticks at the
     /// echoed send) x tick, a zero difference counting as 1 us, as ns-3
@@ -258,6 +270,7 @@ impl Default for TcpConfig {
             rtt_every_ack: false,
             ece_ends_recovery: false,
             dctcp_dupack_bytes: false,
+            reno_scoreboard: false,
             ts_clock: SimTime::ZERO,
             app_rate_bps: None,
             app_burst_bytes: 0,

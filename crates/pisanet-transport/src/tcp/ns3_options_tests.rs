@@ -427,3 +427,105 @@ fn dctcp_dupack_bytes_counts_marked_duplicate_acks_in_alpha() {
         "{alphas:?}"
     );
 }
+
+/// `reno_scoreboard`: a sender of `n` segments with `cwnd` segments, that
+/// has sent its first window.
+fn reno_board_sender(on: bool, n: u64) -> (TcpSender, Vec<Packet>) {
+    let c = TcpConfig {
+        mss: MSS as u32,
+        init_cwnd_segments: 10,
+        limited_transmit: true,
+        reno_scoreboard: on,
+        ..cfg(false)
+    };
+    let mut tx = TcpSender::new(&c, ends(), n * MSS);
+    let mut out = Vec::new();
+    tx.on_start(SimTime::ZERO, &mut out);
+    (tx, out)
+}
+
+#[test]
+fn reno_scoreboard_ignores_duplicate_acks_until_the_timeout_is_repaired() {
+    use super::test_util::ack_pkt;
+    for on in [false, true] {
+        let (mut tx, first) = reno_board_sender(on, 40);
+        assert_eq!(segs(&first).len(), 10);
+        let rto = tx.timer_deadline().unwrap();
+        let mut out = Vec::new();
+        tx.on_timer(rto, &mut out);
+        // Both resend the head alone (cwnd = 1 SMSS): ns-3 marked all ten
+        // lost (`SetSentListLost`), the default goes back to snd_una.
+        assert_eq!(segs(&out), vec![(0, MSS as u32)], "on = {on}");
+        // Its ACK: both resend segments 1 and 2 (cwnd 2; ns-3's pipe counts
+        // only resent segments).
+        out.clear();
+        tx.on_packet(rto + us(10), &ack_pkt(MSS, 1 << 20, false), &mut out);
+        assert_eq!(
+            segs(&out),
+            vec![(MSS, MSS as u32), (2 * MSS, MSS as u32)],
+            "on = {on}"
+        );
+        // Two duplicate ACKs (the originals of 1 and 2 were still queued):
+        // the default's limited transmit sends new data on each; ns-3's
+        // CA_LOSS ignores them ("We do not count the DupAcks received in
+        // CA_LOSS").
+        out.clear();
+        for k in 0..2 {
+            tx.on_packet(rto + us(20 + k), &ack_pkt(MSS, 1 << 20, false), &mut out);
+        }
+        let n = segs(&out).len();
+        if on {
+            assert_eq!(n, 0);
+            assert_eq!(tx.stats().dup_acks, 2);
+        } else {
+            assert_eq!(n, 2);
+        }
+    }
+}
+
+#[test]
+fn reno_scoreboard_marks_left_after_recovery_resend_the_head_and_one_dupack_recovers() {
+    use super::test_util::ack_pkt;
+    let w = 1 << 20;
+    let mut resent_on_exit = Vec::new();
+    for on in [false, true] {
+        let (mut tx, _) = reno_board_sender(on, 80);
+        // Segment 0 lost; 16 duplicate ACKs (more than the 9 segments the
+        // receiver holds: the others come from duplicates): the third starts
+        // fast recovery in both.
+        for t in 1..=16 {
+            tx.on_packet(us(10 + t), &ack_pkt(0, w, false), &mut Vec::new());
+        }
+        assert_eq!(tx.stats().fast_retransmits, 1);
+        assert!(tx.stats().in_recovery);
+        // The recovery point: snd_max when it started (10 + 2 limited
+        // transmit segments).
+        let recover = 12 * MSS;
+        let before = tx.stats().retransmitted_segments;
+        let mut sent = Vec::new();
+        tx.on_packet(us(40), &ack_pkt(recover, w, false), &mut sent);
+        assert!(!tx.stats().in_recovery);
+        resent_on_exit.push(tx.stats().retransmitted_segments - before);
+        let resent: Vec<u64> = segs(&sent)
+            .iter()
+            .map(|&(s, _)| s)
+            .filter(|&s| s < recover + 14 * MSS)
+            .collect();
+        if on {
+            // ns-3: the duplicate ACKs marked segments past the recovery
+            // point SACKed; the ACK makes the marked segment 12 the head, so
+            // it is marked lost instead and resent at once...
+            assert_eq!(resent.first(), Some(&recover), "{:?}", segs(&sent));
+            // ...and a single duplicate ACK starts the next recovery
+            // (`DupAck`: IsLost(HighACK + 1)).
+            tx.on_packet(us(50), &ack_pkt(recover, w, false), &mut Vec::new());
+            assert_eq!(tx.stats().fast_retransmits, 2);
+        } else {
+            // RFC 6582: nothing is resent, and one duplicate ACK does nothing.
+            assert!(resent.is_empty(), "{:?}", segs(&sent));
+            tx.on_packet(us(50), &ack_pkt(recover, w, false), &mut Vec::new());
+            assert_eq!(tx.stats().fast_retransmits, 1);
+        }
+    }
+    assert_eq!(resent_on_exit, vec![0, 1]);
+}

@@ -35,6 +35,7 @@
 //!   largest flight.
 
 use super::cc::{AckEvent, Cc, Controller, Window};
+use super::reno_board::RenoBoard;
 use super::rto::RtoEstimator;
 use super::scoreboard::Scoreboard;
 use super::{build_packet, CcKind, FlowEnds, SegmentSpec, TcpConfig};
@@ -225,6 +226,16 @@ pub struct TcpSender {
     /// RFC 6675 RescueRxt; `None` is "undefined".
     rescue_rxt: Option<u64>,
 
+    /// `TcpConfig::reno_scoreboard` (without SACK): ns-3's per-segment
+    /// send buffer; `None` when the option is off.
+    board: Option<RenoBoard>,
+    /// With `board`: ns-3's CA_LOSS, from a timeout until the cumulative
+    /// ACK reaches `recover` (duplicate ACKs are ignored meanwhile).
+    loss: bool,
+    /// With `board`: ns-3's `m_recoverActive` (set on entering recovery or
+    /// at a timeout, cleared once the cumulative ACK reaches `recover`).
+    recover_active: bool,
+
     /// The application's rate cap (`TcpConfig::app_rate_bps`).
     app: Option<AppBucket>,
     /// When the token bucket will let the next segment out, while it holds
@@ -306,6 +317,9 @@ impl TcpSender {
             scoreboard: Scoreboard::default(),
             high_rxt: 0,
             rescue_rxt: None,
+            board: (cfg.reno_scoreboard && !cfg.sack).then(RenoBoard::default),
+            loss: false,
+            recover_active: false,
             app: cfg.app_rate_bps.map(|rate| {
                 let depth = u128::from(cfg.app_burst_bytes.max(mss)) * BYTE_CREDIT;
                 AppBucket {
@@ -425,6 +439,10 @@ impl TcpSender {
         }
         if self.sack {
             self.on_ack_sack(now, pkt, ece, out);
+            return;
+        }
+        if self.board.is_some() {
+            self.on_ack_reno_board(now, pkt, ece, out);
             return;
         }
         if ack == self.snd_una {
@@ -1117,6 +1135,10 @@ impl TcpSender {
     }
 
     fn on_retransmission_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        if self.board.is_some() {
+            self.reno_board_timeout(now);
+            return;
+        }
         self.timeouts += 1;
         // ns-3 leaves CA_CWR for CA_LOSS.
         self.ns3_cwr_until = None;
@@ -1193,7 +1215,11 @@ impl TcpSender {
     /// data. `limited` is Linux's `packets_in_flight >= cwnd`, in bytes: no
     /// room is left for another full segment.
     fn validate_cwnd(&mut self, sent: bool) {
-        let flight = self.snd_nxt - self.snd_una;
+        let flight = match &self.board {
+            // ns-3's pipe (`TcpTxBuffer::BytesInFlight`).
+            Some(b) => b.bytes_in_flight(),
+            None => self.snd_nxt - self.snd_una,
+        };
         let limited = flight + self.mss > self.win.cwnd;
         // Linux `tcp_write_xmit`: only if something was sent or cwnd-limited.
         if !(sent || limited) {
@@ -1217,6 +1243,10 @@ impl TcpSender {
         }
         if self.sack && self.in_recovery {
             self.sack_transmit(now, out);
+            return;
+        }
+        if self.board.is_some() {
+            self.reno_board_send(now, out);
             return;
         }
         self.budget_blocked = false;
@@ -1364,6 +1394,9 @@ impl TcpSender {
         if let Some(log) = &mut self.sent_log {
             log_send(log, seq, len, self.snd_max, now);
         }
+        if let Some(board) = &mut self.board {
+            board.on_send(seq, len);
+        }
         let mut flags = 0;
         if seq < self.snd_max {
             self.retransmitted += 1;
@@ -1404,6 +1437,9 @@ impl TcpSender {
         ));
     }
 }
+
+#[path = "sender_reno.rs"]
+mod reno;
 
 #[cfg(test)]
 #[path = "sender_tests.rs"]
