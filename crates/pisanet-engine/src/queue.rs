@@ -378,7 +378,9 @@ impl<E> EventQueue<E> {
     /// Re-files every wheel entry by slots of `2^shift` ps: those beyond the
     /// wheel go to the heap, the heap's entries within it come in. Entries of
     /// one old slot keep their relative order in their new one (entries with
-    /// equal times were in one slot), so equal keys pop as they would have.
+    /// equal times were in one slot), so equal keys that stay in the wheel
+    /// pop as they would have (the heap's order of equal keys is
+    /// unspecified, as it always was).
     #[cold]
     #[inline(never)]
     fn rebuild(&mut self, shift: u32) {
