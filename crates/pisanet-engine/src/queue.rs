@@ -16,27 +16,37 @@
 //!
 //! # Structure
 //!
-//! Time is cut into slots of `2^SLOT_BITS` ps (8.2 ns). The wheel holds the
-//! entries of the `WHEEL` slots from the current one on (33.6 us: a packet's
-//! serialization and propagation on the links pisanet models); each slot is a
-//! list of entries, and a bitmap marks the slots that hold any. Entries
-//! further ahead (retransmission timers, the next flow's arrival) wait in a
-//! 4-ary heap and move into the wheel when the current slot comes within
-//! `WHEEL` slots of theirs. A push into the wheel is O(1); a pop takes the
-//! least (time, tiebreak) of the current slot's list (a slot holds about one
-//! entry) after a bitmap scan to the next occupied slot. This is a calendar
-//! queue (Brown, "Calendar queues", CACM 31(10), 1988) with a fixed bucket
-//! width and an overflow heap instead of resizing. The 4-ary heap it
-//! replaced for every event ([`heap::HeapQueue`], kept as the reference of
-//! the property tests) cost about 190 instructions per event on the k=8
-//! bench (docs/performance.md, "Session 8").
+//! Time is cut into slots of `2^shift` ps (8.2 ns at first). The wheel holds
+//! the entries of the `WHEEL` slots from the current one on (33.6 us at
+//! 8.2 ns: a packet's serialization and propagation on the links pisanet
+//! models); each slot is a list of entries, and a bitmap marks the slots
+//! that hold any. Entries further ahead (retransmission timers, the next
+//! flow's arrival) wait in a 4-ary heap and move into the wheel when the
+//! current slot comes within `WHEEL` slots of theirs. A push into the wheel
+//! is O(1); a pop takes the least (time, tiebreak) of the current slot's
+//! list after a bitmap scan to the next occupied slot. This is a calendar
+//! queue (Brown, "Calendar queues", CACM 31(10), 1988) with an overflow heap
+//! and, as Brown's, a bucket width that follows the spacing of the events
+//! popped: every 2^14 pops the width is set to the power of two at or below
+//! that spacing (down to 64 ps, up to 8.2 ns), so that a slot holds about
+//! one entry at the front of the queue and a pop's scan does not grow with
+//! the event rate (a k=16 fat tree pops an event every 2 ns; with 8.2 ns
+//! slots a pop scanned 6 entries on average). The 4-ary heap it replaced
+//! for every event ([`heap::HeapQueue`], kept as the reference of the
+//! property tests) cost about 190 instructions per event on the k=8 bench
+//! (docs/performance.md, "Session 8" and "Session 9").
 
 use crate::SimTime;
 use dary_heap::QuaternaryHeap;
 use std::cmp::Ordering;
 
-/// A slot is `2^SLOT_BITS` ps wide.
+/// A slot is `2^shift` ps wide: `shift` starts at `SLOT_BITS` (8.2 ns), its
+/// largest, and narrows down to `MIN_SHIFT` (64 ps) while events crowd
+/// (`EventQueue::resize`).
 const SLOT_BITS: u32 = 13;
+const MIN_SHIFT: u32 = 6;
+/// Pops between two looks at the slot width (a power of two).
+const RESIZE_EVERY: u64 = 1 << 14;
 /// Slots in the wheel (a power of two).
 const WHEEL: u64 = 1 << 12;
 const NIL: u32 = u32::MAX;
@@ -86,6 +96,10 @@ impl<E> Ord for Far<E> {
 pub struct EventQueue<E> {
     /// The current slot: every pending entry is in it or later.
     cur: u64,
+    /// Slots are `2^shift` ps wide (`resize`).
+    shift: u32,
+    /// The clock when the pop count was last a multiple of `RESIZE_EVERY`.
+    mark: u64,
     /// Head node of each wheel slot's list (`slot % WHEEL`), or `NIL`.
     heads: Box<[u32; WHEEL as usize]>,
     /// Bit `i` set iff `heads[i]` is not `NIL`.
@@ -112,6 +126,8 @@ impl<E> EventQueue<E> {
     pub fn new() -> Self {
         EventQueue {
             cur: 0,
+            shift: SLOT_BITS,
+            mark: 0,
             heads: Box::new([NIL; WHEEL as usize]),
             occupied: [0; WORDS],
             nodes: Vec::with_capacity(1024),
@@ -152,7 +168,7 @@ impl<E> EventQueue<E> {
     pub fn schedule_key(&mut self, time: SimTime, tiebreak: u64, event: E) {
         debug_assert!(time >= self.now, "event scheduled in the past");
         let t = time.ps();
-        let slot = t >> SLOT_BITS;
+        let slot = t >> self.shift;
         // A slot before `cur` wraps to a large difference and goes to
         // `push_far`, which refuses it.
         if slot.wrapping_sub(self.cur) < WHEEL {
@@ -166,7 +182,7 @@ impl<E> EventQueue<E> {
     #[inline(never)]
     fn push_far(&mut self, time: u64, tiebreak: u64, event: E) {
         assert!(
-            time >> SLOT_BITS >= self.cur,
+            time >> self.shift >= self.cur,
             "event scheduled before the last one popped"
         );
         self.far.push(Far {
@@ -239,7 +255,7 @@ impl<E> EventQueue<E> {
         if self
             .far
             .peek()
-            .is_some_and(|f| (f.time() >> SLOT_BITS) - slot < WHEEL)
+            .is_some_and(|f| (f.time() >> self.shift) - slot < WHEEL)
         {
             self.migrate();
         }
@@ -249,7 +265,7 @@ impl<E> EventQueue<E> {
     #[inline(never)]
     fn migrate(&mut self) {
         while let Some(f) = self.far.peek() {
-            let s = f.time() >> SLOT_BITS;
+            let s = f.time() >> self.shift;
             if s - self.cur >= WHEEL {
                 break;
             }
@@ -298,7 +314,7 @@ impl<E> EventQueue<E> {
             if f.time() > limit.ps() {
                 return None;
             }
-            let s = f.time() >> SLOT_BITS;
+            let s = f.time() >> self.shift;
             self.advance(s);
         }
         let s = self.first_slot();
@@ -329,7 +345,85 @@ impl<E> EventQueue<E> {
         let t = SimTime(time);
         self.now = t;
         self.popped += 1;
+        if self.popped & (RESIZE_EVERY - 1) == 0 {
+            self.resize(time);
+        }
         Some((t, event))
+    }
+
+    /// Every `RESIZE_EVERY` pops: sets the slot width to the mean spacing of
+    /// the events popped since the last look, so that a slot holds about one
+    /// event at the front of the queue whatever the event rate (Brown 1988,
+    /// section 4: a calendar queue resizes its buckets to the spacing of the
+    /// events it pops; here the width is a power of two, and the number of
+    /// slots stays fixed). The new width is the power of two at or below the
+    /// spacing, within 64 ps ..= 8.2 ns; a width from a quarter of the
+    /// spacing to twice it is kept, so that a rate near a boundary does not
+    /// rebuild at every look. Wider than 8.2 ns gained nothing (the demo's
+    /// sparse events: a skipped empty slot costs only a bitmap scan, and a
+    /// wider slot holds more entries to compare), and narrower than the
+    /// spacing lost (the wheel's span shrinks with its slots, and packet
+    /// events beyond it take the heap): docs/performance.md, "Session 9".
+    /// The order of the pops does not depend on the width.
+    #[inline(never)]
+    fn resize(&mut self, time: u64) {
+        let spacing = (time - self.mark) / RESIZE_EVERY;
+        self.mark = time;
+        let want = (63 - spacing.max(1).leading_zeros()).clamp(MIN_SHIFT, SLOT_BITS);
+        if want + 1 < self.shift || want > self.shift + 1 {
+            self.rebuild(want);
+        }
+    }
+
+    /// Re-files every wheel entry by slots of `2^shift` ps: those beyond the
+    /// wheel go to the heap, the heap's entries within it come in. Entries of
+    /// one old slot keep their relative order in their new one (entries with
+    /// equal times were in one slot), so equal keys that stay in the wheel
+    /// pop as they would have (the heap's order of equal keys is
+    /// unspecified, as it always was).
+    #[cold]
+    #[inline(never)]
+    fn rebuild(&mut self, shift: u32) {
+        let start = self.cur << self.shift;
+        let mut all = Vec::with_capacity(self.in_wheel);
+        for w in 0..WORDS {
+            let mut m = self.occupied[w];
+            while m != 0 {
+                let i = (w << 6) + m.trailing_zeros() as usize;
+                m &= m - 1;
+                let first = all.len();
+                let mut n = self.heads[i];
+                while n != NIL {
+                    all.push(n);
+                    n = self.nodes[n as usize].next;
+                }
+                // Oldest (tail) first, so that re-pushing at the heads keeps
+                // the list's order.
+                all[first..].reverse();
+                self.heads[i] = NIL;
+            }
+            self.occupied[w] = 0;
+        }
+        self.shift = shift;
+        self.cur = start >> shift;
+        for n in all {
+            let node = &mut self.nodes[n as usize];
+            let slot = node.time >> shift;
+            if slot - self.cur < WHEEL {
+                let i = (slot & (WHEEL - 1)) as usize;
+                node.next = self.heads[i];
+                self.heads[i] = n;
+                self.occupied[i >> 6] |= 1 << (i & 63);
+            } else {
+                let event = node.event.take().expect("a wheel node holds an event");
+                let key = (u128::from(node.time) << 64) | u128::from(node.tiebreak);
+                node.next = self.free;
+                self.free = n;
+                self.in_wheel -= 1;
+                self.far.push(Far { key, event });
+            }
+        }
+        self.advance(self.cur);
     }
 
     /// The time of the earliest pending event.
@@ -374,8 +468,8 @@ impl<E> EventQueue<E> {
     }
 }
 
-/// The 4-ary heap the radix queue replaced (issue 18, session 8), with the
-/// same interface: the reference the property tests compare the radix queue
+/// The 4-ary heap the timing wheel replaced (issue 18, session 8), with the
+/// same interface: the reference the property tests compare the wheel
 /// against, and the baseline of the criterion benchmark
 /// (`event_queue/*_heap`). Not used by the simulator.
 #[doc(hidden)]
@@ -524,6 +618,53 @@ mod tests {
         // Bypasses the debug-build check against the clock.
         q.now = SimTime::ZERO;
         q.schedule(SimTime(5), ());
+    }
+
+    /// A hold model long enough for several resizes: phases of dense events
+    /// (many per 8 ns slot), sparse ones (one per microseconds) and ties,
+    /// against the heap.
+    #[test]
+    fn resizing_keeps_the_heaps_order() {
+        let mut q = EventQueue::new();
+        let mut heap = HeapQueue::new();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut rand = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut shifts = std::collections::BTreeSet::new();
+        let mut keys = Vec::new();
+        for i in 0..2_000usize {
+            let t = SimTime(rand() % 1_000_000);
+            let k = rand() % 4;
+            keys.push(k);
+            q.schedule_key(t, k, i);
+            heap.schedule_key(t, k, i);
+        }
+        let mut i = 2_000usize;
+        for phase in 0..8u64 {
+            // Delays up to: 4 ns, 100 us, 0 (ties), 5 ms.
+            let span = [4_000, 100_000_000, 1, 5_000_000_000][(phase % 4) as usize];
+            for _ in 0..40_000 {
+                let (t, a) = q.next().unwrap();
+                let (u, b) = heap.next().unwrap();
+                assert_eq!((t, keys[a]), (u, keys[b]));
+                let d = SimTime(rand() % span);
+                let k = rand() % 4;
+                keys.push(k);
+                q.schedule_key(t + d, k, i);
+                heap.schedule_key(t + d, k, i);
+                i += 1;
+                shifts.insert(q.shift);
+            }
+        }
+        assert!(shifts.len() >= 3, "{shifts:?}");
+        while let Some((t, _)) = q.next() {
+            assert_eq!(Some(t), heap.next().map(|(u, _)| u));
+        }
+        assert!(heap.is_empty());
     }
 
     /// Times spread over many bit lengths: near ties, packet-scale gaps,

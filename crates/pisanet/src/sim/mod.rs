@@ -412,6 +412,7 @@ impl World {
         }
     }
 
+    #[inline(always)]
     pub(crate) fn handle(&mut self, now: SimTime, ev: Ev) {
         match ev {
             Ev::TxDone(p) => self.on_tx_done(now, p),
