@@ -11,9 +11,11 @@ use pisanet_net::Packet;
 
 /// The classic "hold" model: pop one, push one a random time (up to 1 us,
 /// about a packet's serialization and propagation) later, at a steady
-/// number of pending events. `hold_N` is the simulator's queue (a radix
-/// heap), `hold_N_heap` the 4-ary heap it replaced (docs/performance.md,
-/// "Session 8"); the runs hold about 100 (demo) to 600 (k=8 bench) events.
+/// number of pending events. `hold_N` is the simulator's queue (a timing
+/// wheel with an adaptive slot width in front of a heap), `hold_N_heap` the
+/// 4-ary heap it replaced (docs/performance.md, "Session 8: event loop" and
+/// "Session 9: event loop"); the runs hold about 100 (demo) to 600 (k=8
+/// bench) events.
 macro_rules! hold {
     ($g:expr, $name:expr, $pending:expr, $q:expr) => {
         $g.bench_function($name, |b| {
