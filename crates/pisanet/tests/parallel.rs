@@ -235,30 +235,60 @@ fn a_run_stopped_by_its_time_limit_counts_the_packets_between_partitions() {
     assert!(par.flows.finish_us.iter().any(|f| f.is_nan()));
 }
 
-#[test]
-fn a_streamed_parallel_run_hands_every_row_to_the_sink_once_in_id_order() {
-    // Parallel mode keeps the records in memory and hands them over at the
-    // end (sim/parallel.rs `merge`): the sink gets the rows of the table a
-    // run without a sink returns, and the digest and summary are the same.
+/// Runs `cfg` with a sink; returns the output and every row the sink got,
+/// in the order it got them.
+fn streamed(cfg: &str, sets: &[&str]) -> (RunOutput, pisanet::FlowTable) {
     use std::sync::{Arc, Mutex};
-    let sets = vec![
-        "run.threads=2".to_string(),
-        "run.max_sim_time_ms=5".to_string(),
-    ];
-    let whole = run(FAT, &["run.threads=2", "run.max_sim_time_ms=5"]);
+    let o: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
     let seen = Arc::new(Mutex::new(pisanet::FlowTable::default()));
     let s = seen.clone();
     let sink: pisanet::sim::FlowSink = Box::new(move |t| {
         s.lock().unwrap().append(t);
         Ok(())
     });
-    let out = pisanet::run_toml_streaming(FAT, None, &sets, &mut |_| true, sink).unwrap();
+    let out = pisanet::run_toml_streaming(cfg, None, &o, &mut |_| true, sink)
+        .unwrap_or_else(|e| panic!("streamed run failed: {e}"));
     assert!(out.flows.is_empty());
     let rows = std::mem::take(&mut *seen.lock().unwrap());
-    assert!(!rows.is_empty() && rows.id.windows(2).all(|w| w[0] < w[1]));
-    assert_eq!(format!("{rows:?}"), format!("{:?}", whole.flows));
-    for key in ["digest", "fct_us", "packets", "loss", "stop_reason"] {
-        assert_eq!(out.summary[key], whole.summary[key], "{key}");
+    (out, rows)
+}
+
+#[test]
+fn a_streamed_parallel_run_hands_the_sink_the_single_thread_runs_rows_in_its_order() {
+    // Parallel mode streams finished flows as the single-thread run does
+    // (sim/parallel.rs `Collector`): the sink gets the same rows in the
+    // same order (the order receivers were released, then, when the run
+    // stops, lingering and running flows by id), so flows.parquet is the
+    // same file; digest and summary are the same too.
+    for sets in [
+        &["run.max_sim_time_ms=5"][..],
+        &[
+            "topology.buffer_kb=20",
+            "transport.kind=newreno",
+            "workload.flows=120",
+        ][..],
+    ] {
+        let (single, rows) = streamed(FAT, sets);
+        assert!(single.summary.get("parallel").is_none());
+        let whole = run(FAT, sets);
+        assert_eq!(rows.len(), whole.flows.len(), "{sets:?}");
+        // Not in id order (flows end in another order), yet every row once.
+        assert!(rows.id.windows(2).any(|w| w[0] > w[1]), "{sets:?}");
+        let mut sorted = rows.clone();
+        sorted.sort_by_id();
+        assert_eq!(format!("{sorted:?}"), format!("{:?}", whole.flows));
+        for t in ["2", "3"] {
+            let key = format!("run.threads={t}");
+            let mut s: Vec<&str> = sets.to_vec();
+            s.push(&key);
+            let (par, par_rows) = streamed(FAT, &s);
+            assert_eq!(
+                format!("{par_rows:?}"),
+                format!("{rows:?}"),
+                "{sets:?} threads {t}"
+            );
+            assert_eq!(results(&par), results(&single), "{sets:?} threads {t}");
+            assert_eq!(digest(&par), digest(&whole));
+        }
     }
-    assert!(whole.flows.finish_us.iter().any(|f| f.is_nan()));
 }
