@@ -106,6 +106,17 @@ fn same_at_1_2_3(cfg: &str, sets: &[&str]) -> RunOutput {
         );
         assert_eq!(results(o), results(&single), "threads {t}");
         assert_eq!(o.ports, single.ports, "threads {t}");
+        // Queue and port-rate samples, row for row.
+        assert_eq!(
+            format!("{:?}", o.queues),
+            format!("{:?}", single.queues),
+            "threads {t}"
+        );
+        assert_eq!(
+            format!("{:?}", o.port_rates),
+            format!("{:?}", single.port_rates),
+            "threads {t}"
+        );
     }
     runs.swap_remove(0)
 }
@@ -180,10 +191,65 @@ fn the_stateless_schemes_run_in_parallel() {
 }
 
 #[test]
+fn every_scheme_gives_the_single_thread_runs_results() {
+    // Every scheme keeps its state in its switches, its timers (probe
+    // generators, control-plane wake-ups) in its partition, and talks to
+    // other switches and hosts with packets over links (sim/parallel.rs
+    // `SCHEMES`). CONGA is for 2-tier leaf-spines only.
+    for &scheme in pisanet::sim::parallel::SCHEMES {
+        let kind = format!("scheme.kind={scheme}");
+        let sets = [kind.as_str(), "workload.flows=50", "run.unused_keys=ignore"];
+        let leaf = same_at_1_2_3(LEAF, &sets);
+        assert_eq!(leaf.summary["flows"]["completed"], 50, "{scheme}");
+        if scheme != "conga" {
+            let fat = same_at_1_2_3(FAT, &sets);
+            assert_eq!(fat.summary["flows"]["completed"], 50, "{scheme}");
+            if matches!(scheme, "hula" | "p4te") {
+                // Probes (HULA) and telemetry (P4TE) made by switches
+                // crossed partitions and were consumed.
+                assert!(
+                    fat.summary["packets"]["consumed"].as_u64().unwrap() > 0,
+                    "{scheme}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn queue_and_port_rate_samples_are_the_single_thread_runs() {
+    // Every partition samples every selected port at the same instants;
+    // each value comes from the port's own partition.
+    let par = same_at_1_2_3(
+        FAT,
+        &[
+            "metrics.queue_sample_interval_us=20",
+            "metrics.port_rate_interval_us=50",
+            "workload.flows=80",
+        ],
+    );
+    assert!(par.queues.depth_bytes.iter().any(|&d| d > 0));
+    assert!(par.port_rates.tx_gbps.iter().any(|&r| r > 0.0));
+    // With a subset of ports and priority queues (one row per queue).
+    same_at_1_2_3(
+        LEAF,
+        &[
+            "metrics.queue_sample_interval_us=10",
+            "metrics.queue_sample_ports=[\"spine\"]",
+            "metrics.port_rate_interval_us=30",
+            "metrics.port_rate_ports=[\"leaf0\"]",
+            "topology.priorities=2",
+            "workload.flows=60",
+        ],
+    );
+}
+
+#[test]
 fn what_the_parallel_mode_does_not_support_is_refused_with_one_line() {
     let cases: &[(&str, &[&str], &str)] = &[
         (FAT, &["topology.pfc.enabled=true"], "PFC"),
-        (FAT, &["scheme.kind=hula"], "scheme.kind"),
+        (FAT, &["metrics.goodput_interval_us=100"], "goodput_interval_us"),
+        (FAT, &["events=[{at_ms=1.0, kind=\"link_down\", link=\"edge0_0-agg0_0\"}]"], "events"),
         (FAT, &["topology.link_loss_rate=0.001"], "link_loss_rate"),
         (FAT, &["metrics.flow_stats=true"], "metrics.flow_stats"),
         (FAT, &["transport.kind=udp"], "udp"),
@@ -203,6 +269,8 @@ fn what_the_parallel_mode_does_not_support_is_refused_with_one_line() {
         assert!(!e.message.contains('\n'), "{e}");
         assert!(e.message.starts_with("run.threads:"), "{e}");
         assert!(e.message.contains(what), "{sets:?}: {e}");
+        // What is allowed.
+        assert!(e.message.contains("every scheme, TCP flows"), "{e}");
     }
     // Without run.threads the same configs run (or fail) as before.
     let single = run(FAT, &["topology.link_loss_rate=0.001", "workload.flows=20"]);

@@ -36,9 +36,36 @@ use pisanet_net::topology::NodeKind;
 use pisanet_workload::Transport;
 use rayon::prelude::*;
 
-/// The schemes whose switches keep no state another switch reads (no
-/// control plane with global state, no probes between switches).
-pub const SCHEMES: &[&str] = &["ecmp", "ecmp_native", "flowlet_ecmp", "rps"];
+/// The schemes checked to run in parallel mode: every switch's state (its
+/// registers, tables, meters, flowlet and path tables, random stream, its
+/// control agent and the agent's writes) is its own, its timers (probe and
+/// packet generators, control-plane wake-ups, recirculation) are events of
+/// its own partition, and what it tells other switches or hosts travels
+/// as ordinary packets over links (HULA's probes, CONGA's feedback, P4TE's
+/// in-band telemetry and fake ACKs, P4QCN's feedback); DBB's plan is
+/// computed once before the run, from the topology alone, and only read.
+/// A scheme added to the registry is refused until checked and tested
+/// (crates/pisanet/tests/parallel.rs,
+/// `every_scheme_gives_the_single_thread_runs_results`).
+pub const SCHEMES: &[&str] = &[
+    "ecmp",
+    "ecmp_native",
+    "flowlet_ecmp",
+    "rps",
+    "hula",
+    "conga",
+    "conga_prime",
+    "p4te",
+    "dbb",
+    "p4qcn",
+    "dcqcn_cp",
+    "p4qos",
+    "p4qos_codel",
+    "p4qos_interval",
+    "noaqm",
+    "codel",
+    "prio",
+];
 
 /// Why `cfg` cannot run in parallel mode, as the one line the user gets
 /// (`None`: it can, or `run.threads` is unset).
@@ -60,23 +87,30 @@ pub fn refusal(cfg: &Config) -> Option<String> {
                 SCHEMES.join(", ")
             ))
         } else if t.pfc.enabled {
-            Some("topology.pfc (PFC)".into())
+            Some("topology.pfc (PFC: its deadlock detector reads every port at one instant)".into())
         } else if t.link_loss_rate > 0.0 {
-            Some("topology.link_loss_rate (random link loss)".into())
-        } else if !cfg.events.is_empty() {
-            Some("events (link failures)".into())
-        } else if cfg.transport.kind == pisanet_transport::params::TransportKind::Udp {
-            Some("transport.kind \"udp\" (UDP and rate-based flows)".into())
-        } else if m.flow_stats || m.goodput_interval_us > 0.0 {
-            Some("metrics.flow_stats and metrics.goodput_interval_us (per-flow measurement)".into())
-        } else if m.queue_sample_interval_us > 0.0 || m.port_rate_interval_us > 0.0 {
             Some(
-                "metrics.queue_sample_interval_us and metrics.port_rate_interval_us (samples)"
+                "topology.link_loss_rate (random link loss: one random stream serves every link, drawn in the order of the whole run's transmissions)"
+                    .into(),
+            )
+        } else if !cfg.events.is_empty() {
+            Some(
+                "events (link failures: a failure changes the switches at both ends of a link at one instant, and a link may join two partitions)"
+                    .into(),
+            )
+        } else if cfg.transport.kind == pisanet_transport::params::TransportKind::Udp {
+            Some(
+                "transport.kind \"udp\" (UDP and rate-based flows: a flow ends when its sender sees its receiver's count, and they may be in two partitions)"
+                    .into(),
+            )
+        } else if m.flow_stats || m.goodput_interval_us > 0.0 {
+            Some(
+                "metrics.flow_stats and metrics.goodput_interval_us (per-flow measurement: a flow's sender and receiver measure it in their own partitions)"
                     .into(),
             )
         } else if !m.pcap.ports.is_empty() || !m.trace.ports.is_empty() || !m.trace.flows.is_empty()
         {
-            Some("metrics.pcap and metrics.trace (capture)".into())
+            Some("metrics.pcap and metrics.trace (capture: one capture file per run)".into())
         } else if cfg.workload.pattern == crate::config::PatternKind::File {
             Some("workload.pattern \"file\" (flow lists)".into())
         } else {
@@ -85,7 +119,7 @@ pub fn refusal(cfg: &Config) -> Option<String> {
                 if udp || g.duration_us.is_some() || g.pattern() == crate::config::PatternKind::File
                 {
                     Some(format!(
-                        "workload.groups[{k}] (UDP, duration-limited or flow-list groups)"
+                        "workload.groups[{k}] (UDP, duration-limited or flow-list groups: a duration-limited flow's sender tells its receiver the flow's size at the instant it closes)"
                     ))
                 } else {
                     None
@@ -93,7 +127,7 @@ pub fn refusal(cfg: &Config) -> Option<String> {
             })
         }
     };
-    what.map(|w| format!("run.threads: the parallel mode does not support {w} yet; unset run.threads to run it on one thread"))
+    what.map(|w| format!("run.threads: the parallel mode does not support {w} yet; unset run.threads to run it on one thread (it supports fat_tree and leaf_spine topologies, every scheme, TCP flows, samples and streaming: docs/architecture.md, \"Parallel mode\")"))
 }
 
 /// A partition's view of the cut: which nodes are its own, and what it
@@ -344,6 +378,16 @@ impl World {
         if let Some(f) = &self.pending_flow {
             self.q.schedule(f.start, Ev::NextFlow);
         }
+        // Samples: every partition samples every selected port at the
+        // single-thread run's instants (the rows line up); `merge` keeps
+        // each value from the port's own partition.
+        if let Some(iv) = self.sample_interval {
+            self.q.schedule(iv, Ev::Sample);
+        }
+        if let Some(iv) = self.rates.interval {
+            self.rates.last = vec![(0, 0); self.rates.ports.len()];
+            self.q.schedule(iv, Ev::RateSample);
+        }
         let me = self.part.as_ref().map_or(0, |p| p.me);
         if let Forwarding::Pisa(switches) = &self.fwd {
             let n = switches.len() as u32;
@@ -358,7 +402,12 @@ impl World {
 
     /// Runs this partition's events before `end` (and not after `max_time`).
     fn run_window(&mut self, end: SimTime, max_time: SimTime) {
+        let copy = self.part.as_ref().is_some_and(|p| p.me != 0);
         while let Some((now, ev)) = self.q.next_before(end, max_time) {
+            if copy && matches!(ev, Ev::Sample | Ev::RateSample) {
+                // Every partition runs its copy: one counts (`start_partition`).
+                self.q.uncount();
+            }
             self.handle(now, ev);
         }
     }
@@ -896,6 +945,18 @@ pub fn merge(worlds: Vec<World>, collector: Collector) -> World {
                 wires.push((i, p, std::mem::take(&mut w.ports[p].wire)));
             }
         }
+    }
+    // Samples: every partition took the same rows; each value is the one
+    // its port's own partition took.
+    let port_part = |w: &World, p: PortIdx| node_part[w.ports[p as usize].node as usize] as usize;
+    for k in 0..worlds[0].samples.1.len() {
+        let i = port_part(&worlds[0], worlds[0].samples.1[k]);
+        worlds[0].samples.2[k] = worlds[i].samples.2[k];
+    }
+    for k in 0..worlds[0].rates.port.len() {
+        let i = port_part(&worlds[0], worlds[0].rates.port[k]);
+        worlds[0].rates.tx_gbps[k] = worlds[i].rates.tx_gbps[k];
+        worlds[0].rates.carried_gbps[k] = worlds[i].rates.carried_gbps[k];
     }
     let mut rest: Vec<World> = worlds.drain(1..).collect();
     let mut fin = worlds.pop().expect("partition 0");
