@@ -244,6 +244,48 @@ fn queue_and_port_rate_samples_are_the_single_thread_runs() {
     );
 }
 
+/// A flow list of `n` TCP flows among the 16 hosts of `FAT`, with mixed
+/// congestion controls and priorities, written to a scratch file; returns
+/// its `--set`s.
+fn flow_list(name: &str, n: u32, extra: &str) -> Vec<String> {
+    let d = std::env::temp_dir().join(format!("pisanet-parallel-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let mut text = String::from("start_us,src,dst,bytes,cc,priority\n");
+    for i in 0..n {
+        let src = i % 16;
+        let dst = (src + 1 + (i * 7) % 15) % 16;
+        let bytes = 5_000 + (i * 7919) % 300_000;
+        let cc = if i % 3 == 0 { "newreno" } else { "dctcp" };
+        text += &format!("{},{src},{dst},{bytes},{cc},{}\n", i * 4, i % 2);
+    }
+    text += extra;
+    let path = d.join("flows.csv");
+    std::fs::write(&path, text).unwrap();
+    vec![
+        "workload.pattern=file".into(),
+        format!("workload.file={:?}", path.to_str().unwrap()),
+        "topology.priorities=2".into(),
+        "run.unused_keys=ignore".into(),
+    ]
+}
+
+#[test]
+fn a_flow_list_runs_in_parallel_and_its_udp_rows_are_refused_by_line() {
+    let sets = flow_list("list", 70, "");
+    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+    let par = same_at_1_2_3(FAT, &sets);
+    assert_eq!(par.summary["flows"]["completed"], 70);
+    // A UDP row (or a duration) is refused with its line, in parallel mode
+    // only.
+    let sets = flow_list("udp", 5, "30,1,9,5000,,0\n31,2,9,5000,dcqcn,0\n");
+    let mut o = sets.clone();
+    o.push("run.threads=2".into());
+    let e = run_toml(FAT, None, &o, &mut |_| true).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Input, "{e}");
+    assert!(!e.message.contains('\n'), "{e}");
+    assert!(e.message.contains("line 8: a UDP flow: run.threads"), "{e}");
+}
+
 #[test]
 fn what_the_parallel_mode_does_not_support_is_refused_with_one_line() {
     let cases: &[(&str, &[&str], &str)] = &[

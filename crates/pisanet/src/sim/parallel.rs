@@ -111,15 +111,14 @@ pub fn refusal(cfg: &Config) -> Option<String> {
         } else if !m.pcap.ports.is_empty() || !m.trace.ports.is_empty() || !m.trace.flows.is_empty()
         {
             Some("metrics.pcap and metrics.trace (capture: one capture file per run)".into())
-        } else if cfg.workload.pattern == crate::config::PatternKind::File {
-            Some("workload.pattern \"file\" (flow lists)".into())
         } else {
             cfg.workload.groups.iter().enumerate().find_map(|(k, g)| {
                 let udp = crate::config::group_transport(g, cfg) == Transport::Udp;
-                if udp || g.duration_us.is_some() || g.pattern() == crate::config::PatternKind::File
-                {
+                // NOTE: a flow list's UDP and duration-limited rows are
+                // refused as the list is read (run.rs, `build_generator`).
+                if udp || g.duration_us.is_some() {
                     Some(format!(
-                        "workload.groups[{k}] (UDP, duration-limited or flow-list groups: a duration-limited flow's sender tells its receiver the flow's size at the instant it closes)"
+                        "workload.groups[{k}] (UDP and duration-limited groups: a duration-limited flow's sender tells its receiver the flow's size at the instant it closes)"
                     ))
                 } else {
                     None
