@@ -290,8 +290,16 @@ fn a_flow_list_runs_in_parallel_and_its_udp_rows_are_refused_by_line() {
 fn what_the_parallel_mode_does_not_support_is_refused_with_one_line() {
     let cases: &[(&str, &[&str], &str)] = &[
         (FAT, &["topology.pfc.enabled=true"], "PFC"),
-        (FAT, &["metrics.goodput_interval_us=100"], "goodput_interval_us"),
-        (FAT, &["events=[{at_ms=1.0, kind=\"link_down\", link=\"edge0_0-agg0_0\"}]"], "events"),
+        (
+            FAT,
+            &["metrics.goodput_interval_us=100"],
+            "goodput_interval_us",
+        ),
+        (
+            FAT,
+            &["events=[{at_ms=1.0, kind=\"link_down\", link=\"edge0_0-agg0_0\"}]"],
+            "events",
+        ),
         (FAT, &["topology.link_loss_rate=0.001"], "link_loss_rate"),
         (FAT, &["metrics.flow_stats=true"], "metrics.flow_stats"),
         (FAT, &["transport.kind=udp"], "udp"),

@@ -553,12 +553,7 @@ impl World {
 /// partition's wire (each partition takes its own, in sending-partition
 /// order, in parallel), completions to the receivers' partitions (in
 /// partition order): the result does not depend on which thread ran what.
-fn exchange(
-    worlds: &mut [World],
-    parallel: bool,
-    stats: &mut ParStats,
-    collector: &mut Collector,
-) {
+fn exchange(worlds: &mut [World], parallel: bool, stats: &mut ParStats, collector: &mut Collector) {
     let n = worlds.len();
     // inbox[to][from]: what partition `from` sent to `to` this window.
     let mut inbox: Vec<Vec<Vec<Crossing>>> = (0..n).map(|_| Vec::with_capacity(n)).collect();
