@@ -62,11 +62,12 @@ pub struct RunCfg {
     /// threads over the topology's partitions (a fat tree's pods, a
     /// leaf-spine's groups of leaves), which advance in windows of the
     /// smallest delay of a link between partitions. Unset (default): one
-    /// thread, today's event order. Set, 1 included: the partitioned run,
-    /// whose results do not depend on the number of threads (1, 2, 3 give
-    /// one digest, another than the unset run's). For now fat_tree and
-    /// leaf_spine with TCP flows and ecmp, ecmp_native, flowlet_ecmp or rps;
-    /// other configs are refused with what is not supported.
+    /// thread. Set, 1 included: the partitioned run, whose results are the
+    /// unset run's (same digest, flows, samples and summary) at every
+    /// number of threads. For now fat_tree and leaf_spine topologies with
+    /// TCP flows, every scheme, samples and streamed flows; PFC, link loss
+    /// and failures, UDP and duration-limited flows, per-flow measurement
+    /// and capture are refused, each with why.
     #[schemars(range(min = 1, max = 1024), extend("x-unit" = "threads"))]
     pub threads: Option<u32>,
 }

@@ -294,6 +294,9 @@ fn build_generator(
                 default_transport: g.transport,
                 default_duration: g.duration,
                 tcp_limits_refused: TCP_LIMITS_REFUSED,
+                udp_and_duration_refused: cfg.run.threads.map(|_| {
+                    "run.threads: the parallel mode does not support UDP or duration-limited flows yet (sim/parallel.rs `refusal`); unset run.threads to run this list on one thread"
+                }),
             };
             let flows =
                 pisanet_workload::parse_flow_list(&text, &format!("{key} ({file})"), &rules)
@@ -486,16 +489,28 @@ fn run_parallel(
         w.make_partition(i as u32, node_part.clone());
     }
     let max_time = SimTime::from_us_f64(cfg.run.max_sim_time_ms * 1000.0);
-    let (stop, stats) = parallel::run(&mut worlds, threads, lookahead, max_time, progress);
+    // The flows' rows, streamed to the sink as they end (sim/parallel.rs
+    // `Collector`).
+    let total = worlds[0].total_flows;
+    let mut collector = parallel::Collector::new(crate::sim::FlowRecords::new(total, sink));
+    let (stop, stats) = parallel::run(
+        &mut worlds,
+        threads,
+        lookahead,
+        max_time,
+        progress,
+        &mut collector,
+    );
+    if let Some(e) = collector.records.failed.take() {
+        return Err(e);
+    }
     if stop == StopReason::Interrupted {
         return Err(Error {
             kind: crate::api::ErrorKind::Interrupted,
             message: "run interrupted".into(),
         });
     }
-    // Parallel mode does not stream: the partitions keep every flow's
-    // record to the end; `merge` hands the rows to the sink in id order.
-    let world = parallel::merge(worlds, sink);
+    let world = parallel::merge(worlds, collector);
     if let Some(e) = world.records.failed.as_ref() {
         return Err(e.clone());
     }

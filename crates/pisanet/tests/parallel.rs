@@ -106,6 +106,17 @@ fn same_at_1_2_3(cfg: &str, sets: &[&str]) -> RunOutput {
         );
         assert_eq!(results(o), results(&single), "threads {t}");
         assert_eq!(o.ports, single.ports, "threads {t}");
+        // Queue and port-rate samples, row for row.
+        assert_eq!(
+            format!("{:?}", o.queues),
+            format!("{:?}", single.queues),
+            "threads {t}"
+        );
+        assert_eq!(
+            format!("{:?}", o.port_rates),
+            format!("{:?}", single.port_rates),
+            "threads {t}"
+        );
     }
     runs.swap_remove(0)
 }
@@ -180,10 +191,115 @@ fn the_stateless_schemes_run_in_parallel() {
 }
 
 #[test]
+fn every_scheme_gives_the_single_thread_runs_results() {
+    // Every scheme keeps its state in its switches, its timers (probe
+    // generators, control-plane wake-ups) in its partition, and talks to
+    // other switches and hosts with packets over links (sim/parallel.rs
+    // `SCHEMES`). CONGA is for 2-tier leaf-spines only.
+    for &scheme in pisanet::sim::parallel::SCHEMES {
+        let kind = format!("scheme.kind={scheme}");
+        let sets = [kind.as_str(), "workload.flows=50", "run.unused_keys=ignore"];
+        let leaf = same_at_1_2_3(LEAF, &sets);
+        assert_eq!(leaf.summary["flows"]["completed"], 50, "{scheme}");
+        if scheme != "conga" {
+            let fat = same_at_1_2_3(FAT, &sets);
+            assert_eq!(fat.summary["flows"]["completed"], 50, "{scheme}");
+            if matches!(scheme, "hula" | "p4te") {
+                // Probes (HULA) and telemetry (P4TE) made by switches
+                // crossed partitions and were consumed.
+                assert!(
+                    fat.summary["packets"]["consumed"].as_u64().unwrap() > 0,
+                    "{scheme}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn queue_and_port_rate_samples_are_the_single_thread_runs() {
+    // Every partition samples every selected port at the same instants;
+    // each value comes from the port's own partition.
+    let par = same_at_1_2_3(
+        FAT,
+        &[
+            "metrics.queue_sample_interval_us=20",
+            "metrics.port_rate_interval_us=50",
+            "workload.flows=80",
+        ],
+    );
+    assert!(par.queues.depth_bytes.iter().any(|&d| d > 0));
+    assert!(par.port_rates.tx_gbps.iter().any(|&r| r > 0.0));
+    // With a subset of ports and priority queues (one row per queue).
+    same_at_1_2_3(
+        LEAF,
+        &[
+            "metrics.queue_sample_interval_us=10",
+            "metrics.queue_sample_ports=[\"spine\"]",
+            "metrics.port_rate_interval_us=30",
+            "metrics.port_rate_ports=[\"leaf0\"]",
+            "topology.priorities=2",
+            "workload.flows=60",
+        ],
+    );
+}
+
+/// A flow list of `n` TCP flows among the 16 hosts of `FAT`, with mixed
+/// congestion controls and priorities, written to a scratch file; returns
+/// its `--set`s.
+fn flow_list(name: &str, n: u32, extra: &str) -> Vec<String> {
+    let d = std::env::temp_dir().join(format!("pisanet-parallel-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let mut text = String::from("start_us,src,dst,bytes,cc,priority\n");
+    for i in 0..n {
+        let src = i % 16;
+        let dst = (src + 1 + (i * 7) % 15) % 16;
+        let bytes = 5_000 + (i * 7919) % 300_000;
+        let cc = if i % 3 == 0 { "newreno" } else { "dctcp" };
+        text += &format!("{},{src},{dst},{bytes},{cc},{}\n", i * 4, i % 2);
+    }
+    text += extra;
+    let path = d.join("flows.csv");
+    std::fs::write(&path, text).unwrap();
+    vec![
+        "workload.pattern=file".into(),
+        format!("workload.file={:?}", path.to_str().unwrap()),
+        "topology.priorities=2".into(),
+        "run.unused_keys=ignore".into(),
+    ]
+}
+
+#[test]
+fn a_flow_list_runs_in_parallel_and_its_udp_rows_are_refused_by_line() {
+    let sets = flow_list("list", 70, "");
+    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+    let par = same_at_1_2_3(FAT, &sets);
+    assert_eq!(par.summary["flows"]["completed"], 70);
+    // A UDP row (or a duration) is refused with its line, in parallel mode
+    // only.
+    let sets = flow_list("udp", 5, "30,1,9,5000,,0\n31,2,9,5000,dcqcn,0\n");
+    let mut o = sets.clone();
+    o.push("run.threads=2".into());
+    let e = run_toml(FAT, None, &o, &mut |_| true).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Input, "{e}");
+    assert!(!e.message.contains('\n'), "{e}");
+    assert!(e.message.contains("line 8: a UDP flow: run.threads"), "{e}");
+}
+
+#[test]
 fn what_the_parallel_mode_does_not_support_is_refused_with_one_line() {
     let cases: &[(&str, &[&str], &str)] = &[
         (FAT, &["topology.pfc.enabled=true"], "PFC"),
-        (FAT, &["scheme.kind=hula"], "scheme.kind"),
+        (
+            FAT,
+            &["metrics.goodput_interval_us=100"],
+            "goodput_interval_us",
+        ),
+        (
+            FAT,
+            &["events=[{at_ms=1.0, kind=\"link_down\", link=\"edge0_0-agg0_0\"}]"],
+            "events",
+        ),
         (FAT, &["topology.link_loss_rate=0.001"], "link_loss_rate"),
         (FAT, &["metrics.flow_stats=true"], "metrics.flow_stats"),
         (FAT, &["transport.kind=udp"], "udp"),
@@ -203,6 +319,8 @@ fn what_the_parallel_mode_does_not_support_is_refused_with_one_line() {
         assert!(!e.message.contains('\n'), "{e}");
         assert!(e.message.starts_with("run.threads:"), "{e}");
         assert!(e.message.contains(what), "{sets:?}: {e}");
+        // What is allowed.
+        assert!(e.message.contains("every scheme, TCP flows"), "{e}");
     }
     // Without run.threads the same configs run (or fail) as before.
     let single = run(FAT, &["topology.link_loss_rate=0.001", "workload.flows=20"]);
@@ -235,30 +353,60 @@ fn a_run_stopped_by_its_time_limit_counts_the_packets_between_partitions() {
     assert!(par.flows.finish_us.iter().any(|f| f.is_nan()));
 }
 
-#[test]
-fn a_streamed_parallel_run_hands_every_row_to_the_sink_once_in_id_order() {
-    // Parallel mode keeps the records in memory and hands them over at the
-    // end (sim/parallel.rs `merge`): the sink gets the rows of the table a
-    // run without a sink returns, and the digest and summary are the same.
+/// Runs `cfg` with a sink; returns the output and every row the sink got,
+/// in the order it got them.
+fn streamed(cfg: &str, sets: &[&str]) -> (RunOutput, pisanet::FlowTable) {
     use std::sync::{Arc, Mutex};
-    let sets = vec![
-        "run.threads=2".to_string(),
-        "run.max_sim_time_ms=5".to_string(),
-    ];
-    let whole = run(FAT, &["run.threads=2", "run.max_sim_time_ms=5"]);
+    let o: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
     let seen = Arc::new(Mutex::new(pisanet::FlowTable::default()));
     let s = seen.clone();
     let sink: pisanet::sim::FlowSink = Box::new(move |t| {
         s.lock().unwrap().append(t);
         Ok(())
     });
-    let out = pisanet::run_toml_streaming(FAT, None, &sets, &mut |_| true, sink).unwrap();
+    let out = pisanet::run_toml_streaming(cfg, None, &o, &mut |_| true, sink)
+        .unwrap_or_else(|e| panic!("streamed run failed: {e}"));
     assert!(out.flows.is_empty());
     let rows = std::mem::take(&mut *seen.lock().unwrap());
-    assert!(!rows.is_empty() && rows.id.windows(2).all(|w| w[0] < w[1]));
-    assert_eq!(format!("{rows:?}"), format!("{:?}", whole.flows));
-    for key in ["digest", "fct_us", "packets", "loss", "stop_reason"] {
-        assert_eq!(out.summary[key], whole.summary[key], "{key}");
+    (out, rows)
+}
+
+#[test]
+fn a_streamed_parallel_run_hands_the_sink_the_single_thread_runs_rows_in_its_order() {
+    // Parallel mode streams finished flows as the single-thread run does
+    // (sim/parallel.rs `Collector`): the sink gets the same rows in the
+    // same order (the order receivers were released, then, when the run
+    // stops, lingering and running flows by id), so flows.parquet is the
+    // same file; digest and summary are the same too.
+    for sets in [
+        &["run.max_sim_time_ms=5"][..],
+        &[
+            "topology.buffer_kb=20",
+            "transport.kind=newreno",
+            "workload.flows=120",
+        ][..],
+    ] {
+        let (single, rows) = streamed(FAT, sets);
+        assert!(single.summary.get("parallel").is_none());
+        let whole = run(FAT, sets);
+        assert_eq!(rows.len(), whole.flows.len(), "{sets:?}");
+        // Not in id order (flows end in another order), yet every row once.
+        assert!(rows.id.windows(2).any(|w| w[0] > w[1]), "{sets:?}");
+        let mut sorted = rows.clone();
+        sorted.sort_by_id();
+        assert_eq!(format!("{sorted:?}"), format!("{:?}", whole.flows));
+        for t in ["2", "3"] {
+            let key = format!("run.threads={t}");
+            let mut s: Vec<&str> = sets.to_vec();
+            s.push(&key);
+            let (par, par_rows) = streamed(FAT, &s);
+            assert_eq!(
+                format!("{par_rows:?}"),
+                format!("{rows:?}"),
+                "{sets:?} threads {t}"
+            );
+            assert_eq!(results(&par), results(&single), "{sets:?} threads {t}");
+            assert_eq!(digest(&par), digest(&whole));
+        }
     }
-    assert!(whole.flows.finish_us.iter().any(|f| f.is_nan()));
 }

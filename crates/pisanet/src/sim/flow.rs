@@ -665,11 +665,10 @@ impl World {
                 rec.lost_packets = af.lost_packets;
                 rec.lost_bytes = af.lost_bytes;
                 if let Some(part) = self.part.as_deref_mut() {
+                    part.sender_completed(id, rec);
                     if !part.local_host(rec.dst) {
                         // Parallel mode: the receiver's partition releases
                         // it (sim/parallel.rs `exchange`).
-                        part.done_remote.push(id);
-                        part.recs[id as usize] = *rec;
                         self.active[id as usize] = None;
                         return;
                     }
@@ -704,7 +703,8 @@ impl World {
                 let rec = af.rec;
                 self.active[id as usize] = None;
                 match self.part.as_deref_mut() {
-                    Some(part) => part.recs[id as usize] = rec,
+                    // NOTE: `refusal` keeps rate-based flows out of parallel runs.
+                    Some(part) => part.end(id, &rec, None),
                     None => self.records.end(id, &rec, &stats),
                 }
                 return;
@@ -743,8 +743,9 @@ impl World {
                 ));
             }
         }
+        let now = self.q.now();
         match self.part.as_deref_mut() {
-            Some(part) => part.recs[id as usize] = af.rec,
+            Some(part) => part.end(id, &af.rec, Some(now)),
             None => self.records.end(id, &af.rec, &stats),
         }
     }
@@ -803,7 +804,7 @@ impl World {
                 }
             }
             match self.part.as_deref_mut() {
-                Some(part) => part.recs[id] = af.rec,
+                Some(part) => part.end(id as FlowId, &af.rec, None),
                 None => self.records.end(id as FlowId, &af.rec, &stats),
             }
         }

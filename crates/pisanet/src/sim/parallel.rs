@@ -36,9 +36,36 @@ use pisanet_net::topology::NodeKind;
 use pisanet_workload::Transport;
 use rayon::prelude::*;
 
-/// The schemes whose switches keep no state another switch reads (no
-/// control plane with global state, no probes between switches).
-pub const SCHEMES: &[&str] = &["ecmp", "ecmp_native", "flowlet_ecmp", "rps"];
+/// The schemes checked to run in parallel mode: every switch's state (its
+/// registers, tables, meters, flowlet and path tables, random stream, its
+/// control agent and the agent's writes) is its own, its timers (probe and
+/// packet generators, control-plane wake-ups, recirculation) are events of
+/// its own partition, and what it tells other switches or hosts travels
+/// as ordinary packets over links (HULA's probes, CONGA's feedback, P4TE's
+/// in-band telemetry and fake ACKs, P4QCN's feedback); DBB's plan is
+/// computed once before the run, from the topology alone, and only read.
+/// A scheme added to the registry is refused until checked and tested
+/// (crates/pisanet/tests/parallel.rs,
+/// `every_scheme_gives_the_single_thread_runs_results`).
+pub const SCHEMES: &[&str] = &[
+    "ecmp",
+    "ecmp_native",
+    "flowlet_ecmp",
+    "rps",
+    "hula",
+    "conga",
+    "conga_prime",
+    "p4te",
+    "dbb",
+    "p4qcn",
+    "dcqcn_cp",
+    "p4qos",
+    "p4qos_codel",
+    "p4qos_interval",
+    "noaqm",
+    "codel",
+    "prio",
+];
 
 /// Why `cfg` cannot run in parallel mode, as the one line the user gets
 /// (`None`: it can, or `run.threads` is unset).
@@ -60,32 +87,38 @@ pub fn refusal(cfg: &Config) -> Option<String> {
                 SCHEMES.join(", ")
             ))
         } else if t.pfc.enabled {
-            Some("topology.pfc (PFC)".into())
+            Some("topology.pfc (PFC: its deadlock detector reads every port at one instant)".into())
         } else if t.link_loss_rate > 0.0 {
-            Some("topology.link_loss_rate (random link loss)".into())
-        } else if !cfg.events.is_empty() {
-            Some("events (link failures)".into())
-        } else if cfg.transport.kind == pisanet_transport::params::TransportKind::Udp {
-            Some("transport.kind \"udp\" (UDP and rate-based flows)".into())
-        } else if m.flow_stats || m.goodput_interval_us > 0.0 {
-            Some("metrics.flow_stats and metrics.goodput_interval_us (per-flow measurement)".into())
-        } else if m.queue_sample_interval_us > 0.0 || m.port_rate_interval_us > 0.0 {
             Some(
-                "metrics.queue_sample_interval_us and metrics.port_rate_interval_us (samples)"
+                "topology.link_loss_rate (random link loss: one random stream serves every link, drawn in the order of the whole run's transmissions)"
+                    .into(),
+            )
+        } else if !cfg.events.is_empty() {
+            Some(
+                "events (link failures: a failure changes the switches at both ends of a link at one instant, and a link may join two partitions)"
+                    .into(),
+            )
+        } else if cfg.transport.kind == pisanet_transport::params::TransportKind::Udp {
+            Some(
+                "transport.kind \"udp\" (UDP and rate-based flows: a flow ends when its sender sees its receiver's count, and they may be in two partitions)"
+                    .into(),
+            )
+        } else if m.flow_stats || m.goodput_interval_us > 0.0 {
+            Some(
+                "metrics.flow_stats and metrics.goodput_interval_us (per-flow measurement: a flow's sender and receiver measure it in their own partitions)"
                     .into(),
             )
         } else if !m.pcap.ports.is_empty() || !m.trace.ports.is_empty() || !m.trace.flows.is_empty()
         {
-            Some("metrics.pcap and metrics.trace (capture)".into())
-        } else if cfg.workload.pattern == crate::config::PatternKind::File {
-            Some("workload.pattern \"file\" (flow lists)".into())
+            Some("metrics.pcap and metrics.trace (capture: one capture file per run)".into())
         } else {
             cfg.workload.groups.iter().enumerate().find_map(|(k, g)| {
                 let udp = crate::config::group_transport(g, cfg) == Transport::Udp;
-                if udp || g.duration_us.is_some() || g.pattern() == crate::config::PatternKind::File
-                {
+                // NOTE: a flow list's UDP and duration-limited rows are
+                // refused as the list is read (run.rs, `build_generator`).
+                if udp || g.duration_us.is_some() {
                     Some(format!(
-                        "workload.groups[{k}] (UDP, duration-limited or flow-list groups)"
+                        "workload.groups[{k}] (UDP and duration-limited groups: a duration-limited flow's sender tells its receiver the flow's size at the instant it closes)"
                     ))
                 } else {
                     None
@@ -93,7 +126,7 @@ pub fn refusal(cfg: &Config) -> Option<String> {
             })
         }
     };
-    what.map(|w| format!("run.threads: the parallel mode does not support {w} yet; unset run.threads to run it on one thread"))
+    what.map(|w| format!("run.threads: the parallel mode does not support {w} yet; unset run.threads to run it on one thread (it supports fat_tree and leaf_spine topologies, every scheme, TCP flows, samples and streaming: docs/architecture.md, \"Parallel mode\")"))
 }
 
 /// A partition's view of the cut: which nodes are its own, and what it
@@ -110,17 +143,41 @@ pub(crate) struct Part {
     /// Packets put this window on links to other partitions, by receiving
     /// partition: (arrival time, sending port, packet).
     outbox: Vec<Vec<Crossing>>,
-    /// Flows whose sender completed here this window while their receiver
-    /// is in another partition.
-    pub(crate) done_remote: Vec<FlowId>,
-    /// Data of senders in other partitions dropped here: (flow, time, payload bytes).
-    pub(crate) losses: Vec<(FlowId, SimTime, u32)>,
-    /// Every flow's record as this partition knows it, by flow id: the
-    /// sender's partition's is the flow's (its end state once it ended or
-    /// the run stopped), the receiver's partition adds what it measured,
-    /// the others hold the flow's attributes. Parallel mode does not
-    /// stream finished flows: `merge` builds the run's records from these.
-    pub(crate) recs: Vec<FlowRecord>,
+    /// Data of senders in other partitions dropped here this window:
+    /// (flow, time, payload bytes, the host that sent it).
+    pub(crate) losses: Vec<(FlowId, SimTime, u32, HostId)>,
+    /// Partition 0 only: the flows that arrived this window (their
+    /// attributes), for the collector to open their rows in id order.
+    started: Vec<(FlowId, FlowRecord)>,
+    /// What flows left here this window (`Ended`), handed to the
+    /// [`Collector`] at its end: nothing of a flow stays in a partition
+    /// once it has ended there.
+    pub(crate) ended: Vec<Ended>,
+}
+
+/// Which part of a flow's row an [`Ended`] holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Side {
+    /// The sender completed (or the run stopped with it running) here: the
+    /// flow's record; its receiver (here or elsewhere) is not yet released.
+    Sender,
+    /// The receiver of a sender in another partition was released here:
+    /// what it measured (`reordered`, `delivered`).
+    Receiver,
+    /// Sender and receiver are here and the receiver was released: the
+    /// whole record.
+    Whole,
+}
+
+/// A flow's part of its row, from the partition where it ended.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ended {
+    pub(crate) id: FlowId,
+    pub(crate) side: Side,
+    /// The (time, key) of the event that released the receiver: where a
+    /// single-thread run writes the flow's row (`None` when the run stopped).
+    pub(crate) at: Option<(SimTime, u64)>,
+    pub(crate) rec: FlowRecord,
 }
 
 /// A packet on a link between partitions: (arrival time, sending port,
@@ -142,6 +199,35 @@ impl Part {
     #[inline]
     pub(crate) fn local_host(&self, h: HostId) -> bool {
         self.node_part[h as usize] == self.me
+    }
+
+    /// Flow `id`'s part of its row leaves this partition (`Side`): released
+    /// by the event at (`now`, its key) (`Ev::Release`), or, with `now`
+    /// `None`, as the run stops.
+    pub(crate) fn end(&mut self, id: FlowId, rec: &FlowRecord, now: Option<SimTime>) {
+        let side = match (self.local_host(rec.src), self.local_host(rec.dst)) {
+            (true, true) => Side::Whole,
+            (true, false) => Side::Sender,
+            _ => Side::Receiver,
+        };
+        self.ended.push(Ended {
+            id,
+            side,
+            at: now.map(|t| (t, Ev::Release(id).key(t))),
+            rec: *rec,
+        });
+    }
+
+    /// Flow `id`'s sender completed here at `rec.finish`: the collector
+    /// learns when (what losses elsewhere it is charged), and, if its
+    /// receiver is in another partition, that partition releases it.
+    pub(crate) fn sender_completed(&mut self, id: FlowId, rec: &FlowRecord) {
+        self.ended.push(Ended {
+            id,
+            side: Side::Sender,
+            at: None,
+            rec: *rec,
+        });
     }
 }
 
@@ -277,9 +363,9 @@ impl World {
             remote_port,
             port_to,
             outbox: (0..parts).map(|_| Vec::new()).collect(),
-            done_remote: Vec::new(),
             losses: Vec::new(),
-            recs: Vec::new(),
+            started: Vec::new(),
+            ended: Vec::new(),
         }));
     }
 
@@ -290,6 +376,16 @@ impl World {
         self.pending_flow = self.gen.next();
         if let Some(f) = &self.pending_flow {
             self.q.schedule(f.start, Ev::NextFlow);
+        }
+        // Samples: every partition samples every selected port at the
+        // single-thread run's instants (the rows line up); `merge` keeps
+        // each value from the port's own partition.
+        if let Some(iv) = self.sample_interval {
+            self.q.schedule(iv, Ev::Sample);
+        }
+        if let Some(iv) = self.rates.interval {
+            self.rates.last = vec![(0, 0); self.rates.ports.len()];
+            self.q.schedule(iv, Ev::RateSample);
         }
         let me = self.part.as_ref().map_or(0, |p| p.me);
         if let Forwarding::Pisa(switches) = &self.fwd {
@@ -305,7 +401,12 @@ impl World {
 
     /// Runs this partition's events before `end` (and not after `max_time`).
     fn run_window(&mut self, end: SimTime, max_time: SimTime) {
+        let copy = self.part.as_ref().is_some_and(|p| p.me != 0);
         while let Some((now, ev)) = self.q.next_before(end, max_time) {
+            if copy && matches!(ev, Ev::Sample | Ev::RateSample) {
+                // Every partition runs its copy: one counts (`start_partition`).
+                self.q.uncount();
+            }
             self.handle(now, ev);
         }
     }
@@ -316,11 +417,10 @@ impl World {
     pub(crate) fn start_flow_part(&mut self, now: SimTime, f: FlowSpec) {
         let part = self.part.as_deref_mut().expect("parallel mode");
         let id = f.id;
-        debug_assert_eq!(id as usize, part.recs.len());
         let prio = f.attrs.priority.unwrap_or(0);
-        // The sender's partition replaces this with the flow's record when
-        // the flow ends; the receiver's fills in what it measured
-        // (sim/parallel.rs `merge`).
+        // Partition 0 tells the collector the flow arrived (its row opens,
+        // in id order); the receiver's partition keeps it with the receiver
+        // and fills in what it measured.
         let rec = FlowRecord {
             src: f.src,
             dst: f.dst,
@@ -340,7 +440,9 @@ impl World {
             delivered: 0,
         };
         let (src_here, dst_here) = (part.local_host(f.src), part.local_host(f.dst));
-        part.recs.push(rec);
+        if part.me == 0 {
+            part.started.push((id, rec));
+        }
         if src_here {
             return self.start_flow(now, f);
         }
@@ -381,24 +483,30 @@ impl World {
     }
 
     /// `lose` in parallel mode: data of a sender in another partition is
-    /// logged, to be charged when the partitions merge. Returns whether it
-    /// was (else `lose` charges it here as usual).
+    /// logged, to be charged by the collector (`Collector::window`).
+    /// Returns whether it was (else `lose` charges it here as usual). The
+    /// sender is the host whose address the packet carries (data only:
+    /// payload > 0): whether it is the flow's sender, the collector checks.
     #[cold]
     pub(crate) fn lose_elsewhere(&mut self, pkt: &Packet) -> bool {
+        let pisanet_net::packet::L4::Tcp(t) = pkt.l4 else {
+            return false;
+        };
+        if t.payload == 0 {
+            // Charged nowhere (`lose`).
+            return false;
+        }
         let Some(part) = self.part.as_deref_mut() else {
             return false;
         };
-        let Some(rec) = part.recs.get(pkt.flow as usize) else {
-            return false;
+        let Some(host) = self.topo.host_of_addr(pkt.ip.src) else {
+            // Not a host's: charged to no flow.
+            return true;
         };
-        if part.local_host(rec.src) {
+        if part.local_host(host) {
             return false;
         }
-        if let pisanet_net::packet::L4::Tcp(t) = pkt.l4 {
-            if t.payload > 0 && pkt.ip.src == self.topo.host_addr[rec.src as usize] {
-                part.losses.push((pkt.flow, self.q.now(), t.payload));
-            }
-        }
+        part.losses.push((pkt.flow, self.q.now(), t.payload, host));
         true
     }
 
@@ -412,9 +520,16 @@ impl World {
         let Some(part) = self.part.as_deref_mut() else {
             return;
         };
-        let Some(rec) = part.recs.get_mut(pkt.flow as usize) else {
+        // This window's completions (the drop is at the instant of one).
+        let Some(e) = part
+            .ended
+            .iter_mut()
+            .rev()
+            .find(|e| e.id == pkt.flow && e.side == Side::Sender)
+        else {
             return;
         };
+        let rec = &mut e.rec;
         if rec.finish == Some(now) && pkt.ip.src == src_addr(rec.src) {
             rec.lost_packets += 1;
             rec.lost_bytes += u64::from(payload);
@@ -438,7 +553,7 @@ impl World {
 /// partition's wire (each partition takes its own, in sending-partition
 /// order, in parallel), completions to the receivers' partitions (in
 /// partition order): the result does not depend on which thread ran what.
-fn exchange(worlds: &mut [World], parallel: bool, stats: &mut ParStats) {
+fn exchange(worlds: &mut [World], parallel: bool, stats: &mut ParStats, collector: &mut Collector) {
     let n = worlds.len();
     // inbox[to][from]: what partition `from` sent to `to` this window.
     let mut inbox: Vec<Vec<Vec<Crossing>>> = (0..n).map(|_| Vec::with_capacity(n)).collect();
@@ -479,20 +594,199 @@ fn exchange(worlds: &mut [World], parallel: bool, stats: &mut ParStats) {
             }
         }
     }
+    // What flows left: a sender that completed here with its receiver in
+    // another partition has it released there; every part goes to the
+    // collector, which writes the rows complete this window.
+    collector.open_flows(&mut worlds[0]);
     for i in 0..n {
-        let done = std::mem::take(
-            &mut worlds[i]
-                .part
-                .as_deref_mut()
-                .expect("parallel mode")
-                .done_remote,
-        );
-        for id in done {
-            let part = worlds[i].part.as_deref().expect("parallel mode");
-            let rec = &part.recs[id as usize];
-            let to = part.node_part[rec.dst as usize];
-            let finish = rec.finish.expect("a completed flow");
-            worlds[to as usize].sender_completed_elsewhere(id, finish);
+        let part = worlds[i].part.as_deref_mut().expect("parallel mode");
+        let mut ended = std::mem::take(&mut part.ended);
+        for e in &ended {
+            if let (Side::Sender, Some(finish)) = (e.side, e.rec.finish) {
+                let to = node_part(&worlds[i])[e.rec.dst as usize] as usize;
+                if to != i {
+                    worlds[to].sender_completed_elsewhere(e.id, finish);
+                }
+            }
+            collector.take(e);
+        }
+        ended.clear();
+        worlds[i].part.as_deref_mut().expect("parallel mode").ended = ended;
+    }
+    collector.charge_losses(worlds);
+    collector.write_ready();
+}
+
+fn node_part(w: &World) -> &[u32] {
+    &w.part.as_deref().expect("parallel mode").node_part
+}
+
+/// A flow whose row is not written yet.
+struct Open {
+    /// Its attributes, then the sender's record once it came.
+    rec: FlowRecord,
+    /// The sender's record came (`Side::Sender` or `Side::Whole`).
+    sender: bool,
+    /// What its receiver measured in another partition, once released
+    /// there: (reordered, delivered).
+    recv: Option<(u32, u64)>,
+    /// Data of its sender dropped in other partitions, charged (no later
+    /// than the flow completed: the single-thread rule, `World::lose`).
+    lost_packets: u32,
+    lost_bytes: u64,
+}
+
+/// The rows of a parallel run's flows, put together from the partitions
+/// at the end of each window and written in the order a single-thread run
+/// writes them (by the time and key of the event that released each
+/// receiver, then, when the run stops, the lingering receivers' and the
+/// running flows' by id): so the table streamed to the sink, the digest
+/// (folded in flow id order by [`FlowRecords`]) and the summary are the
+/// single-thread run's, and memory follows the flows still open, not every
+/// flow of the run.
+pub struct Collector {
+    pub(crate) records: FlowRecords,
+    open: std::collections::HashMap<FlowId, Open>,
+    /// Rows complete this window: (time, key) of their release, id.
+    ready: Vec<(SimTime, u64, FlowId)>,
+    /// Inconsistencies (a part of a flow with no open row): invariant
+    /// violations of the run.
+    pub(crate) violations: Vec<String>,
+}
+
+impl Collector {
+    /// A collector writing to `records` (`FlowRecords::new`, with the
+    /// run's sink or none).
+    pub fn new(records: FlowRecords) -> Self {
+        Collector {
+            records,
+            open: std::collections::HashMap::new(),
+            ready: Vec::new(),
+            violations: Vec::new(),
+        }
+    }
+
+    /// Flows still open (not yet written).
+    pub fn open_rows(&self) -> usize {
+        self.open.len()
+    }
+
+    /// The flows that arrived this window (partition 0 reports them).
+    fn open_flows(&mut self, w0: &mut World) {
+        let part = w0.part.as_deref_mut().expect("parallel mode");
+        for (id, rec) in part.started.drain(..) {
+            self.records.start(id);
+            self.open.insert(
+                id,
+                Open {
+                    rec,
+                    sender: false,
+                    recv: None,
+                    lost_packets: 0,
+                    lost_bytes: 0,
+                },
+            );
+        }
+    }
+
+    /// A part of flow `e.id`'s row.
+    fn take(&mut self, e: &Ended) {
+        let Some(o) = self.open.get_mut(&e.id) else {
+            self.violations.push(format!(
+                "parallel mode: flow {} ended ({:?}) with no open row",
+                e.id, e.side
+            ));
+            return;
+        };
+        match e.side {
+            Side::Sender => {
+                o.rec = e.rec;
+                o.sender = true;
+            }
+            Side::Whole => {
+                o.rec = e.rec;
+                o.sender = true;
+            }
+            Side::Receiver => o.recv = Some((e.rec.reordered, e.rec.delivered)),
+        }
+        if let (Side::Whole | Side::Receiver, Some((t, key))) = (e.side, e.at) {
+            self.ready.push((t, key, e.id));
+        }
+    }
+
+    /// Charges the window's logged drops to their flows: data of the
+    /// flow's sender, dropped no later than it completed. A flow whose
+    /// sender has not reported its completion by the end of the window
+    /// completes after it; a flow already written completed before it.
+    fn charge_losses(&mut self, worlds: &mut [World]) {
+        for w in worlds.iter_mut() {
+            let part = w.part.as_deref_mut().expect("parallel mode");
+            for (id, t, payload, host) in part.losses.drain(..) {
+                let Some(o) = self.open.get_mut(&id) else {
+                    continue;
+                };
+                if host == o.rec.src && (!o.sender || o.rec.finish.is_none_or(|f| t <= f)) {
+                    o.lost_packets += 1;
+                    o.lost_bytes += u64::from(payload);
+                }
+            }
+        }
+    }
+
+    /// Writes the rows complete this window, in release order.
+    fn write_ready(&mut self) {
+        let mut ready = std::mem::take(&mut self.ready);
+        ready.sort_unstable();
+        for &(_, _, id) in &ready {
+            self.write(id);
+        }
+        ready.clear();
+        self.ready = ready;
+    }
+
+    fn write(&mut self, id: FlowId) {
+        let Some(o) = self.open.remove(&id) else {
+            return;
+        };
+        let mut row = o.rec;
+        if !o.sender {
+            self.violations.push(format!(
+                "parallel mode: flow {id}'s row written without its sender's record"
+            ));
+        }
+        if let Some((reordered, delivered)) = o.recv {
+            row.reordered = reordered;
+            row.delivered = delivered;
+        }
+        row.lost_packets += o.lost_packets;
+        row.lost_bytes += o.lost_bytes;
+        // NOTE: `refusal` keeps per-flow measurement out of parallel runs.
+        self.records
+            .end(id, &row, &super::meter::FlowStats::default());
+    }
+
+    /// The run stopped and every partition recorded its flows
+    /// (`World::check_unfinished`): the rows still open, as a single-thread
+    /// run writes them: those of lingering receivers (the sender completed)
+    /// by id, then those of the flows still running by id.
+    fn finish(&mut self, worlds: &mut [World]) {
+        self.open_flows(&mut worlds[0]);
+        for w in worlds.iter_mut() {
+            let ended = std::mem::take(&mut w.part.as_deref_mut().expect("parallel mode").ended);
+            for e in &ended {
+                self.take(e);
+            }
+        }
+        self.charge_losses(worlds);
+        self.ready.clear();
+        let mut ids: Vec<(bool, FlowId)> = self
+            .open
+            .iter()
+            .map(|(&id, o)| (o.rec.finish.is_none(), id))
+            .collect();
+        ids.sort_unstable();
+        for (_, id) in ids {
+            self.write(id);
         }
     }
 }
@@ -506,6 +800,7 @@ fn windows(
     max_time: SimTime,
     budget: u64,
     stats: &mut ParStats,
+    collector: &mut Collector,
 ) -> Option<StopReason> {
     let mut events: u64 = 0;
     let mut before: Vec<u64> = vec![0; worlds.len()];
@@ -533,14 +828,14 @@ fn windows(
         } else {
             worlds.iter_mut().for_each(|w| w.run_window(end, max_time));
         }
-        exchange(worlds, parallel, stats);
+        exchange(worlds, parallel, stats, collector);
         stats.windows += 1;
         for (b, w) in before.iter_mut().zip(worlds.iter()) {
             *b = w.q.events_processed() - *b;
             events += *b;
         }
         bound_window(&mut before, &mut stats.critical_events);
-        if events >= budget {
+        if events >= budget || collector.records.failed.is_some() {
             return None;
         }
     }
@@ -548,13 +843,16 @@ fn windows(
 
 /// Runs the partitions `worlds` (from [`World::make_partition`]) on
 /// `threads` threads until every flow is done, `max_time` passes, or
-/// `progress` says stop.
+/// `progress` says stop (or the sink of `collector`'s records fails:
+/// `Interrupted`, with the error in `collector.records.failed`). The rows
+/// of the flows that ended go to `collector` at the end of each window.
 pub fn run(
     worlds: &mut [World],
     threads: u32,
     lookahead: SimTime,
     max_time: SimTime,
     progress: &mut dyn FnMut(Progress) -> bool,
+    collector: &mut Collector,
 ) -> (StopReason, ParStats) {
     let mut stats = ParStats {
         threads,
@@ -580,12 +878,18 @@ pub fn run(
     let budget = 1 << 16;
     let stop = loop {
         let st = &mut stats;
+        let c = &mut *collector;
         let ended = match &pool {
-            Some(pool) => pool.install(|| windows(worlds, true, lookahead, max_time, budget, st)),
-            None => windows(worlds, false, lookahead, max_time, budget, st),
+            Some(pool) => {
+                pool.install(|| windows(worlds, true, lookahead, max_time, budget, st, c))
+            }
+            None => windows(worlds, false, lookahead, max_time, budget, st, c),
         };
         if let Some(stop) = ended {
             break stop;
+        }
+        if collector.records.failed.is_some() {
+            break StopReason::Interrupted;
         }
         let now = worlds.iter().map(|w| w.q.now()).max().unwrap_or_default();
         let p = Progress {
@@ -607,16 +911,16 @@ pub fn run(
 
 /// Folds the partitions into one world holding every node's own state (its
 /// ports, its switch, the packets in its queues and on its wires, moved into
-/// one arena), every flow's record (the sender's, with what the receiver's
-/// partition measured), and the summed counters, so the results are written
-/// as for a single-thread run. The records are handed to `sink` (or kept)
-/// in flow id order: the rows, digest and summary are those a single world
-/// gives for the same records.
-pub fn merge(worlds: Vec<World>, sink: Option<FlowSink>) -> World {
+/// one arena), the flows' records (`collector`'s, the last rows written
+/// here: those still open when the run stopped), and the summed counters,
+/// so the results are written as for a single-thread run.
+pub fn merge(worlds: Vec<World>, collector: Collector) -> World {
     let mut worlds = worlds;
+    let mut collector = collector;
     for w in worlds.iter_mut() {
         w.check_unfinished();
     }
+    collector.finish(&mut worlds);
     let node_part = worlds[0]
         .part
         .as_deref()
@@ -636,43 +940,22 @@ pub fn merge(worlds: Vec<World>, sink: Option<FlowSink>) -> World {
             }
         }
     }
-    // Flow records: the sender's partition's, with the receiver's part.
-    fn recs(w: &World) -> &[FlowRecord] {
-        &w.part.as_deref().expect("parallel mode").recs
+    // Samples: every partition took the same rows; each value is the one
+    // its port's own partition took.
+    let port_part = |w: &World, p: PortIdx| node_part[w.ports[p as usize].node as usize] as usize;
+    for k in 0..worlds[0].samples.1.len() {
+        let i = port_part(&worlds[0], worlds[0].samples.1[k]);
+        worlds[0].samples.2[k] = worlds[i].samples.2[k];
     }
-    let n_flows = recs(&worlds[0]).len();
-    debug_assert!(worlds.iter().all(|w| recs(w).len() == n_flows));
-    let mut flows = Vec::with_capacity(n_flows);
-    for id in 0..n_flows {
-        let r = recs(&worlds[0])[id];
-        let s = node_part[r.src as usize] as usize;
-        let d = node_part[r.dst as usize] as usize;
-        let mut rec = recs(&worlds[s])[id];
-        if d != s {
-            rec.reordered = recs(&worlds[d])[id].reordered;
-            rec.delivered = recs(&worlds[d])[id].delivered;
-        }
-        flows.push(rec);
-    }
-    for w in &worlds {
-        for &(id, t, payload) in &w.part.as_deref().expect("parallel mode").losses {
-            let rec: &mut FlowRecord = &mut flows[id as usize];
-            if rec.finish.is_none_or(|f| t <= f) {
-                rec.lost_packets += 1;
-                rec.lost_bytes += u64::from(payload);
-            }
-        }
+    for k in 0..worlds[0].rates.port.len() {
+        let i = port_part(&worlds[0], worlds[0].rates.port[k]);
+        worlds[0].rates.tx_gbps[k] = worlds[i].rates.tx_gbps[k];
+        worlds[0].rates.carried_gbps[k] = worlds[i].rates.carried_gbps[k];
     }
     let mut rest: Vec<World> = worlds.drain(1..).collect();
     let mut fin = worlds.pop().expect("partition 0");
-    // Every flow's row, in id order (`FlowStats`: `refusal` keeps
-    // per-flow measurement out of parallel runs).
-    let mut records = FlowRecords::new(n_flows as u64, sink);
-    for (id, rec) in flows.iter().enumerate() {
-        records.start(id as FlowId);
-        records.end(id as FlowId, rec, &super::meter::FlowStats::default());
-    }
-    fin.records = records;
+    fin.records = collector.records;
+    fin.violations.append(&mut collector.violations);
     // A packet of partition `i`'s arena moves into `fin`'s with a new id.
     let move_pkt = |fin: &mut PacketArena, from: &mut PacketArena, id: PktId| {
         let tm = from.slot(id).tm;
