@@ -53,17 +53,20 @@ pub struct QueueConfig {
 }
 
 /// Per-port counters.
-// NOTE: `repr(C)`, the counters an enqueue and a transmission update first
-// (they share a cache line with the ECN threshold in `EgressQueue`).
+// NOTE: `repr(C)`, the counters an enqueue updates first and a
+// transmission's last: in a `Port` (crates/pisanet/src/sim/port.rs) the
+// first four share a cache line with the ECN threshold and the last two
+// one with the rate and delay, so that a dequeue and its transmission
+// do not touch the enqueue's line.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C)]
 pub struct PortCounters {
     pub ecn_marks: u64,
     pub max_depth_bytes: u64,
-    pub tx_packets: u64,
-    pub tx_bytes: u64,
     pub drops: u64,
     pub drop_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
 }
 
 /// A switch-wide shared buffer with the dynamic threshold of Choudhury and
@@ -104,11 +107,12 @@ pub enum DropCause {
 /// The queues of one egress port.
 // NOTE: `repr(C)` and the first priority's queue inline: an enqueue or a
 // dequeue reads the first 64 bytes (the queue's ring header, the counts
-// and the drop-tail limits) and an enqueue or a transmission the next 56
-// (ECN threshold and counters), where the queues were a `Vec` of
-// `VecDeque`s behind one more pointer (one more cache line per hop) and
-// the limits an `Option` apart from the counts (docs/performance.md,
-// "Session 9: per-hop path").
+// and the drop-tail limits), an enqueue the next 64 (ECN threshold, marks,
+// largest depth, drops) and a transmission the last 16 (its counters),
+// where the queues were a `Vec` of `VecDeque`s behind one more pointer (one
+// more cache line per hop) and the limits an `Option` apart from the
+// counts (docs/performance.md, "Session 9: per-hop path"). `_pad` puts the
+// transmission's counters at the start of the port's next line.
 #[derive(Debug)]
 #[repr(C)]
 pub struct EgressQueue {
@@ -126,13 +130,14 @@ pub struct EgressQueue {
     paused: u8,
     /// Number of priority queues (1..=8).
     n: u8,
+    /// Queues 1..n.
+    rest: Box<[VecDeque<Queued>]>,
     /// `QueueConfig::ecn_threshold_bytes`, `u64::MAX` for none (no queue
     /// holds more than `u64::MAX` bytes, so `bytes > ecn_bytes` is then
     /// never true, as `None` never marks).
     ecn_bytes: u64,
+    _pad: u64,
     pub counters: PortCounters,
-    /// Queues 1..n.
-    rest: Box<[VecDeque<Queued>]>,
 }
 
 impl EgressQueue {
@@ -147,9 +152,10 @@ impl EgressQueue {
             ecn_packets: cfg.ecn_threshold_packets,
             paused: 0,
             n: n as u8,
-            ecn_bytes: cfg.ecn_threshold_bytes.unwrap_or(u64::MAX),
-            counters: PortCounters::default(),
             rest: (1..n).map(|_| VecDeque::new()).collect(),
+            ecn_bytes: cfg.ecn_threshold_bytes.unwrap_or(u64::MAX),
+            _pad: 0,
+            counters: PortCounters::default(),
         }
     }
 
@@ -246,6 +252,40 @@ impl EgressQueue {
         self.packets += 1;
         self.counters.max_depth_bytes = self.counters.max_depth_bytes.max(self.bytes);
         depth
+    }
+
+    /// An empty queue's enqueue of `pkt` followed at once by its dequeue
+    /// (an idle transmitter takes it): the same admission, ECN marking and
+    /// counters as [`Self::enqueue`] then [`Self::dequeue`], without the
+    /// ring. Its `enq_qdepth` is 0. The queue must be empty.
+    #[inline]
+    pub fn pass_through(
+        &mut self,
+        pkt: &mut Packet,
+        shared: Option<&mut SharedBuffer>,
+    ) -> Result<(), DropCause> {
+        debug_assert!(self.is_empty() && self.bytes == 0);
+        let size = pkt.size as u64;
+        if size > self.buffer_bytes || self.buffer_packets == 0 {
+            self.count_drop(size);
+            return Err(DropCause::PortBufferFull);
+        }
+        // The shared buffer's bytes would go up and down again: only its
+        // admission counts.
+        if let Some(sb) = shared {
+            if !sb.admits(0, size) {
+                self.count_drop(size);
+                return Err(DropCause::SharedBufferFull);
+            }
+        }
+        // `admit` on an empty queue: 0 bytes (never above a byte
+        // threshold) and 0 packets ahead.
+        if self.ecn_packets == 0 && pkt.ip.ecn.is_ect() {
+            pkt.ip.ecn = Ecn::Ce;
+            self.counters.ecn_marks += 1;
+        }
+        self.counters.max_depth_bytes = self.counters.max_depth_bytes.max(size);
+        Ok(())
     }
 
     /// Admits a packet of a lossless priority under PFC: the port's own

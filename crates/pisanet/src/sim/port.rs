@@ -7,10 +7,13 @@ use super::*;
 // NOTE: `repr(C)`, aligned to a cache line, in the order a hop reads
 // it: the first line holds what an arrival reads of both ends (the wire,
 // the peer, node and port number) and what every enqueue, dequeue and
-// transmission checks first (transmitter, flags); the queue's first two
-// lines follow (its own layout: pisanet_net::queue::EgressQueue); rate,
-// delay and byte counts (a transmission) come last (docs/performance.md,
-// "Session 9: per-hop path").
+// transmission checks first (transmitter, flags); the queue follows (its
+// own layout: pisanet_net::queue::EgressQueue: a line for enqueue and
+// dequeue, a line for enqueue only, and its transmit counters), then rate,
+// delay and byte counts in the transmit counters' line: an enqueue reads
+// lines 0-2, a dequeue and its transmission lines 0, 1 and 3
+// (docs/performance.md, "Session 9: per-hop path"; a test checks the
+// offsets).
 #[repr(C, align(64))]
 pub struct Port {
     /// The transmitter is busy until then.
@@ -79,6 +82,26 @@ impl World {
         };
         let marks_before = port.queue.counters.ecn_marks;
         let slot = self.arena.slot_mut(id);
+        if port.queue.is_empty()
+            && !port.tx_event
+            && port.busy_until <= now
+            && !port.egress_pass
+            && self.pfc.is_none()
+        {
+            // An idle port with nothing queued (most hops): what enqueue
+            // and `start_tx` would do (admission, ECN, counters; the same
+            // packet dequeued at once, no egress pass, no PFC), without
+            // the queue's ring.
+            return match port.queue.pass_through(&mut slot.pkt, shared) {
+                Ok(()) => {
+                    slot.tm.enq_qdepth = 0;
+                    self.counts.ecn_marked += port.queue.counters.ecn_marks - marks_before;
+                    let (size, made) = (slot.pkt.size, slot.pkt.switch_made);
+                    self.send_dequeued(now, p, id, size, made);
+                }
+                Err(_) => self.lose_id(id),
+            };
+        }
         match port.queue.enqueue(id, &mut slot.pkt, shared) {
             Ok(depth) => {
                 slot.tm.enq_qdepth = depth;
@@ -195,24 +218,32 @@ impl World {
                     }
                 }
             };
-            // TSQ: a host's packet leaves its NIC queue (flow, source, size).
-            let from_host =
-                (self.tsq_bytes.is_some() && self.ports[p as usize].is_host_port).then(|| {
-                    let pkt = self.arena.get(id);
-                    (pkt.flow, pkt.ip.src, pkt.size)
-                });
-            if self.tap.is_some() {
-                crate::capture::transmit_tapped(self, now, p, id);
-            } else {
-                self.transmit_sized(now, p, id, q.size, q.made);
-            }
-            if let Some((flow, src, size)) = from_host {
-                self.host_nic_dequeued(now, flow, src, size);
-            }
+            self.send_dequeued(now, p, id, q.size, q.made);
             if credit.0 != pisanet_net::queue::NO_PFC {
                 self.pfc_dequeued(now, p, credit);
             }
             return;
+        }
+    }
+
+    /// Transmits packet `id` (`size` bytes, `made` by a switch), just
+    /// dequeued from port `p` with no egress pass, and tells TSQ if it
+    /// left a host's NIC.
+    #[inline]
+    fn send_dequeued(&mut self, now: SimTime, p: PortIdx, id: PktId, size: u32, made: bool) {
+        // TSQ: a host's packet leaves its NIC queue (flow, source, size).
+        let from_host =
+            (self.tsq_bytes.is_some() && self.ports[p as usize].is_host_port).then(|| {
+                let pkt = self.arena.get(id);
+                (pkt.flow, pkt.ip.src, pkt.size)
+            });
+        if self.tap.is_some() {
+            crate::capture::transmit_tapped(self, now, p, id);
+        } else {
+            self.transmit_sized(now, p, id, size, made);
+        }
+        if let Some((flow, src, size)) = from_host {
+            self.host_nic_dequeued(now, flow, src, size);
         }
     }
 
@@ -346,6 +377,41 @@ impl World {
                     self.arm_switch(sw);
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::offset_of;
+
+    /// The cache lines of a port (see the note at `Port`).
+    #[test]
+    fn a_port_reads_by_cache_line() {
+        let line = |off: usize| off / 64;
+        assert_eq!(std::mem::size_of::<Port>(), 256);
+        for off in [
+            offset_of!(Port, busy_until),
+            offset_of!(Port, wire),
+            offset_of!(Port, peer),
+            offset_of!(Port, node),
+            offset_of!(Port, egress_pass),
+        ] {
+            assert_eq!(line(off), 0, "{off}");
+        }
+        assert_eq!(offset_of!(Port, queue), 64);
+        let q = std::mem::size_of::<EgressQueue>();
+        // The queue's transmit counters, the rate, delay and carried bytes
+        // share the fourth line.
+        let tx_packets = offset_of!(Port, queue) + q - 16;
+        assert_eq!(line(tx_packets), 3);
+        for off in [
+            offset_of!(Port, rate),
+            offset_of!(Port, delay),
+            offset_of!(Port, carried_bytes),
+        ] {
+            assert_eq!(line(off), 3, "{off}");
         }
     }
 }
