@@ -716,4 +716,56 @@ mod tests {
             (3000, 3000, 1)
         );
     }
+
+    proptest::proptest! {
+        /// `pass_through` on an empty queue is an enqueue followed at once
+        /// by a dequeue: the same result, the same packet (ECN), the same
+        /// counters, an empty queue after, the same shared-buffer bytes.
+        #[test]
+        fn pass_through_is_enqueue_then_dequeue(
+            size in 64u32..3000,
+            buffer in 0u64..4000,
+            buffer_packets in 0u32..3,
+            k_bytes in proptest::option::of(0u64..4000),
+            k_packets in proptest::prop_oneof![proptest::strategy::Just(u32::MAX), 0u32..3],
+            ecn in 0u8..4,
+            prios in 1u8..4,
+            prio in 0u8..4,
+            shared in proptest::option::of((0u64..6000, 0u64..6000)),
+            history in 0u64..5000,
+        ) {
+            let ecn = [Ecn::NotEct, Ecn::Ect1, Ecn::Ect0, Ecn::Ce][ecn as usize];
+            let c = QueueConfig {
+                buffer_bytes: buffer,
+                buffer_packets,
+                ecn_threshold_bytes: k_bytes,
+                ecn_threshold_packets: k_packets,
+                priorities: prios,
+            };
+            let sb = shared.map(|(total, used)| SharedBuffer {
+                used_bytes: used.min(total),
+                ..SharedBuffer::new(total, 1.0)
+            });
+            let (mut a, mut b) = (EgressQueue::new(c), EgressQueue::new(c));
+            // Earlier traffic left counters behind.
+            for q in [&mut a, &mut b] {
+                q.counters.max_depth_bytes = history;
+                q.counters.tx_bytes = history;
+            }
+            let (mut sa, mut sb2) = (sb, sb);
+            let mut pa = pkt(size, prio, ecn);
+            let mut pb = pa.clone();
+            let ra = a.enqueue(7, &mut pa, sa.as_mut()).map(|depth| {
+                let q = a.dequeue(sa.as_mut()).expect("just queued");
+                (depth, q.id, q.size, q.made)
+            });
+            let rb = b.pass_through(&mut pb, sb2.as_mut()).map(|()| (0, 7, size, pb.switch_made));
+            proptest::prop_assert_eq!(ra, rb);
+            proptest::prop_assert_eq!(pa, pb);
+            proptest::prop_assert_eq!(a.counters, b.counters);
+            proptest::prop_assert_eq!((a.bytes(), a.packets()), (b.bytes(), b.packets()));
+            proptest::prop_assert!(b.is_empty());
+            proptest::prop_assert_eq!(sa.map(|s| s.used_bytes), sb2.map(|s| s.used_bytes));
+        }
+    }
 }
