@@ -199,16 +199,29 @@ impl PacketExtra {
 
 /// One packet. Stored once in the simulator's packet arena (crate::arena)
 /// while in flight; queues and wires hold its id.
+// NOTE: `repr(C)`, the fields a switch hop reads first (size, flow, the
+// IPv4 fields, priority, the transport header with the ports: the 5-tuple,
+// the route's key, the queue's size, priority and ECN) in the first 64
+// bytes, which is one cache line of an arena slot (`arena::Slot` is
+// aligned to one); uid, custom header and send time after
+// (docs/performance.md, "Session 9: per-hop path").
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[repr(C)]
 pub struct Packet {
-    /// Unique id, for conservation checks and tracing.
-    pub uid: u64,
-    /// Flow the packet belongs to (bookkeeping; u32::MAX for none).
-    pub flow: FlowId,
     /// Bytes on the wire, every header included.
     pub size: u32,
+    /// Flow the packet belongs to (bookkeeping; u32::MAX for none).
+    pub flow: FlowId,
     pub ip: Ipv4,
+    /// Strict-priority queue index at egress (0 = highest), set by the
+    /// sender from the traffic class or by a switch program.
+    pub prio: u8,
+    /// Simulator-internal mark: the packet is a copy made by a switch
+    /// (clone, multicast, generated), counted as injected by that switch.
+    pub switch_made: bool,
     pub l4: L4,
+    /// Unique id, for conservation checks and tracing.
+    pub uid: u64,
     /// The custom header and the SACK option, if the packet has either
     /// (most have neither): one pointer for both keeps `Packet` at 88 B,
     /// fewer bytes to move at every hop. Read and written through
@@ -216,12 +229,6 @@ pub struct Packet {
     pub extra: Option<Box<PacketExtra>>,
     /// When the packet was injected by its source.
     pub sent_at: SimTime,
-    /// Strict-priority queue index at egress (0 = highest), set by the
-    /// sender from the traffic class or by a switch program.
-    pub prio: u8,
-    /// Simulator-internal mark: the packet is a copy made by a switch
-    /// (clone, multicast, generated), counted as injected by that switch.
-    pub switch_made: bool,
 }
 
 impl Packet {
@@ -392,5 +399,9 @@ mod tests {
             "{}",
             std::mem::size_of::<Packet>()
         );
+        // What a switch hop reads (5-tuple, size, priority, ECN) is in the
+        // first 64 bytes: one cache line of an arena slot.
+        let hot_end = std::mem::offset_of!(Packet, l4) + std::mem::size_of::<L4>();
+        assert!(hot_end <= 64, "{hot_end}");
     }
 }

@@ -23,6 +23,10 @@ pub const MAX_PRIORITIES: usize = 8;
 pub struct Queued {
     pub id: PktId,
     pub size: u32,
+    /// The packet's `switch_made` (a transmission counts its bytes apart):
+    /// with `size`, what the transmitter needs of a packet, so that a
+    /// dequeue need not read the packet itself.
+    pub made: bool,
 }
 
 pub use crate::arena::NO_PFC;
@@ -49,14 +53,20 @@ pub struct QueueConfig {
 }
 
 /// Per-port counters.
+// NOTE: `repr(C)`, the counters an enqueue updates first and a
+// transmission's last: in a `Port` (crates/pisanet/src/sim/port.rs) the
+// first four share a cache line with the ECN threshold and the last two
+// one with the rate and delay, so that a dequeue and its transmission
+// do not touch the enqueue's line.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct PortCounters {
-    pub tx_packets: u64,
-    pub tx_bytes: u64,
-    pub drops: u64,
-    pub drop_bytes: u64,
     pub ecn_marks: u64,
     pub max_depth_bytes: u64,
+    pub drops: u64,
+    pub drop_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
 }
 
 /// A switch-wide shared buffer with the dynamic threshold of Choudhury and
@@ -95,14 +105,38 @@ pub enum DropCause {
 }
 
 /// The queues of one egress port.
+// NOTE: `repr(C)` and the first priority's queue inline: an enqueue or a
+// dequeue reads the first 64 bytes (the queue's ring header, the counts
+// and the drop-tail limits), an enqueue the next 64 (ECN threshold, marks,
+// largest depth, drops) and a transmission the last 16 (its counters),
+// where the queues were a `Vec` of `VecDeque`s behind one more pointer (one
+// more cache line per hop) and the limits an `Option` apart from the
+// counts (docs/performance.md, "Session 9: per-hop path"). `_pad` puts the
+// transmission's counters at the start of the port's next line.
 #[derive(Debug)]
+#[repr(C)]
 pub struct EgressQueue {
-    cfg: QueueConfig,
-    queues: Vec<VecDeque<Queued>>,
+    /// Queue 0 (the only one with one priority).
+    first: VecDeque<Queued>,
     bytes: u64,
     packets: u32,
+    /// `QueueConfig::buffer_packets`.
+    buffer_packets: u32,
+    /// `QueueConfig::buffer_bytes`.
+    buffer_bytes: u64,
+    /// `QueueConfig::ecn_threshold_packets`.
+    ecn_packets: u32,
     /// Priorities paused by PFC (bit i: queue i); dequeue skips them.
     paused: u8,
+    /// Number of priority queues (1..=8).
+    n: u8,
+    /// Queues 1..n.
+    rest: Box<[VecDeque<Queued>]>,
+    /// `QueueConfig::ecn_threshold_bytes`, `u64::MAX` for none (no queue
+    /// holds more than `u64::MAX` bytes, so `bytes > ecn_bytes` is then
+    /// never true, as `None` never marks).
+    ecn_bytes: u64,
+    _pad: u64,
     pub counters: PortCounters,
 }
 
@@ -110,17 +144,50 @@ impl EgressQueue {
     pub fn new(cfg: QueueConfig) -> Self {
         let n = (cfg.priorities as usize).clamp(1, MAX_PRIORITIES);
         EgressQueue {
-            cfg,
-            queues: (0..n).map(|_| VecDeque::new()).collect(),
+            first: VecDeque::new(),
             bytes: 0,
             packets: 0,
+            buffer_packets: cfg.buffer_packets,
+            buffer_bytes: cfg.buffer_bytes,
+            ecn_packets: cfg.ecn_threshold_packets,
             paused: 0,
+            n: n as u8,
+            rest: (1..n).map(|_| VecDeque::new()).collect(),
+            ecn_bytes: cfg.ecn_threshold_bytes.unwrap_or(u64::MAX),
+            _pad: 0,
             counters: PortCounters::default(),
         }
     }
 
-    pub fn config(&self) -> &QueueConfig {
-        &self.cfg
+    /// The configuration this queue was built with (priorities clamped to
+    /// 1..=8).
+    pub fn config(&self) -> QueueConfig {
+        QueueConfig {
+            buffer_bytes: self.buffer_bytes,
+            buffer_packets: self.buffer_packets,
+            ecn_threshold_bytes: (self.ecn_bytes != u64::MAX).then_some(self.ecn_bytes),
+            ecn_threshold_packets: self.ecn_packets,
+            priorities: self.n,
+        }
+    }
+
+    /// Queue `i` (`i < n`).
+    #[inline(always)]
+    fn q(&self, i: usize) -> Option<&VecDeque<Queued>> {
+        if i == 0 {
+            Some(&self.first)
+        } else {
+            self.rest.get(i - 1)
+        }
+    }
+
+    #[inline(always)]
+    fn q_mut(&mut self, i: usize) -> &mut VecDeque<Queued> {
+        if i == 0 {
+            &mut self.first
+        } else {
+            &mut self.rest[i - 1]
+        }
     }
 
     /// Bytes queued (all priorities).
@@ -150,7 +217,7 @@ impl EgressQueue {
         shared: Option<&mut SharedBuffer>,
     ) -> Result<u32, DropCause> {
         let size = pkt.size as u64;
-        if self.bytes + size > self.cfg.buffer_bytes || self.packets >= self.cfg.buffer_packets {
+        if self.bytes + size > self.buffer_bytes || self.packets >= self.buffer_packets {
             self.count_drop(size);
             return Err(DropCause::PortBufferFull);
         }
@@ -168,18 +235,57 @@ impl EgressQueue {
     #[inline]
     fn admit(&mut self, id: PktId, pkt: &mut Packet) -> u32 {
         let size = pkt.size;
-        let over_bytes = matches!(self.cfg.ecn_threshold_bytes, Some(k) if self.bytes > k);
-        if (over_bytes || self.packets >= self.cfg.ecn_threshold_packets) && pkt.ip.ecn.is_ect() {
+        if (self.bytes > self.ecn_bytes || self.packets >= self.ecn_packets) && pkt.ip.ecn.is_ect()
+        {
             pkt.ip.ecn = Ecn::Ce;
             self.counters.ecn_marks += 1;
         }
         let prio = self.queue_of(pkt.prio);
-        let depth = self.queues[prio].len() as u32;
-        self.queues[prio].push_back(Queued { id, size });
+        let q = self.q_mut(prio);
+        let depth = q.len() as u32;
+        q.push_back(Queued {
+            id,
+            size,
+            made: pkt.switch_made,
+        });
         self.bytes += size as u64;
         self.packets += 1;
         self.counters.max_depth_bytes = self.counters.max_depth_bytes.max(self.bytes);
         depth
+    }
+
+    /// An empty queue's enqueue of `pkt` followed at once by its dequeue
+    /// (an idle transmitter takes it): the same admission, ECN marking and
+    /// counters as [`Self::enqueue`] then [`Self::dequeue`], without the
+    /// ring. Its `enq_qdepth` is 0. The queue must be empty.
+    #[inline]
+    pub fn pass_through(
+        &mut self,
+        pkt: &mut Packet,
+        shared: Option<&mut SharedBuffer>,
+    ) -> Result<(), DropCause> {
+        debug_assert!(self.is_empty() && self.bytes == 0);
+        let size = pkt.size as u64;
+        if size > self.buffer_bytes || self.buffer_packets == 0 {
+            self.count_drop(size);
+            return Err(DropCause::PortBufferFull);
+        }
+        // The shared buffer's bytes would go up and down again: only its
+        // admission counts.
+        if let Some(sb) = shared {
+            if !sb.admits(0, size) {
+                self.count_drop(size);
+                return Err(DropCause::SharedBufferFull);
+            }
+        }
+        // `admit` on an empty queue: 0 bytes (never above a byte
+        // threshold) and 0 packets ahead.
+        if self.ecn_packets == 0 && pkt.ip.ecn.is_ect() {
+            pkt.ip.ecn = Ecn::Ce;
+            self.counters.ecn_marks += 1;
+        }
+        self.counters.max_depth_bytes = self.counters.max_depth_bytes.max(size);
+        Ok(())
     }
 
     /// Admits a packet of a lossless priority under PFC: the port's own
@@ -206,12 +312,12 @@ impl EgressQueue {
     /// The queue index a packet of priority `prio` goes to.
     #[inline]
     pub fn queue_of(&self, prio: u8) -> usize {
-        (prio as usize).min(self.queues.len() - 1)
+        (prio as usize).min(self.n as usize - 1)
     }
 
     /// Number of priority queues.
     pub fn priorities(&self) -> usize {
-        self.queues.len()
+        self.n as usize
     }
 
     /// The PFC pause mask (bit i: queue i does not send).
@@ -227,7 +333,7 @@ impl EgressQueue {
     /// Gives every queued packet a new arena id (`f(old)`), in queue order
     /// (the parallel mode's merge moves packets between arenas).
     pub fn remap_ids(&mut self, mut f: impl FnMut(PktId) -> PktId) {
-        for q in self.queues.iter_mut() {
+        for q in std::iter::once(&mut self.first).chain(self.rest.iter_mut()) {
             for x in q.iter_mut() {
                 x.id = f(x.id);
             }
@@ -236,13 +342,13 @@ impl EgressQueue {
 
     /// Packets of queue `i`, head first.
     pub fn iter_queue(&self, i: usize) -> impl Iterator<Item = &Queued> {
-        self.queues.get(i).into_iter().flatten()
+        self.q(i).into_iter().flatten()
     }
 
     /// Packets in queue `i` (v1model `deq_qdepth` of a packet just dequeued from it).
     #[inline]
     pub fn queue_packets(&self, i: usize) -> u32 {
-        self.queues.get(i).map_or(0, |q| q.len() as u32)
+        self.q(i).map_or(0, |q| q.len() as u32)
     }
 
     /// Bytes in queue `i` (O(packets of it): for samples, not the hot path).
@@ -252,10 +358,8 @@ impl EgressQueue {
 
     /// Whether a dequeue would find a packet (some unpaused queue holds one).
     pub fn has_sendable(&self) -> bool {
-        self.queues
-            .iter()
-            .enumerate()
-            .any(|(i, q)| self.paused & (1 << i) == 0 && !q.is_empty())
+        (0..self.n as usize)
+            .any(|i| self.paused & (1 << i) == 0 && self.q(i).is_some_and(|q| !q.is_empty()))
     }
 
     /// Counts a refused packet of `size` bytes.
@@ -271,7 +375,10 @@ impl EgressQueue {
     #[inline]
     pub fn dequeue(&mut self, shared: Option<&mut SharedBuffer>) -> Option<Queued> {
         let q = if self.paused == 0 {
-            self.queues.iter_mut().find_map(|q| q.pop_front())?
+            match self.first.pop_front() {
+                Some(q) => q,
+                None => self.rest.iter_mut().find_map(|q| q.pop_front())?,
+            }
         } else {
             self.pop_unpaused()?
         };
@@ -289,10 +396,9 @@ impl EgressQueue {
     #[inline(never)]
     fn pop_unpaused(&mut self) -> Option<Queued> {
         let paused = self.paused;
-        self.queues
-            .iter_mut()
-            .enumerate()
-            .find_map(|(i, q)| (paused & (1 << i) == 0).then(|| q.pop_front()).flatten())
+        (0..self.n as usize)
+            .find(|&i| paused & (1 << i) == 0 && self.q(i).is_some_and(|q| !q.is_empty()))
+            .and_then(|i| self.q_mut(i).pop_front())
     }
 
     /// Empties the queues (link failure), returning what they held.
@@ -609,5 +715,57 @@ mod tests {
             (q.bytes(), sb.used_bytes, q.counters.drops),
             (3000, 3000, 1)
         );
+    }
+
+    proptest::proptest! {
+        /// `pass_through` on an empty queue is an enqueue followed at once
+        /// by a dequeue: the same result, the same packet (ECN), the same
+        /// counters, an empty queue after, the same shared-buffer bytes.
+        #[test]
+        fn pass_through_is_enqueue_then_dequeue(
+            size in 64u32..3000,
+            buffer in 0u64..4000,
+            buffer_packets in 0u32..3,
+            k_bytes in proptest::option::of(0u64..4000),
+            k_packets in proptest::prop_oneof![proptest::strategy::Just(u32::MAX), 0u32..3],
+            ecn in 0u8..4,
+            prios in 1u8..4,
+            prio in 0u8..4,
+            shared in proptest::option::of((0u64..6000, 0u64..6000)),
+            history in 0u64..5000,
+        ) {
+            let ecn = [Ecn::NotEct, Ecn::Ect1, Ecn::Ect0, Ecn::Ce][ecn as usize];
+            let c = QueueConfig {
+                buffer_bytes: buffer,
+                buffer_packets,
+                ecn_threshold_bytes: k_bytes,
+                ecn_threshold_packets: k_packets,
+                priorities: prios,
+            };
+            let sb = shared.map(|(total, used)| SharedBuffer {
+                used_bytes: used.min(total),
+                ..SharedBuffer::new(total, 1.0)
+            });
+            let (mut a, mut b) = (EgressQueue::new(c), EgressQueue::new(c));
+            // Earlier traffic left counters behind.
+            for q in [&mut a, &mut b] {
+                q.counters.max_depth_bytes = history;
+                q.counters.tx_bytes = history;
+            }
+            let (mut sa, mut sb2) = (sb, sb);
+            let mut pa = pkt(size, prio, ecn);
+            let mut pb = pa.clone();
+            let ra = a.enqueue(7, &mut pa, sa.as_mut()).map(|depth| {
+                let q = a.dequeue(sa.as_mut()).expect("just queued");
+                (depth, q.id, q.size, q.made)
+            });
+            let rb = b.pass_through(&mut pb, sb2.as_mut()).map(|()| (0, 7, size, pb.switch_made));
+            proptest::prop_assert_eq!(ra, rb);
+            proptest::prop_assert_eq!(pa, pb);
+            proptest::prop_assert_eq!(a.counters, b.counters);
+            proptest::prop_assert_eq!((a.bytes(), a.packets()), (b.bytes(), b.packets()));
+            proptest::prop_assert!(b.is_empty());
+            proptest::prop_assert_eq!(sa.map(|s| s.used_bytes), sb2.map(|s| s.used_bytes));
+        }
     }
 }

@@ -4,29 +4,40 @@
 
 use super::*;
 
+// NOTE: `repr(C)`, aligned to a cache line, in the order a hop reads
+// it: the first line holds what an arrival reads of both ends (the wire,
+// the peer, node and port number) and what every enqueue, dequeue and
+// transmission checks first (transmitter, flags); the queue follows (its
+// own layout: pisanet_net::queue::EgressQueue: a line for enqueue and
+// dequeue, a line for enqueue only, and its transmit counters), then rate,
+// delay and byte counts in the transmit counters' line: an enqueue reads
+// lines 0-2, a dequeue and its transmission lines 0, 1 and 3
+// (docs/performance.md, "Session 9: per-hop path"; a test checks the
+// offsets).
+#[repr(C, align(64))]
 pub struct Port {
-    pub node: NodeId,
-    pub port_no: PortNo,
-    pub peer: PortIdx,
-    pub rate: BitRate,
-    pub delay: SimTime,
-    pub queue: EgressQueue,
     /// The transmitter is busy until then.
     pub busy_until: SimTime,
-    /// A `TxDone` is pending (always, while the queue is not empty).
-    pub tx_event: bool,
-    pub up: bool,
     /// Packets on the link: arrival time and arena id, in order.
     pub wire: VecDeque<(SimTime, PktId)>,
     /// The first `wire_lost` packets of `wire` were on the link when it failed:
     /// they are dropped when they would have arrived.
     pub wire_lost: usize,
-    /// Index into `World::shared` of the switch's shared buffer, if any.
-    pub shared: Option<u32>,
+    pub peer: PortIdx,
+    pub node: NodeId,
+    pub port_no: PortNo,
+    /// A `TxDone` is pending (always, while the queue is not empty).
+    pub tx_event: bool,
+    pub up: bool,
     pub is_host_port: bool,
     /// Packets leaving this port's queue pass the switch's egress control
     /// (a PISA switch whose program has one).
     pub egress_pass: bool,
+    pub queue: EgressQueue,
+    /// Index into `World::shared` of the switch's shared buffer, if any.
+    pub shared: Option<u32>,
+    pub rate: BitRate,
+    pub delay: SimTime,
     /// Bytes put on the wire while the link was up (reached the peer or are on their way).
     pub carried_bytes: u64,
     /// Bytes of switch-made packets (probes, clones) transmitted.
@@ -62,9 +73,35 @@ impl World {
     #[inline]
     pub(crate) fn enqueue_plain(&mut self, now: SimTime, p: PortIdx, id: PktId) {
         let port = &mut self.ports[p as usize];
-        let shared = port.shared.map(|i| &mut self.shared[i as usize]);
+        // Without shared buffers (the default) the port's index is not read
+        // (it is on a line of the port that a queued packet does not need).
+        let shared = if self.shared.is_empty() {
+            None
+        } else {
+            port.shared.map(|i| &mut self.shared[i as usize])
+        };
         let marks_before = port.queue.counters.ecn_marks;
         let slot = self.arena.slot_mut(id);
+        if port.queue.is_empty()
+            && !port.tx_event
+            && port.busy_until <= now
+            && !port.egress_pass
+            && self.pfc.is_none()
+        {
+            // An idle port with nothing queued (most hops): what enqueue
+            // and `start_tx` would do (admission, ECN, counters; the same
+            // packet dequeued at once, no egress pass, no PFC), without
+            // the queue's ring.
+            return match port.queue.pass_through(&mut slot.pkt, shared) {
+                Ok(()) => {
+                    slot.tm.enq_qdepth = 0;
+                    self.counts.ecn_marked += port.queue.counters.ecn_marks - marks_before;
+                    let (size, made) = (slot.pkt.size, slot.pkt.switch_made);
+                    self.send_dequeued(now, p, id, size, made);
+                }
+                Err(_) => self.lose_id(id),
+            };
+        }
         match port.queue.enqueue(id, &mut slot.pkt, shared) {
             Ok(depth) => {
                 slot.tm.enq_qdepth = depth;
@@ -101,18 +138,31 @@ impl World {
                 return;
             }
             let port = &mut self.ports[p as usize];
-            let shared = port.shared.map(|i| &mut self.shared[i as usize]);
+            let shared = if self.shared.is_empty() {
+                None
+            } else {
+                port.shared.map(|i| &mut self.shared[i as usize])
+            };
             let Some(q) = port.queue.dequeue(shared) else {
                 return;
             };
             let id = q.id;
-            let slot = self.arena.slot(id);
             // PFC: the ingress account is credited once the packet is
-            // handled.
-            let credit = (slot.tm.pfc_in, slot.pkt.prio, q.size);
+            // handled. Without PFC no account holds a packet (`pfc_in` is
+            // `NO_PFC`), and a plain port's dequeue does not read the
+            // packet at all: its size and `switch_made` are in `q`, and its
+            // slot has gone cold while it waited (the next read, at the
+            // peer, pays for it once).
+            let credit = if self.pfc.is_some() {
+                let slot = self.arena.slot(id);
+                (slot.tm.pfc_in, slot.pkt.prio, q.size)
+            } else {
+                (pisanet_net::queue::NO_PFC, 0, q.size)
+            };
             let id = if !port.egress_pass {
                 id
             } else {
+                let slot = self.arena.slot(id);
                 let Forwarding::Pisa(switches) = &mut self.fwd else {
                     unreachable!("only PISA switches have egress passes");
                 };
@@ -168,19 +218,32 @@ impl World {
                     }
                 }
             };
-            // TSQ: a host's packet leaves its NIC queue (flow, source, size).
-            let from_host = self.ports[p as usize].is_host_port.then(|| {
-                let pkt = self.arena.get(id);
-                (pkt.flow, pkt.ip.src, pkt.size)
-            });
-            self.transmit(now, p, id);
-            if let Some((flow, src, size)) = from_host {
-                self.host_nic_dequeued(now, flow, src, size);
-            }
+            self.send_dequeued(now, p, id, q.size, q.made);
             if credit.0 != pisanet_net::queue::NO_PFC {
                 self.pfc_dequeued(now, p, credit);
             }
             return;
+        }
+    }
+
+    /// Transmits packet `id` (`size` bytes, `made` by a switch), just
+    /// dequeued from port `p` with no egress pass, and tells TSQ if it
+    /// left a host's NIC.
+    #[inline]
+    fn send_dequeued(&mut self, now: SimTime, p: PortIdx, id: PktId, size: u32, made: bool) {
+        // TSQ: a host's packet leaves its NIC queue (flow, source, size).
+        let from_host =
+            (self.tsq_bytes.is_some() && self.ports[p as usize].is_host_port).then(|| {
+                let pkt = self.arena.get(id);
+                (pkt.flow, pkt.ip.src, pkt.size)
+            });
+        if self.tap.is_some() {
+            crate::capture::transmit_tapped(self, now, p, id);
+        } else {
+            self.transmit_sized(now, p, id, size, made);
+        }
+        if let Some((flow, src, size)) = from_host {
+            self.host_nic_dequeued(now, flow, src, size);
         }
     }
 
@@ -195,9 +258,25 @@ impl World {
 
     #[inline]
     pub(crate) fn transmit_untapped(&mut self, now: SimTime, p: PortIdx, id: PktId) {
-        let port = &mut self.ports[p as usize];
         let pkt = self.arena.get(id);
         let (size, switch_made) = (pkt.size, pkt.switch_made);
+        self.transmit_sized(now, p, id, size, switch_made)
+    }
+
+    /// `transmit_untapped` of packet `id` of `size` bytes (`switch_made`:
+    /// made by a switch), which the caller knows.
+    // NOTE: inline(always): out of line its register saves cost 17
+    // instructions a hop (docs/performance.md, session 9).
+    #[inline(always)]
+    pub(crate) fn transmit_sized(
+        &mut self,
+        now: SimTime,
+        p: PortIdx,
+        id: PktId,
+        size: u32,
+        switch_made: bool,
+    ) {
+        let port = &mut self.ports[p as usize];
         port.queue.count_tx(size);
         let done = now + port.rate.tx_time(size as u64);
         port.busy_until = done;
@@ -300,6 +379,41 @@ impl World {
                     self.arm_switch(sw);
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::offset_of;
+
+    /// The cache lines of a port (see the note at `Port`).
+    #[test]
+    fn a_port_reads_by_cache_line() {
+        let line = |off: usize| off / 64;
+        assert_eq!(std::mem::size_of::<Port>(), 256);
+        for off in [
+            offset_of!(Port, busy_until),
+            offset_of!(Port, wire),
+            offset_of!(Port, peer),
+            offset_of!(Port, node),
+            offset_of!(Port, egress_pass),
+        ] {
+            assert_eq!(line(off), 0, "{off}");
+        }
+        assert_eq!(offset_of!(Port, queue), 64);
+        let q = std::mem::size_of::<EgressQueue>();
+        // The queue's transmit counters, the rate, delay and carried bytes
+        // share the fourth line.
+        let tx_packets = offset_of!(Port, queue) + q - 16;
+        assert_eq!(line(tx_packets), 3);
+        for off in [
+            offset_of!(Port, rate),
+            offset_of!(Port, delay),
+            offset_of!(Port, carried_bytes),
+        ] {
+            assert_eq!(line(off), 3, "{off}");
         }
     }
 }
