@@ -103,6 +103,9 @@ pub struct TransportParams {
     /// DCTCP: a duplicate ACK counts as one MSS acknowledged in alpha's estimate (and as one MSS marked if it carries ECE), as Linux 4.x (`dctcp_update_alpha`) and ns-3 3.44 (`PktsAcked(1)` on a duplicate ACK) do. Default false: only newly acknowledged bytes count (RFC 8257 section 3.3). See docs/model.md, "Hosts".
     #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["dctcp"]}))]
     pub dctcp_dupack_bytes: bool,
+    /// DCTCP: a loss (fast retransmit, or a timeout of a segment not yet resent by the timer) sets ssthresh to (1 - alpha / 2) x cwnd (at least 2 segments), as ns-3 3.44 (`TcpDctcp::GetSsThresh`, called by `EnterRecovery` and `ReTxTimeout`) and Linux 4.x (`dctcp_ssthresh`) do. Default false: halve as conventional TCP (RFC 8257 section 3.5), as current Linux does (`dctcp_react_to_loss`). See docs/model.md, "Hosts".
+    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["dctcp"]}))]
+    pub dctcp_loss_uses_alpha: bool,
     /// Without SACK, ns-3 3.44's per-segment loss bookkeeping (`TcpTxBuffer`): each duplicate ACK marks one more segment SACKed (pipe = sent - SACKed - lost + resent), a timeout marks every outstanding segment lost and resends them all oldest first as the window allows, and marks left above a cumulative ACK mark the next segment lost (resent at once; one duplicate ACK then starts recovery). Linux keeps only counts (`tcp_add_reno_sack`) and does not resend a segment still in the host's queue. Default false. See docs/model.md, "Hosts".
     #[schemars(extend("x-applies-when" = {"key": "transport.sack", "in": [false]}))]
     pub reno_scoreboard: bool,
@@ -224,6 +227,7 @@ impl Default for TransportParams {
             cwr_freeze: false,
             ece_ends_recovery: false,
             dctcp_dupack_bytes: false,
+            dctcp_loss_uses_alpha: false,
             reno_scoreboard: false,
             rtt_every_ack: false,
             ts_clock_us: 0.0,
@@ -276,6 +280,7 @@ impl TransportParams {
             rtt_every_ack: self.rtt_every_ack,
             ece_ends_recovery: self.ece_ends_recovery,
             dctcp_dupack_bytes: self.dctcp_dupack_bytes,
+            dctcp_loss_uses_alpha: self.dctcp_loss_uses_alpha,
             reno_scoreboard: self.reno_scoreboard,
             ts_clock: SimTime::from_us_f64(self.ts_clock_us),
             app_rate_bps: (self.app_rate_gbps > 0.0)

@@ -2,7 +2,8 @@
 //! cross-check): `topology.buffer_pkts`, `transport.handshake`,
 //! `transport.limited_transmit`, `transport.rto_granularity_us`,
 //! `transport.cwr_ignores_dupacks`, `transport.rtt_every_ack`,
-//! `transport.ts_clock_us` and `transport.cwr_freeze`.
+//! `transport.ts_clock_us`, `transport.cwr_freeze`,
+//! `transport.reno_scoreboard` and `transport.dctcp_loss_uses_alpha`.
 
 mod common;
 
@@ -296,6 +297,52 @@ fn reno_scoreboard_changes_loss_recovery_only() {
     .unwrap_err();
     assert!(
         err.to_string().contains("transport.reno_scoreboard"),
+        "{err}"
+    );
+}
+
+#[test]
+fn dctcp_loss_uses_alpha_changes_dctcp_loss_responses_only() {
+    // Two 2 MB DCTCP flows into one host through a 20-packet port that
+    // marks above 5 packets, until alpha is well below 1; then five more
+    // flows start at once, and their first windows overflow the port.
+    let flows = "0,0,4,2000000\n0,1,4,2000000\n\
+                 400,2,4,200000\n400,3,4,200000\n400,5,4,200000\n\
+                 400,6,4,200000\n400,7,4,200000\n";
+    let base = [
+        "transport.kind=\"dctcp\"",
+        "topology.buffer_pkts=20",
+        "topology.ecn_threshold_kb=0",
+        "topology.ecn_threshold_pkts=5",
+        "transport.tsq_kb=0",
+    ];
+    let off = run_flows("dctcp-loss-alpha-off", flows, &base);
+    let mut on_sets = base.to_vec();
+    on_sets.push("transport.dctcp_loss_uses_alpha=true");
+    let on = run_flows("dctcp-loss-alpha-on", flows, &on_sets);
+    assert!(on.summary["conservation_ok"].as_bool().unwrap());
+    assert!(n(&off.summary, "packets.dropped") > 0.0);
+    assert_ne!(off.summary["digest"], on.summary["digest"]);
+    // Without a loss nothing differs: one flow alone, an unbounded port.
+    let one = "0,0,4,2000000\n";
+    let alone = ["transport.kind=\"dctcp\"", "topology.ecn_threshold_kb=30"];
+    let a = run_flows("dctcp-loss-alpha-alone-off", one, &alone);
+    let mut alone_on = alone.to_vec();
+    alone_on.push("transport.dctcp_loss_uses_alpha=true");
+    let b = run_flows("dctcp-loss-alpha-alone-on", one, &alone_on);
+    assert_eq!(n(&a.summary, "packets.dropped"), 0.0);
+    assert_eq!(a.summary["digest"], b.summary["digest"]);
+    // NewReno does not read the key, and so refuses it.
+    let err = common::try_flows(
+        "ns3opt",
+        "dctcp-loss-alpha-reno",
+        CFG,
+        INCAST,
+        &["transport.dctcp_loss_uses_alpha=true"],
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("transport.dctcp_loss_uses_alpha"),
         "{err}"
     );
 }

@@ -218,6 +218,17 @@ pub struct TcpConfig {
     /// do. Default false: only newly acknowledged bytes count (RFC 8257).
     /// See docs/model.md, "Hosts".
     pub dctcp_dupack_bytes: bool,
+    /// DCTCP: on a loss (fast retransmit, or a retransmission timeout of a
+    /// segment not yet resent by the timer) ssthresh = (1 - alpha / 2) x
+    /// cwnd, at least 2 SMSS, as ns-3 3.44 does (`TcpSocketBase::
+    /// EnterRecovery` and `ReTxTimeout` call `TcpDctcp::GetSsThresh`,
+    /// which returns (1 - alpha / 2) x cwnd and ignores the flight), and
+    /// as Linux 4.x did (`dctcp_ssthresh`, the only loss response there).
+    /// Default false: react to a loss as conventional TCP (RFC 8257
+    /// section 3.5), as current Linux does (`dctcp_state` and
+    /// `dctcp_cwnd_event` call `dctcp_react_to_loss`: ssthresh = cwnd / 2).
+    /// See docs/model.md, "Hosts".
+    pub dctcp_loss_uses_alpha: bool,
     /// Without SACK, ns-3 3.44's per-segment send buffer (`TcpTxBuffer`)
     /// and the loss recovery `TcpSocketBase` runs on it: each duplicate
     /// ACK marks one more segment SACKed (`AddRenoSack`); the pipe is the
@@ -270,6 +281,7 @@ impl Default for TcpConfig {
             rtt_every_ack: false,
             ece_ends_recovery: false,
             dctcp_dupack_bytes: false,
+            dctcp_loss_uses_alpha: false,
             reno_scoreboard: false,
             ts_clock: SimTime::ZERO,
             app_rate_bps: None,

@@ -280,7 +280,7 @@ impl TcpSender {
             snd_max: 0,
             last_window: cfg.rwnd_bytes,
             win: Window::new(mss, u64::from(cfg.init_cwnd_segments.max(1))),
-            cc: Cc::new(cfg.cc),
+            cc: Cc::new(cfg.cc).with_dctcp_loss_uses_alpha(cfg.dctcp_loss_uses_alpha),
             rto: RtoEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto)
                 .with_granularity(cfg.rto_granularity),
             dupacks: 0,

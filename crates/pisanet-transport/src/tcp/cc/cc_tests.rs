@@ -162,3 +162,51 @@ fn dctcp_loss_response_is_newreno() {
     d.on_rto(&mut w, 10_000, true);
     assert_eq!(w.cwnd, MSS);
 }
+
+/// `TcpConfig::dctcp_loss_uses_alpha`: with the option, a loss cuts to
+/// (1 - alpha / 2) x cwnd (ns-3 3.44's `TcpDctcp::GetSsThresh`); without
+/// it, to half the flight (RFC 8257 section 3.5).
+#[test]
+fn dctcp_loss_uses_alpha_sets_ssthresh_from_alpha_and_cwnd() {
+    for on in [false, true] {
+        let mut d = Dctcp::new(4).with_loss_uses_alpha(on);
+        let mut w = Window::new(MSS, 10);
+        // Alpha to about 0.2: 2 of every 10 bytes marked.
+        run_dctcp(&mut d, &mut w, 400, 10, 2);
+        let alpha = d.alpha().unwrap_or(f64::NAN);
+        assert!((alpha - 0.2).abs() < 0.01, "{alpha}");
+        let alpha_cut = (100.0 * MSS as f64 * (1.0 - alpha / 2.0)) as u64;
+
+        // Fast retransmit with cwnd 100 MSS and 80 MSS in flight.
+        w.cwnd = 100 * MSS;
+        w.ca_bytes_acked = 7;
+        d.on_fast_retransmit(&mut w, 80 * MSS);
+        let expect = if on { alpha_cut } else { 40 * MSS };
+        assert_eq!(w.ssthresh, expect, "on = {on}");
+        assert_eq!(w.ca_bytes_acked, 0);
+
+        // First timeout of a segment: the same cut, cwnd = 1 SMSS.
+        w.cwnd = 100 * MSS;
+        d.on_rto(&mut w, 80 * MSS, true);
+        assert_eq!((w.cwnd, w.ssthresh), (MSS, expect), "on = {on}");
+        // A second timeout of it holds ssthresh.
+        d.on_rto(&mut w, MSS, false);
+        assert_eq!((w.cwnd, w.ssthresh), (MSS, expect), "on = {on}");
+        // A small window: never below 2 SMSS.
+        w.cwnd = 2 * MSS;
+        d.on_fast_retransmit(&mut w, 2 * MSS);
+        assert_eq!(w.ssthresh, 2 * MSS);
+    }
+    // Through `Cc`: only DCTCP reads the option.
+    let mut reno = Cc::new(CcKind::NewReno).with_dctcp_loss_uses_alpha(true);
+    let mut w = Window::new(MSS, 100);
+    reno.on_fast_retransmit(&mut w, 100 * MSS);
+    assert_eq!(w.ssthresh, 50 * MSS);
+    assert!(matches!(
+        Cc::new(CcKind::DCTCP).with_dctcp_loss_uses_alpha(true),
+        Cc::Dctcp(Dctcp {
+            loss_uses_alpha: true,
+            ..
+        })
+    ));
+}

@@ -20,6 +20,9 @@ pub struct Dctcp {
     /// `snd_nxt` at the last ECE-triggered cut: no further cut until the
     /// ACKs pass it (once per window of data, RFC 3168 section 6.1.2).
     cwr_end: Option<u64>,
+    /// `TcpConfig::dctcp_loss_uses_alpha`: a loss sets ssthresh to
+    /// (1 - alpha / 2) x cwnd, as ns-3 3.44 does, instead of halving.
+    pub(super) loss_uses_alpha: bool,
 }
 
 impl Dctcp {
@@ -35,7 +38,23 @@ impl Dctcp {
             bytes_acked: 0,
             bytes_marked: 0,
             cwr_end: None,
+            loss_uses_alpha: false,
         }
+    }
+
+    /// `TcpConfig::dctcp_loss_uses_alpha`.
+    pub fn with_loss_uses_alpha(mut self, on: bool) -> Self {
+        self.loss_uses_alpha = on;
+        self
+    }
+
+    /// The ssthresh of an alpha-scaled reduction of `cwnd`:
+    /// cwnd x (1 - alpha / 2) (RFC 8257 section 3.3), at least 2 SMSS.
+    fn alpha_ssthresh(&self, w: &Window) -> u64 {
+        // NOTE: floor of 2 SMSS as for a loss (RFC 5681 equation (4)), as
+        // Linux's `dctcp_ssthresh` does; ns-3's `TcpDctcp::GetSsThresh` has
+        // none (only windows under 4 SMSS differ).
+        ((w.cwnd as f64 * (1.0 - self.alpha / 2.0)) as u64).max(2 * w.mss)
     }
 
     pub fn g(&self) -> f64 {
@@ -67,10 +86,8 @@ impl Controller for Dctcp {
         // recovery in progress has already reduced the window.
         let may_cut = !matches!(self.cwr_end, Some(end) if ev.snd_una <= end);
         if ev.ece && !ev.in_recovery && may_cut {
-            let target = (w.cwnd as f64 * (1.0 - self.alpha / 2.0)) as u64;
-            // NOTE: floor of 2 SMSS as for a loss (RFC 5681 equation (4)),
-            // as Linux does; cwnd itself never grows from a cut.
-            w.ssthresh = target.max(2 * w.mss);
+            // cwnd itself never grows from a cut.
+            w.ssthresh = self.alpha_ssthresh(w);
             w.cwnd = w.cwnd.min(w.ssthresh);
             w.ca_bytes_acked = 0;
             self.cwr_end = Some(ev.snd_nxt);
@@ -93,12 +110,34 @@ impl Controller for Dctcp {
     }
 
     fn on_fast_retransmit(&mut self, w: &mut Window, flight: u64) {
-        // RFC 8257 section 3.5: react to loss as conventional TCP does.
+        if self.loss_uses_alpha {
+            // `TcpConfig::dctcp_loss_uses_alpha`: ns-3 3.44's
+            // `TcpSocketBase::EnterRecovery` sets ssthresh from
+            // `TcpDctcp::GetSsThresh`, (1 - alpha / 2) x cwnd (the flight
+            // is ignored).
+            w.ssthresh = self.alpha_ssthresh(w);
+            w.ca_bytes_acked = 0;
+            return;
+        }
+        // RFC 8257 section 3.5: react to loss as conventional TCP does
+        // (Linux: `dctcp_state` -> `dctcp_react_to_loss`, cwnd / 2).
         self.reno.on_fast_retransmit(w, flight);
     }
 
     fn on_rto(&mut self, w: &mut Window, flight: u64, first: bool) {
-        // RFC 8257 section 3.5.
+        if self.loss_uses_alpha {
+            // ns-3 3.44's `TcpSocketBase::ReTxTimeout`: ssthresh from
+            // `TcpDctcp::GetSsThresh` unless the head was already resent by
+            // the timer (as RFC 5681 section 3.1); cwnd = 1 SMSS.
+            if first {
+                w.ssthresh = self.alpha_ssthresh(w);
+            }
+            w.cwnd = w.mss;
+            w.ca_bytes_acked = 0;
+            return;
+        }
+        // RFC 8257 section 3.5 (Linux: `dctcp_cwnd_event(CA_EVENT_LOSS)`
+        // -> `dctcp_react_to_loss`, cwnd / 2).
         self.reno.on_rto(w, flight, first);
     }
 

@@ -139,6 +139,14 @@ impl Cc {
         }
     }
 
+    /// `TcpConfig::dctcp_loss_uses_alpha`; other controllers ignore it.
+    pub fn with_dctcp_loss_uses_alpha(self, on: bool) -> Self {
+        match self {
+            Cc::Dctcp(d) => Cc::Dctcp(d.with_loss_uses_alpha(on)),
+            other => other,
+        }
+    }
+
     fn inner(&mut self) -> &mut dyn Controller {
         match self {
             Cc::NewReno(c) => c,
