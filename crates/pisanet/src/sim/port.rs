@@ -503,7 +503,9 @@ mod tests {
             }
             for _ in 0..pop {
                 let got = wire.pop_front();
-                let want = model.pop_front().map(|(_, id)| (id, model.front().map(|e| e.0)));
+                let want = model
+                    .pop_front()
+                    .map(|(_, id)| (id, model.front().map(|e| e.0)));
                 assert_eq!(got, want);
             }
             assert_eq!(wire.len(), model.len());
@@ -516,7 +518,9 @@ mod tests {
             *id += 1;
         }
         while let Some(got) = other.pop_front() {
-            let want = model.pop_front().map(|(_, id)| (id, model.front().map(|e| e.0)));
+            let want = model
+                .pop_front()
+                .map(|(_, id)| (id, model.front().map(|e| e.0)));
             assert_eq!(Some(got), want);
         }
         assert!(model.is_empty());
