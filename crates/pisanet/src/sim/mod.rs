@@ -53,7 +53,7 @@ use flow::ActiveFlow;
 pub use flow::{source_port, CcChoice, FlowRecord, HostParams};
 pub use order::Events;
 pub use pfc::{is_pause, pause_fields, Pfc, PfcStats, PAUSE_KIND};
-pub use port::Port;
+pub use port::{Port, Wire};
 pub use records::{FlowRecords, FlowSink};
 pub use sampling::RateSampler;
 
@@ -259,14 +259,15 @@ impl World {
                     node: n as NodeId,
                     port_no: i as PortNo,
                     peer: 0,
+                    peer_node: 0,
+                    peer_port_no: 0,
                     rate: p.rate,
                     delay: p.delay,
                     queue: EgressQueue::new(qcfg),
                     busy_until: SimTime::ZERO,
                     tx_event: false,
                     up: true,
-                    wire: VecDeque::new(),
-                    wire_lost: 0,
+                    wire: Wire::default(),
                     carried_bytes: 0,
                     made_tx_bytes: 0,
                     shared: sb,
@@ -278,7 +279,10 @@ impl World {
         for (n, node) in topo.nodes.iter().enumerate() {
             for (i, p) in node.ports.iter().enumerate() {
                 let me = port_base[n] + i as PortIdx;
-                ports[me as usize].peer = port_base[p.peer_node as usize] + p.peer_port as PortIdx;
+                let port = &mut ports[me as usize];
+                port.peer = port_base[p.peer_node as usize] + p.peer_port as PortIdx;
+                port.peer_node = p.peer_node;
+                port.peer_port_no = p.peer_port as PortNo;
             }
         }
         let routes = topo.routes();

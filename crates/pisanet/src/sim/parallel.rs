@@ -186,7 +186,7 @@ pub(crate) struct Ended {
 type Crossing = (SimTime, PortIdx, Packet, TmMeta);
 
 /// A wire's packets: (arrival time, arena id).
-type Wire = VecDeque<(SimTime, PktId)>;
+use super::port::Wire;
 
 impl Part {
     /// A packet leaves on a link to another partition (the transmit hook).
@@ -969,9 +969,8 @@ pub fn merge(worlds: Vec<World>, collector: Collector) -> World {
                 let port = &mut fin.ports[p];
                 port.queue
                     .remap_ids(|id| move_pkt(&mut fin.arena, &mut w.arena, id));
-                for (_, id) in port.wire.iter_mut() {
-                    *id = move_pkt(&mut fin.arena, &mut w.arena, *id);
-                }
+                port.wire
+                    .remap_ids(|id| move_pkt(&mut fin.arena, &mut w.arena, id));
             }
         }
         if let (Forwarding::Pisa(mine), Forwarding::Pisa(theirs)) = (&mut fin.fwd, &mut w.fwd) {
@@ -1004,9 +1003,7 @@ pub fn merge(worlds: Vec<World>, collector: Collector) -> World {
     for (i, p, mut wire) in wires {
         if i != 0 {
             let from = &mut rest[i - 1].arena;
-            for (_, id) in wire.iter_mut() {
-                *id = move_pkt(&mut fin.arena, from, *id);
-            }
+            wire.remap_ids(|id| move_pkt(&mut fin.arena, from, id));
         }
         fin.ports[p].wire.append(&mut wire);
     }

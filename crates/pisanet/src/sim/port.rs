@@ -18,14 +18,16 @@ use super::*;
 pub struct Port {
     /// The transmitter is busy until then.
     pub busy_until: SimTime,
-    /// Packets on the link: arrival time and arena id, in order.
-    pub wire: VecDeque<(SimTime, PktId)>,
-    /// The first `wire_lost` packets of `wire` were on the link when it failed:
-    /// they are dropped when they would have arrived.
-    pub wire_lost: usize,
+    /// Packets on the link, in order (and those lost to a failure).
+    pub wire: Wire,
     pub peer: PortIdx,
     pub node: NodeId,
+    /// The peer port's node and port number (copies of `ports[peer]`'s,
+    /// so that an arrival does not read the peer port; the peer is a host
+    /// when `peer_node` is below the topology's `n_hosts`).
+    pub peer_node: NodeId,
     pub port_no: PortNo,
+    pub peer_port_no: PortNo,
     /// A `TxDone` is pending (always, while the queue is not empty).
     pub tx_event: bool,
     pub up: bool,
@@ -42,6 +44,101 @@ pub struct Port {
     pub carried_bytes: u64,
     /// Bytes of switch-made packets (probes, clones) transmitted.
     pub made_tx_bytes: u64,
+}
+
+/// The packets on a link, in order of arrival: the first one's arena id
+/// inline (in the port's first line, so that a wire with one packet, the
+/// common case, is handled without reading any other memory), the others'
+/// arrival times and ids in a ring. The first packet's arrival time is not
+/// kept: its `Arrive` event carries it.
+#[repr(C)]
+#[derive(Default)]
+pub struct Wire {
+    /// Packets after the first (arrival time, arena id), from `start`;
+    /// the capacity is zero or a power of two.
+    ring: Box<[(SimTime, PktId)]>,
+    start: u32,
+    /// Packets on the wire, the first included.
+    len: u32,
+    /// The first packet's arena id (when `len > 0`).
+    head: PktId,
+    /// The first `lost` packets were on the link when it failed: they are
+    /// dropped when they would have arrived.
+    pub lost: u32,
+}
+
+impl Wire {
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Adds packet `id`, arriving at `at` (not before the last one).
+    #[inline]
+    pub fn push_back(&mut self, (at, id): (SimTime, PktId)) {
+        if self.len == 0 {
+            self.head = id;
+        } else {
+            let behind = self.len - 1;
+            if behind as usize == self.ring.len() {
+                self.grow();
+            }
+            let mask = self.ring.len() as u32 - 1;
+            self.ring[((self.start + behind) & mask) as usize] = (at, id);
+        }
+        self.len += 1;
+    }
+
+    /// Takes the first packet: its id and the next one's arrival time.
+    #[inline]
+    pub fn pop_front(&mut self) -> Option<(PktId, Option<SimTime>)> {
+        if self.len == 0 {
+            return None;
+        }
+        let id = self.head;
+        self.len -= 1;
+        if self.len == 0 {
+            return Some((id, None));
+        }
+        let (at, next) = self.ring[self.start as usize];
+        self.start = (self.start + 1) & (self.ring.len() as u32 - 1);
+        self.head = next;
+        Some((id, Some(at)))
+    }
+
+    #[cold]
+    fn grow(&mut self) {
+        let cap = self.ring.len();
+        let mut ring = vec![(SimTime::ZERO, 0); (cap * 2).max(4)].into_boxed_slice();
+        for (i, e) in ring.iter_mut().enumerate().take(cap) {
+            *e = self.ring[(self.start as usize + i) & (cap - 1)];
+        }
+        self.ring = ring;
+        self.start = 0;
+    }
+
+    /// Replaces every packet's id by `f(id)`.
+    pub fn remap_ids(&mut self, mut f: impl FnMut(PktId) -> PktId) {
+        if self.len == 0 {
+            return;
+        }
+        self.head = f(self.head);
+        let mask = self.ring.len() as u32 - 1;
+        for i in 0..self.len - 1 {
+            let e = &mut self.ring[((self.start + i) & mask) as usize];
+            e.1 = f(e.1);
+        }
+    }
+
+    /// Moves `other`'s packets here; this wire must be empty (the parallel
+    /// merge: a port's wire is filled in one partition only).
+    pub fn append(&mut self, other: &mut Wire) {
+        assert!(self.is_empty(), "append to a wire with packets on it");
+        std::mem::swap(self, other);
+    }
 }
 
 impl World {
@@ -318,18 +415,18 @@ impl World {
 
     pub(crate) fn on_arrive(&mut self, now: SimTime, p: PortIdx) {
         let port = &mut self.ports[p as usize];
-        let Some((t, id)) = port.wire.pop_front() else {
+        let Some((id, next)) = port.wire.pop_front() else {
             return;
         };
-        debug_assert_eq!(t, now);
-        let next = port.wire.front().map(|w| w.0);
-        let peer = port.peer;
+        // The peer's node and port number are copies in this port (its
+        // first line): the peer port itself is not read.
+        let (peer, node, in_port) = (port.peer, port.peer_node, port.peer_port_no);
         if let Some(next) = next {
             self.q.schedule(next, Ev::Arrive(p));
         }
-        if port.wire_lost > 0 {
+        if port.wire.lost > 0 {
             // A failed link drops what it carries.
-            port.wire_lost -= 1;
+            port.wire.lost -= 1;
             self.lose_id(id);
             return;
         }
@@ -345,13 +442,10 @@ impl World {
             let pkt = self.arena.remove(id);
             return self.pfc_receive(now, peer, pkt);
         }
-        let peer_port = &self.ports[peer as usize];
-        let node = peer_port.node;
-        if peer_port.is_host_port {
+        if node < self.topo.n_hosts {
             self.counts.delivered += 1;
             self.host_receive(now, node, id);
         } else {
-            let in_port = peer_port.port_no;
             // PFC: what this arrival queues is charged to (peer, priority)
             // (a plain store, so the loop does not branch on PFC here).
             self.pfc_in = peer;
@@ -368,7 +462,7 @@ impl World {
             let port = &mut self.ports[p as usize];
             port.up = up;
             if !up {
-                port.wire_lost = port.wire.len();
+                port.wire.lost = port.wire.len() as u32;
             }
             let node = port.node;
             let port_no = port.port_no;
@@ -388,6 +482,50 @@ mod tests {
     use super::*;
     use std::mem::offset_of;
 
+    /// A wire gives back what was put on it, in order, with the next
+    /// packet's arrival time, across ring growth and wrap-around (against
+    /// a `VecDeque`).
+    #[test]
+    fn a_wire_is_a_fifo() {
+        let mut wire = Wire::default();
+        let mut model: VecDeque<(SimTime, PktId)> = VecDeque::new();
+        let mut t = 0u64;
+        // Pushes and pops in bursts of 0..9 (a fixed pseudo-random pattern).
+        let mut x = 12345u32;
+        for _ in 0..2000 {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            let (push, pop) = ((x >> 8) % 9, (x >> 16) % 9);
+            for _ in 0..push {
+                t += 1;
+                let e = (SimTime(t), (t * 7) as PktId);
+                wire.push_back(e);
+                model.push_back(e);
+            }
+            for _ in 0..pop {
+                let got = wire.pop_front();
+                let want = model
+                    .pop_front()
+                    .map(|(_, id)| (id, model.front().map(|e| e.0)));
+                assert_eq!(got, want);
+            }
+            assert_eq!(wire.len(), model.len());
+        }
+        wire.remap_ids(|id| id + 1);
+        let mut other = Wire::default();
+        other.append(&mut wire);
+        assert!(wire.is_empty());
+        for (_, id) in model.iter_mut() {
+            *id += 1;
+        }
+        while let Some(got) = other.pop_front() {
+            let want = model
+                .pop_front()
+                .map(|(_, id)| (id, model.front().map(|e| e.0)));
+            assert_eq!(Some(got), want);
+        }
+        assert!(model.is_empty());
+    }
+
     /// The cache lines of a port (see the note at `Port`).
     #[test]
     fn a_port_reads_by_cache_line() {
@@ -395,9 +533,11 @@ mod tests {
         assert_eq!(std::mem::size_of::<Port>(), 256);
         for off in [
             offset_of!(Port, busy_until),
-            offset_of!(Port, wire),
+            offset_of!(Port, wire) + std::mem::size_of::<Wire>() - 1,
             offset_of!(Port, peer),
             offset_of!(Port, node),
+            offset_of!(Port, peer_node),
+            offset_of!(Port, peer_port_no),
             offset_of!(Port, egress_pass),
         ] {
             assert_eq!(line(off), 0, "{off}");
