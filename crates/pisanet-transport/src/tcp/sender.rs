@@ -717,7 +717,12 @@ impl TcpSender {
         self.win.cwnd = self.win.ssthresh + u64::from(self.dupack_threshold) * self.mss;
     }
 
-    fn on_new_ack(&mut self, now: SimTime, ack: u64, ece: bool, out: &mut Vec<Packet>) {
+    /// What every cumulative ACK of new data does first (both loss
+    /// bookkeepings): advance snd_una, take the RTT sample, and, with
+    /// `ece_ends_recovery`, turn an ECE in recovery into ns-3's CA_CWR.
+    /// Returns the bytes newly acked, or `None` when the ACK was CA_CWR's
+    /// and is fully handled.
+    pub(super) fn accept_new_ack(&mut self, now: SimTime, ack: u64, ece: bool) -> Option<u64> {
         self.leave_ns3_cwr(ack);
         self.leave_cwr_freeze(ack);
         let acked = ack - self.snd_una;
@@ -745,8 +750,15 @@ impl TcpSender {
             // `ProcessAck`: PktsAcked and the recovery's DoRecovery only).
             self.after_new_ack(now, acked, ece, true);
             self.finish_new_ack(now, true);
-            return;
+            return None;
         }
+        Some(acked)
+    }
+
+    fn on_new_ack(&mut self, now: SimTime, ack: u64, ece: bool, out: &mut Vec<Packet>) {
+        let Some(acked) = self.accept_new_ack(now, ack, ece) else {
+            return;
+        };
         let was_in_recovery = self.in_recovery;
         let mut restart_timer = true;
         if self.in_recovery {

@@ -18,7 +18,7 @@
 use super::super::cc::Controller;
 use super::{RenoBoard, TcpSender};
 use pisanet_engine::SimTime;
-use pisanet_net::packet::{tcp_flags, Ecn, Packet};
+use pisanet_net::packet::{tcp_flags, Packet};
 
 impl TcpSender {
     fn board(&mut self) -> &mut RenoBoard {
@@ -137,27 +137,9 @@ impl TcpSender {
     /// A cumulative ACK of new data (`ProcessAck`, `ackNumber >
     /// oldHeadSequence`), after `DiscardUpTo`.
     fn reno_new_ack(&mut self, now: SimTime, ack: u64, ece: bool, out: &mut Vec<Packet>) {
-        self.leave_ns3_cwr(ack);
-        self.leave_cwr_freeze(ack);
-        let acked = ack - self.snd_una;
-        self.snd_una = ack;
-        self.snd_nxt = self.snd_nxt.max(ack);
-        self.dupacks = 0;
-        self.lt_allowance = 0;
-        self.una_resent_by_timer = false;
-        if let Some((end, sent)) = self.rtt_probe {
-            if ack >= end {
-                self.rto.on_sample(now.saturating_sub(sent));
-                self.rtt_probe = None;
-            }
-        }
-        self.sample_every_ack(now, ack);
-        if self.in_recovery && ece && self.ece_ends_recovery && self.data_ecn != Ecn::NotEct {
-            self.ns3_enter_cwr_from_recovery();
-            self.after_new_ack(now, acked, ece, true);
-            self.finish_new_ack(now, true);
+        let Some(acked) = self.accept_new_ack(now, ack, ece) else {
             return;
-        }
+        };
         let reaches_recover = self.recover.is_some_and(|r| ack >= r);
         let mut restart_timer = true;
         let mut no_growth = false;
