@@ -717,6 +717,28 @@ impl TcpSender {
         self.win.cwnd = self.win.ssthresh + u64::from(self.dupack_threshold) * self.mss;
     }
 
+    /// Sends `[seq, seq + len)`, timing it if it is new data and no
+    /// segment is being timed (RFC 6298 section 3: one per round trip);
+    /// returns whether it was new data (snd_max grew to its end).
+    pub(super) fn emit_timed(
+        &mut self,
+        now: SimTime,
+        seq: u64,
+        len: u64,
+        out: &mut Vec<Packet>,
+    ) -> bool {
+        if seq >= self.snd_max && self.rtt_probe.is_none() && self.sent_log.is_none() {
+            self.rtt_probe = Some((seq + len, now));
+        }
+        self.emit_data(now, seq, len, out);
+        if seq + len > self.snd_max {
+            self.snd_max = seq + len;
+            true
+        } else {
+            false
+        }
+    }
+
     /// What every cumulative ACK of new data does first (both loss
     /// bookkeepings): advance snd_una, take the RTT sample, and, with
     /// `ece_ends_recovery`, turn an ECE in recovery into ns-3's CA_CWR.
@@ -1079,13 +1101,8 @@ impl TcpSender {
             let Some((seq, len, rescue)) = self.next_seg(now, &mut app_blocked) else {
                 break;
             };
-            if seq >= self.snd_max && self.rtt_probe.is_none() && self.sent_log.is_none() {
-                self.rtt_probe = Some((seq + len, now));
-            }
-            self.emit_data(now, seq, len, out);
-            if seq + len > self.snd_max {
+            if self.emit_timed(now, seq, len, out) {
                 // (C.3) new data: HighData grows.
-                self.snd_max = seq + len;
                 self.snd_nxt = self.snd_max;
                 sent = true;
             } else if rescue {
@@ -1289,14 +1306,8 @@ impl TcpSender {
                 app_blocked = true;
                 break;
             }
-            let seq = self.snd_nxt;
-            if seq >= self.snd_max && self.rtt_probe.is_none() && self.sent_log.is_none() {
-                // RFC 6298 section 3: time one segment per round trip.
-                self.rtt_probe = Some((seq + len, now));
-            }
-            self.emit_data(now, seq, len, out);
+            self.emit_timed(now, self.snd_nxt, len, out);
             self.snd_nxt += len;
-            self.snd_max = self.snd_max.max(self.snd_nxt);
             sent = true;
         }
         self.validate_cwnd(sent);

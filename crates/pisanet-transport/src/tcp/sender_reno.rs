@@ -258,12 +258,7 @@ impl TcpSender {
                 app_blocked = true;
                 break;
             }
-            if seq >= self.snd_max && self.rtt_probe.is_none() && self.sent_log.is_none() {
-                self.rtt_probe = Some((seq + len, now));
-            }
-            self.emit_data(now, seq, len, out);
-            if seq + len > self.snd_max {
-                self.snd_max = seq + len;
+            if self.emit_timed(now, seq, len, out) {
                 sent = true;
             }
             self.snd_nxt = self.snd_max;
