@@ -97,6 +97,9 @@ pub struct TransportParams {
     /// ns-3's and Linux's window in CWR: after an ECN window reduction (DCTCP's or classic ECN's), cwnd does not grow until an ACK passes the highest byte sent at the cut, and is then set to ssthresh (ns-3 3.44 CA_CWR; Linux `tcp_cwnd_reduction` / `tcp_end_cwnd_reduction`). Default false: cwnd grows by NewReno's rule after the cut. See docs/model.md, "Hosts".
     #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
     pub cwr_freeze: bool,
+    /// ns-3's CA_CWR ends at a retransmission timeout: the once-per-window guard on ECN cuts (DCTCP's or classic ECN's) is forgotten at a timeout, so the next ECE on new data cuts (and, with `cwr_ignores_dupacks`, enters CA_CWR) at once, also while the timeout's resends are outstanding (ns-3 3.44: `ReTxTimeout` enters CA_LOSS, `ReceivedAck` calls `EnterCwr` in any state but CA_CWR). Linux forgets it too but ignores ECE until the loss is repaired. Default false: the guard outlives the timeout (RFC 3168 section 6.1.2). See docs/model.md, "Hosts".
+    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
+    pub cwr_ends_at_timeout: bool,
     /// ns-3's EnterCwr from fast recovery: an ACK of new data with ECE during NewReno fast recovery (DCTCP, or classic `ecn`) ends the recovery and enters ns-3's CA_CWR (window cut by the ECN reduction of the recovery's window; remaining losses wait for the RTO). ns-3 3.44 does this; Linux and RFC 3168 do not. Needs `cwr_ignores_dupacks`; without SACK only. Default false. See docs/model.md, "Hosts".
     #[schemars(extend("x-applies-when" = {"key": "transport.cwr_ignores_dupacks", "in": [true]}))]
     pub ece_ends_recovery: bool,
@@ -225,6 +228,7 @@ impl Default for TransportParams {
             rto_granularity_us: 0.0,
             cwr_ignores_dupacks: false,
             cwr_freeze: false,
+            cwr_ends_at_timeout: false,
             ece_ends_recovery: false,
             dctcp_dupack_bytes: false,
             dctcp_loss_uses_alpha: false,
@@ -277,6 +281,7 @@ impl TransportParams {
             rto_granularity: SimTime::from_us_f64(self.rto_granularity_us),
             cwr_ignores_dupacks: self.cwr_ignores_dupacks,
             cwr_freeze: self.cwr_freeze,
+            cwr_ends_at_timeout: self.cwr_ends_at_timeout,
             rtt_every_ack: self.rtt_every_ack,
             ece_ends_recovery: self.ece_ends_recovery,
             dctcp_dupack_bytes: self.dctcp_dupack_bytes,

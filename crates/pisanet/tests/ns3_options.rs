@@ -3,7 +3,8 @@
 //! `transport.limited_transmit`, `transport.rto_granularity_us`,
 //! `transport.cwr_ignores_dupacks`, `transport.rtt_every_ack`,
 //! `transport.ts_clock_us`, `transport.cwr_freeze`,
-//! `transport.reno_scoreboard` and `transport.dctcp_loss_uses_alpha`.
+//! `transport.reno_scoreboard`, `transport.dctcp_loss_uses_alpha` and
+//! `transport.cwr_ends_at_timeout`.
 
 mod common;
 
@@ -345,4 +346,38 @@ fn dctcp_loss_uses_alpha_changes_dctcp_loss_responses_only() {
         err.to_string().contains("transport.dctcp_loss_uses_alpha"),
         "{err}"
     );
+}
+
+#[test]
+fn cwr_ends_at_timeout_changes_dctcp_runs_with_timeouts_only() {
+    // The incast of `cwr_ignores_dupacks_turns_dctcp_incast_losses_into_timeouts`:
+    // ECN cuts, then losses in CA_CWR that wait for the timer, whose resends
+    // are acknowledged with ECE while the port is still above K.
+    let flows: String = (0..7).map(|s| format!("0,{s},7,64000\n")).collect();
+    let base = [
+        "transport.kind=\"dctcp\"",
+        "topology.buffer_pkts=20",
+        "topology.ecn_threshold_kb=0",
+        "topology.ecn_threshold_pkts=10",
+        "transport.cwr_ignores_dupacks=true",
+        "transport.tsq_kb=0",
+        "metrics.flow_stats=true",
+    ];
+    let off = run_flows("cwr-timeout-off", &flows, &base);
+    let mut on_sets = base.to_vec();
+    on_sets.push("transport.cwr_ends_at_timeout=true");
+    let on = run_flows("cwr-timeout-on", &flows, &on_sets);
+    assert!(on.summary["conservation_ok"].as_bool().unwrap());
+    let sum = |v: &[u32]| v.iter().map(|&x| u64::from(x)).sum::<u64>();
+    assert!(sum(&off.flows.timeouts) > 0);
+    assert_ne!(off.summary["digest"], on.summary["digest"]);
+    // Without a timeout nothing differs: one flow alone, an unbounded port.
+    let one = "0,0,4,2000000\n";
+    let alone = ["transport.kind=\"dctcp\"", "topology.ecn_threshold_kb=30"];
+    let a = run_flows("cwr-timeout-alone-off", one, &alone);
+    let mut alone_on = alone.to_vec();
+    alone_on.push("transport.cwr_ends_at_timeout=true");
+    let b = run_flows("cwr-timeout-alone-on", one, &alone_on);
+    assert_eq!(n(&a.summary, "packets.dropped"), 0.0);
+    assert_eq!(a.summary["digest"], b.summary["digest"]);
 }

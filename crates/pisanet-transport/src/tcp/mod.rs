@@ -187,6 +187,21 @@ pub struct TcpConfig {
     /// (default), DCTCP and classic ECN grow cwnd by NewReno's rule after
     /// the cut (RFC 8257 section 3.3). See docs/model.md, "Hosts".
     pub cwr_freeze: bool,
+    /// ns-3's CA_CWR ends at a retransmission timeout: the once-per-window
+    /// guard on ECN reductions (DCTCP's, RFC 8257 section 3.3, and classic
+    /// ECN's, RFC 3168 section 6.1.2: no new cut until SND.UNA passes the
+    /// highest byte sent at the last one) is forgotten at a timeout, so
+    /// the next ACK of new data with ECE cuts the window and, with
+    /// `cwr_ignores_dupacks`, enters CA_CWR at once, also while the
+    /// timeout's resends are outstanding (ns-3's CA_LOSS). ns-3 3.44 does
+    /// this: its guard is the CA_CWR state, `ReTxTimeout` replaces it with
+    /// CA_LOSS, and `ReceivedAck` calls `EnterCwr` on an ECE of new data in
+    /// any state but CA_CWR. Linux also forgets it (`tcp_enter_loss` sets
+    /// TCP_CA_Loss) but ignores ECE until the loss is repaired
+    /// (`tcp_enter_cwr` acts only below TCP_CA_CWR), then cuts at the first
+    /// ECE. Default false: the guard outlives the timeout. See
+    /// docs/model.md, "Hosts".
+    pub cwr_ends_at_timeout: bool,
     /// RTT samples from every ACK that acknowledges new data, as ns-3 and
     /// Linux take them, instead of one timed segment per round trip (RFC
     /// 6298 section 3's minimum, the model before this option). A sample
@@ -278,6 +293,7 @@ impl Default for TcpConfig {
             rto_granularity: SimTime::ZERO,
             cwr_ignores_dupacks: false,
             cwr_freeze: false,
+            cwr_ends_at_timeout: false,
             rtt_every_ack: false,
             ece_ends_recovery: false,
             dctcp_dupack_bytes: false,

@@ -529,3 +529,62 @@ fn reno_scoreboard_marks_left_after_recovery_resend_the_head_and_one_dupack_reco
     }
     assert_eq!(resent_on_exit, vec![0, 1]);
 }
+
+/// `cwr_ends_at_timeout`: a DCTCP sender cut by an ECE, then timed out
+/// before the cut window is acknowledged. The ECE on the ACK of the
+/// timeout's resend cuts again only with the option (ns-3 3.44: the
+/// timeout turned CA_CWR into CA_LOSS, and `ReceivedAck` enters CA_CWR on
+/// an ECE in any state but CA_CWR); off, the guard of the first cut (no new
+/// cut until SND.UNA passes what was sent then) still holds. Both timeout
+/// paths: RFC 6582's go-back-N and ns-3's `reno_scoreboard`.
+#[test]
+fn cwr_ends_at_timeout_lets_the_next_ece_cut_at_once() {
+    use super::test_util::ack_pkt;
+    use super::CcKind;
+    let w = 1 << 20;
+    for board in [false, true] {
+        let mut cuts = Vec::new();
+        for on in [false, true] {
+            let c = TcpConfig {
+                cc: CcKind::DCTCP,
+                cwr_ignores_dupacks: true,
+                limited_transmit: true,
+                reno_scoreboard: board,
+                cwr_ends_at_timeout: on,
+                init_cwnd_segments: 10,
+                ..cfg(false)
+            };
+            let mut tx = TcpSender::new(&c, ends(), 40 * MSS);
+            tx.on_start(SimTime::ZERO, &mut Vec::new());
+            // The first segment's ACK carries ECE: DCTCP cuts; what was sent
+            // then (11 segments) is the cut's window.
+            tx.on_packet(us(10), &ack_pkt(MSS, w, true), &mut Vec::new());
+            assert_eq!(tx.stats().ecn_cuts, 1);
+            let window_end = tx.stats().snd_max;
+            assert!(window_end > 2 * MSS);
+            // Nothing more arrives: the timer resends segment 1.
+            let rto = tx.timer_deadline().unwrap();
+            let mut out = Vec::new();
+            tx.on_timer(rto, &mut out);
+            assert_eq!(segs(&out)[0], (MSS, MSS as u32), "board {board}");
+            assert_eq!(tx.stats().timeouts, 1);
+            // Its ACK, inside the cut's window, carries ECE.
+            tx.on_packet(rto + us(10), &ack_pkt(2 * MSS, w, true), &mut Vec::new());
+            assert!(2 * MSS <= window_end);
+            cuts.push(tx.stats().ecn_cuts);
+            if on {
+                // ns-3's CA_CWR now: duplicate ACKs are only counted.
+                let before = tx.stats().fast_retransmits;
+                for k in 0..3 {
+                    tx.on_packet(
+                        rto + us(20 + k),
+                        &ack_pkt(2 * MSS, w, false),
+                        &mut Vec::new(),
+                    );
+                }
+                assert_eq!(tx.stats().fast_retransmits, before, "board {board}");
+            }
+        }
+        assert_eq!(cuts, vec![1, 2], "board {board}");
+    }
+}

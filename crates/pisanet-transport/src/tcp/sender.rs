@@ -197,6 +197,8 @@ pub struct TcpSender {
     /// cut), and is then set to ssthresh (ns-3's CA_CWR).
     cwr_freeze_until: Option<u64>,
     cwr_freeze: bool,
+    /// `TcpConfig::cwr_ends_at_timeout`.
+    cwr_ends_at_timeout: bool,
     /// The ACK being processed arrived inside a frozen CWR window.
     ack_in_cwr_freeze: bool,
     /// `TcpConfig::ece_ends_recovery` (with `cwr_ignores_dupacks`).
@@ -306,6 +308,7 @@ impl TcpSender {
             cwr_ignores_dupacks: cfg.cwr_ignores_dupacks,
             cwr_freeze_until: None,
             cwr_freeze: cfg.cwr_freeze,
+            cwr_ends_at_timeout: cfg.cwr_ends_at_timeout,
             ack_in_cwr_freeze: false,
             ece_ends_recovery: cfg.ece_ends_recovery && cfg.cwr_ignores_dupacks,
             dctcp_dupack_bytes: cfg.dctcp_dupack_bytes,
@@ -935,6 +938,18 @@ impl TcpSender {
         }
     }
 
+    /// `cwr_ends_at_timeout`: a timeout ends the last ECN reduction's
+    /// window (ns-3 3.44 `ReTxTimeout`: CA_CWR -> CA_LOSS), so the next
+    /// ECE of new data may cut at once (`ReceivedAck` -> `EnterCwr` in any
+    /// state but CA_CWR). Called after `note_loss_reduction`, which it
+    /// overrides for classic ECN.
+    pub(super) fn end_ecn_window_at_timeout(&mut self) {
+        if self.cwr_ends_at_timeout {
+            self.cc.end_ecn_window();
+            self.cwr_end = None;
+        }
+    }
+
     /// Under classic ECN, a loss response is the window's reduction for
     /// this window of data: an ECE in it does not cut again, and the next
     /// new segment carries CWR (RFC 3168 section 6.1.2).
@@ -1173,6 +1188,7 @@ impl TcpSender {
         self.ns3_cwr_until = None;
         self.cwr_freeze_until = None;
         self.note_loss_reduction();
+        self.end_ecn_window_at_timeout();
         if self.sack {
             // RFC 6675 section 5.1: leave SACK recovery, RecoveryPoint =
             // HighData (set below), and, as RFC 2018 section 8 says of a

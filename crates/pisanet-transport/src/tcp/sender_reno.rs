@@ -187,6 +187,7 @@ impl TcpSender {
         self.ns3_cwr_until = None;
         self.cwr_freeze_until = None;
         self.note_loss_reduction();
+        self.end_ecn_window_at_timeout();
         let in_flight = self.board().bytes_in_flight();
         let head_resent = self.board().is_head_retransmitted();
         self.dupacks = 0;

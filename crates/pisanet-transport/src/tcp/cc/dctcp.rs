@@ -109,6 +109,12 @@ impl Controller for Dctcp {
         }
     }
 
+    fn end_ecn_window(&mut self) {
+        // `TcpConfig::cwr_ends_at_timeout`: ns-3 3.44's guard is its
+        // CA_CWR state, which `ReTxTimeout` ends (CA_LOSS).
+        self.cwr_end = None;
+    }
+
     fn on_fast_retransmit(&mut self, w: &mut Window, flight: u64) {
         if self.loss_uses_alpha {
             // `TcpConfig::dctcp_loss_uses_alpha`: ns-3 3.44's

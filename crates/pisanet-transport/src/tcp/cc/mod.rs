@@ -105,6 +105,12 @@ pub trait Controller {
     /// `first` is false when the segment was already resent by a timeout.
     fn on_rto(&mut self, _w: &mut Window, _flight: u64, _first: bool) {}
 
+    /// `TcpConfig::cwr_ends_at_timeout`: a retransmission timeout ends
+    /// the window of the last ECN reduction, so the next ECE may cut at
+    /// once (DCTCP's once-per-window guard, RFC 8257 section 3.3 / RFC
+    /// 3168 section 6.1.2, is forgotten).
+    fn end_ecn_window(&mut self) {}
+
     /// Classic ECN (RFC 3168 section 6.1.2): an ECE arrived and the sender
     /// decided to react (once per window of data, not in loss recovery)
     /// with `flight` bytes outstanding. The default halves as for a loss:
@@ -165,6 +171,9 @@ impl Controller for Cc {
     }
     fn on_fast_retransmit(&mut self, w: &mut Window, flight: u64) {
         self.inner().on_fast_retransmit(w, flight)
+    }
+    fn end_ecn_window(&mut self) {
+        self.inner().end_ecn_window();
     }
     fn on_rto(&mut self, w: &mut Window, flight: u64, first: bool) {
         self.inner().on_rto(w, flight, first)
