@@ -35,7 +35,7 @@
 //! order, used before, had no such fixed winner.
 
 use super::Ev;
-use pisanet_engine::{EventQueue, SimTime};
+use pisanet_engine::{ByEvent, EventQueue, SimTime, TieKey};
 
 impl Ev {
     /// The event's tie key at `time`: kind (see the module doc) << 32 |
@@ -61,6 +61,13 @@ impl Ev {
     }
 }
 
+impl TieKey for Ev {
+    #[inline(always)]
+    fn tie_key(&self, time: SimTime) -> u64 {
+        self.key(time)
+    }
+}
+
 /// A bijection of the 32-bit index for each time: the index XOR a word of
 /// the time, through an invertible integer mix (xor-shifts and
 /// multiplications by odd constants: C. Wellons's `lowbias32`). Distinct
@@ -77,9 +84,10 @@ pub fn scramble(index: u32, time: SimTime) -> u32 {
 }
 
 /// The world's event queue: [`EventQueue`] with every event keyed by
-/// [`Ev::key`] (never by insertion order).
+/// [`Ev::key`] (never by insertion order), computed only when two pending
+/// events have equal times ([`ByEvent`]).
 #[derive(Default)]
-pub struct Events(EventQueue<Ev>, u64);
+pub struct Events(EventQueue<Ev, ByEvent>, u64);
 
 impl Events {
     pub fn new() -> Self {
@@ -97,7 +105,7 @@ impl Events {
     /// Schedules `ev` at `time`, ordered among simultaneous events by its key.
     #[inline(always)]
     pub fn schedule(&mut self, time: SimTime, ev: Ev) {
-        self.0.schedule_key(time, ev.key(time), ev);
+        self.0.schedule_by_event(time, ev);
     }
 
     /// The time of the last event popped (the simulation clock).
