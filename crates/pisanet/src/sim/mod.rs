@@ -262,6 +262,7 @@ impl World {
                     peer_node: 0,
                     peer_port_no: 0,
                     rate: p.rate,
+                    ps_per_byte: p.rate.ps_per_byte(),
                     delay: p.delay,
                     queue: EgressQueue::new(qcfg),
                     busy_until: SimTime::ZERO,
