@@ -329,7 +329,7 @@ impl World {
     /// Transmits packet `id` (`size` bytes, `made` by a switch), just
     /// dequeued from port `p` with no egress pass, and tells TSQ if it
     /// left a host's NIC.
-    #[inline]
+    #[inline(always)]
     fn send_dequeued(&mut self, now: SimTime, p: PortIdx, id: PktId, size: u32, made: bool) {
         // TSQ: a host's packet leaves its NIC queue (flow, source, size).
         let from_host =
