@@ -425,9 +425,24 @@ impl<E, T: Tiebreak<E>> EventQueue<E, T> {
     /// nothing changed, if there is none or it is later.
     #[inline(always)]
     pub fn next_until(&mut self, limit: SimTime) -> Option<(SimTime, E)> {
+        self.pop_unless(|t| t > limit.ps())
+    }
+
+    /// Removes and returns the earliest event if it is strictly before `end`
+    /// (so never if `end` is zero), advancing the clock; `None`, and nothing
+    /// changed, if there is none or it is later.
+    #[inline(always)]
+    pub fn next_before(&mut self, end: SimTime) -> Option<(SimTime, E)> {
+        self.pop_unless(|t| t >= end.ps())
+    }
+
+    /// Removes and returns the earliest event unless `late` says its time is
+    /// past the bound.
+    #[inline(always)]
+    fn pop_unless(&mut self, late: impl Fn(u64) -> bool) -> Option<(SimTime, E)> {
         if self.in_wheel == 0 {
             let f = self.far.peek()?;
-            if f.time() > limit.ps() {
+            if late(f.time()) {
                 return None;
             }
             let s = f.time() >> self.shift;
@@ -438,7 +453,7 @@ impl<E, T: Tiebreak<E>> EventQueue<E, T> {
         let (n, prev) = self.least(i);
         let node = &mut self.nodes[n as usize];
         let (time, next) = (node.time, node.next);
-        if time > limit.ps() {
+        if late(time) {
             return None;
         }
         let event = node.event.take().expect("a wheel node holds an event");

@@ -375,12 +375,16 @@ impl World {
         // The run stops between windows `[s, s + lookahead)` (s: the first
         // pending event), as the parallel mode does (sim/parallel.rs
         // `windows`); with no lookahead, before every event.
-        let mut window_end = SimTime::ZERO;
+        //
+        // Events strictly before `end` pop in one step: `end` is the
+        // window's end or the picosecond after the time limit, whichever
+        // is first (the same events as "before the window's end and not
+        // past the limit", one comparison an event); at `end` the run
+        // checks whether it is over and opens the next window.
+        let after_limit = SimTime(max_time.ps().saturating_add(1));
+        let mut end = SimTime::ZERO;
         loop {
-            // Events strictly before the window's end and not past the
-            // time limit pop in one step; at the window's end the run
-            // checks whether it is over and opens the next window.
-            let (now, ev) = match self.q.next_before(window_end, max_time) {
+            let (now, ev) = match self.q.next_below(end) {
                 Some(x) => x,
                 None => {
                     if self.pending_flow.is_none() && self.active_count == 0 {
@@ -393,7 +397,11 @@ impl World {
                     if t > max_time {
                         return StopReason::TimeLimit;
                     }
-                    window_end = SimTime(t.ps().saturating_add(self.lookahead.ps()));
+                    let window_end = SimTime(t.ps().saturating_add(self.lookahead.ps()));
+                    // (With `max_time` the largest time, `after_limit`
+                    // saturates to it, and `end` is the window's end: the
+                    // same events again.)
+                    end = window_end.min(after_limit);
                     self.q.next().expect("peeked")
                 }
             };

@@ -123,12 +123,21 @@ impl Events {
 
     /// Removes and returns the earliest event of the window that ends at
     /// `end` (strictly before it) if it is not after `max_time`; `None` if
-    /// there is none (or `end` is zero). The single-thread loop and the
-    /// parallel mode's partitions run their windows with it.
+    /// there is none (or `end` is zero). The parallel mode's partitions run
+    /// their windows with it.
     #[inline(always)]
     pub fn next_before(&mut self, end: SimTime, max_time: SimTime) -> Option<(SimTime, Ev)> {
         let last = end.ps().checked_sub(1)?;
         self.0.next_until(max_time.min(SimTime(last)))
+    }
+
+    /// Removes and returns the earliest event if it is strictly before
+    /// `end`; `None` if there is none (or `end` is zero). The single-thread
+    /// loop runs its windows with it (`end`: the window's end or the time
+    /// limit's next picosecond, whichever is first).
+    #[inline(always)]
+    pub fn next_below(&mut self, end: SimTime) -> Option<(SimTime, Ev)> {
+        self.0.next_before(end)
     }
 
     #[inline(always)]
