@@ -163,6 +163,10 @@ pub struct EventQueue<E, T = u64> {
     in_wheel: usize,
     /// Entries in slots `cur + WHEEL` and later.
     far: QuaternaryHeap<Far<E>>,
+    /// The time of the heap's first entry (`u64::MAX` if it is empty: then
+    /// a slot advance near the end of time looks into the heap for
+    /// nothing), so that a slot advance need not read the heap.
+    far_first: u64,
     next_seq: u64,
     now: SimTime,
     popped: u64,
@@ -246,6 +250,7 @@ impl<E, T: Tiebreak<E>> EventQueue<E, T> {
             free: NIL,
             in_wheel: 0,
             far: QuaternaryHeap::with_capacity(256),
+            far_first: u64::MAX,
             next_seq: 0,
             now: SimTime::ZERO,
             popped: 0,
@@ -268,6 +273,7 @@ impl<E, T: Tiebreak<E>> EventQueue<E, T> {
             key: (u128::from(time) << 64) | u128::from(tiebreak),
             event,
         });
+        self.far_first = self.far_first.min(time);
     }
 
     #[inline(always)]
@@ -326,11 +332,7 @@ impl<E, T: Tiebreak<E>> EventQueue<E, T> {
     #[inline(always)]
     fn advance(&mut self, slot: u64) {
         self.cur = slot;
-        if self
-            .far
-            .peek()
-            .is_some_and(|f| (f.time() >> self.shift) - slot < WHEEL)
-        {
+        if (self.far_first >> self.shift).wrapping_sub(slot) < WHEEL {
             self.migrate();
         }
     }
@@ -346,6 +348,7 @@ impl<E, T: Tiebreak<E>> EventQueue<E, T> {
             let f = self.far.pop().expect("peeked");
             self.push_wheel(s, f.time(), T::from_key(f.key as u64), f.event);
         }
+        self.far_first = self.far.peek().map_or(u64::MAX, |f| f.time());
     }
 
     /// The (time, tiebreak) least node of the current slot's list and its
@@ -555,6 +558,7 @@ impl<E, T: Tiebreak<E>> EventQueue<E, T> {
                 self.far.push(Far { key, event });
             }
         }
+        self.far_first = self.far.peek().map_or(u64::MAX, |f| f.time());
         self.advance(self.cur);
     }
 
