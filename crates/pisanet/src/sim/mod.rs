@@ -293,6 +293,16 @@ impl World {
             for port in ports.iter_mut().filter(|p| !p.is_host_port) {
                 port.egress_pass = switches[(port.node - topo.n_hosts) as usize].has_egress();
             }
+            // What `switch_receive` relies on to queue a unicast decision
+            // without checking its port again.
+            for (sw, s) in switches.iter().enumerate() {
+                let node = &topo.nodes[topo.n_hosts as usize + sw];
+                assert_eq!(
+                    usize::from(s.n_ports()),
+                    node.ports.len(),
+                    "switch {sw}'s ports"
+                );
+            }
         }
         World {
             topo,
