@@ -965,6 +965,31 @@ mod tests {
             prop_assert!(heap.is_empty());
         }
 
+        /// `next_before(end)` pops exactly what `next_until(end - 1)` pops
+        /// (nothing for `end` zero), leaving the queue as it found it when
+        /// it pops nothing.
+        #[test]
+        fn next_before_is_next_until_the_picosecond_before(
+            ops in prop::collection::vec((times(), 0u64..4, times()), 1..300),
+        ) {
+            let mut a = EventQueue::new();
+            let mut b = EventQueue::new();
+            for (i, (delay, k, bound)) in ops.iter().enumerate() {
+                let t = a.now() + SimTime(*delay);
+                a.schedule_key(t, *k, i);
+                b.schedule_key(t, *k, i);
+                let end = a.now() + SimTime(*bound % 3_000_000);
+                let x = a.next_before(end);
+                let y = end.ps().checked_sub(1).and_then(|l| b.next_until(SimTime(l)));
+                prop_assert_eq!(x, y);
+                prop_assert_eq!(a.len(), b.len());
+            }
+            prop_assert_eq!(a.next_before(SimTime::ZERO), None);
+            while let Some(x) = a.next() {
+                prop_assert_eq!(Some(x), b.next());
+            }
+        }
+
         /// Interleaved scheduling never lets the clock run backwards.
         #[test]
         fn clock_is_monotone(ops in prop::collection::vec((0u64..1000, any::<bool>()), 1..300)) {
