@@ -381,7 +381,9 @@ impl World {
                 self.arm_switch(sw);
             }
         }
-        let mut since_progress: u32 = 0;
+        // Every 2^16 events handled (each event popped is handled at once,
+        // so the queue's count of pops since here counts them).
+        let popped_before = self.q.popped();
         // The run stops between windows `[s, s + lookahead)` (s: the first
         // pending event), as the parallel mode does (sim/parallel.rs
         // `windows`); with no lookahead, before every event.
@@ -416,9 +418,7 @@ impl World {
                 }
             };
             self.handle(now, ev);
-            since_progress += 1;
-            if since_progress >= 1 << 16 {
-                since_progress = 0;
+            if self.q.popped().wrapping_sub(popped_before) & 0xFFFF == 0 {
                 if self.pfc.as_ref().is_some_and(|p| p.fatal.is_some()) {
                     // The deadlock detector fired: run_config reports it.
                     return StopReason::TimeLimit;

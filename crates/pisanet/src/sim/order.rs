@@ -153,6 +153,12 @@ impl Events {
         self.0.is_empty()
     }
 
+    /// Events popped so far (all of them).
+    #[inline(always)]
+    pub fn popped(&self) -> u64 {
+        self.0.events_processed()
+    }
+
     /// Events popped so far, less those `uncount`ed.
     pub fn events_processed(&self) -> u64 {
         self.0.events_processed() - self.1
