@@ -16,6 +16,6 @@ pub mod units;
 
 #[doc(hidden)]
 pub use queue::heap as heap_queue;
-pub use queue::EventQueue;
+pub use queue::{ByEvent, EventQueue, TieKey, Tiebreak};
 pub use rng::{splitmix64, RngStreams, SimRng, StreamKind};
 pub use time::{BitRate, SimTime};

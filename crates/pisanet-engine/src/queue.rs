@@ -1,10 +1,14 @@
 //! The event queue: a timing wheel on integer picoseconds in front of a
 //! 4-ary heap, ordered by (time, tiebreak).
 //!
-//! Every entry carries a 64-bit tiebreak given at push
-//! ([`EventQueue::schedule_key`]); [`EventQueue::schedule`] gives the
+//! Every entry has a 64-bit tiebreak: given at push and stored with it
+//! ([`EventQueue::schedule_key`]; [`EventQueue::schedule`] gives the
 //! insertion sequence, so that two events at the same time pop in the order
-//! they were pushed. Either way a run is a pure function of its inputs. The
+//! they were pushed), or, in an `EventQueue<E, ByEvent>`, a function of the
+//! event and its time ([`TieKey`], [`EventQueue::schedule_by_event`]),
+//! computed only when two entries of a slot have equal times (the simulator's
+//! keyed order, whose key costs a scramble of the event's index: computed at
+//! every push, it was about 3% of the demo's instructions). Either way a run is a pure function of its inputs. The
 //! queue does not assume that tiebreaks grow with insertion: an entry pushed
 //! at the current time with a smaller tiebreak than one already waiting at
 //! that time pops first. Entries with equal time and equal tiebreak pop in an
@@ -54,12 +58,59 @@ const NIL: u32 = u32::MAX;
 const WORDS: usize = (WHEEL / 64) as usize;
 
 /// An entry of the wheel: a node of its slot's singly linked list.
-struct Node<E> {
+struct Node<E, T> {
     time: u64,
-    tiebreak: u64,
     next: u32,
+    /// The tiebreak, or what computes it ([`Tiebreak`]).
+    tie: T,
     /// `None` while the node is on the free list.
     event: Option<E>,
+}
+
+/// How a queue has an entry's tiebreak: `u64`, stored with the entry, or
+/// [`ByEvent`], computed from the event.
+pub trait Tiebreak<E>: Copy {
+    /// The tiebreak of `event` at `time`.
+    fn get(self, event: &E, time: u64) -> u64;
+    /// What an entry stores for the tiebreak `key` (an entry moving from
+    /// the heap into the wheel).
+    fn from_key(key: u64) -> Self;
+}
+
+impl<E> Tiebreak<E> for u64 {
+    #[inline(always)]
+    fn get(self, _: &E, _: u64) -> u64 {
+        self
+    }
+    #[inline(always)]
+    fn from_key(key: u64) -> Self {
+        key
+    }
+}
+
+/// An event whose tiebreak is a function of itself and its time.
+pub trait TieKey {
+    /// The tiebreak at `time`: of two events at one time, the one with the
+    /// smaller key pops first.
+    fn tie_key(&self, time: SimTime) -> u64;
+}
+
+/// The tiebreak of an `EventQueue<E, ByEvent>`: [`TieKey::tie_key`] of the
+/// entry's event, computed only to order two entries with equal times (a
+/// wheel entry stores nothing for it; an entry beyond the wheel, in the
+/// heap, stores it).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ByEvent;
+
+impl<E: TieKey> Tiebreak<E> for ByEvent {
+    #[inline(always)]
+    fn get(self, event: &E, time: u64) -> u64 {
+        event.tie_key(SimTime(time))
+    }
+    #[inline(always)]
+    fn from_key(_: u64) -> Self {
+        ByEvent
+    }
 }
 
 /// An entry of the overflow heap.
@@ -92,8 +143,9 @@ impl<E> Ord for Far<E> {
     }
 }
 
-/// A priority queue of events of type `E`, popped in (time, tiebreak) order.
-pub struct EventQueue<E> {
+/// A priority queue of events of type `E`, popped in (time, tiebreak) order;
+/// `T` says how an entry's tiebreak is had ([`Tiebreak`]).
+pub struct EventQueue<E, T = u64> {
     /// The current slot: every pending entry is in it or later.
     cur: u64,
     /// Slots are `2^shift` ps wide (`resize`).
@@ -105,46 +157,28 @@ pub struct EventQueue<E> {
     /// Bit `i` set iff `heads[i]` is not `NIL`.
     occupied: [u64; WORDS],
     /// The wheel's nodes; free ones are linked from `free`.
-    nodes: Vec<Node<E>>,
+    nodes: Vec<Node<E, T>>,
     free: u32,
     /// Entries in the wheel (all in slots `cur .. cur + WHEEL`).
     in_wheel: usize,
     /// Entries in slots `cur + WHEEL` and later.
     far: QuaternaryHeap<Far<E>>,
+    /// The time of the heap's first entry (`u64::MAX` if it is empty: then
+    /// a slot advance near the end of time looks into the heap for
+    /// nothing), so that a slot advance need not read the heap.
+    far_first: u64,
     next_seq: u64,
     now: SimTime,
     popped: u64,
 }
 
-impl<E> Default for EventQueue<E> {
+impl<E, T: Tiebreak<E>> Default for EventQueue<E, T> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<E> EventQueue<E> {
-    pub fn new() -> Self {
-        EventQueue {
-            cur: 0,
-            shift: SLOT_BITS,
-            mark: 0,
-            heads: Box::new([NIL; WHEEL as usize]),
-            occupied: [0; WORDS],
-            nodes: Vec::with_capacity(1024),
-            free: NIL,
-            in_wheel: 0,
-            far: QuaternaryHeap::with_capacity(256),
-            next_seq: 0,
-            now: SimTime::ZERO,
-            popped: 0,
-        }
-    }
-
-    /// The time of the last event popped (the simulation clock).
-    pub fn now(&self) -> SimTime {
-        self.now
-    }
-
+impl<E> EventQueue<E, u64> {
     /// Schedules `event` at `time`, after every event already scheduled at
     /// that time (its tiebreak is the insertion sequence). O(1) within the
     /// wheel's 33.6 us, O(log n) beyond.
@@ -178,6 +212,56 @@ impl<E> EventQueue<E> {
         }
     }
 
+    /// Schedules `event` after `delay` from now.
+    pub fn schedule_in(&mut self, delay: SimTime, event: E) {
+        self.schedule(self.now + delay, event);
+    }
+}
+
+impl<E: TieKey> EventQueue<E, ByEvent> {
+    /// Schedules `event` at `time`: of two events at the same time, the one
+    /// with the smaller [`TieKey::tie_key`] pops first (computed here only
+    /// if the event goes beyond the wheel, into the heap).
+    ///
+    /// Panics as [`EventQueue::schedule_key`] does.
+    #[inline(always)]
+    pub fn schedule_by_event(&mut self, time: SimTime, event: E) {
+        debug_assert!(time >= self.now, "event scheduled in the past");
+        let t = time.ps();
+        let slot = t >> self.shift;
+        if slot.wrapping_sub(self.cur) < WHEEL {
+            self.push_wheel(slot, t, ByEvent, event);
+        } else {
+            let key = event.tie_key(time);
+            self.push_far(t, key, event);
+        }
+    }
+}
+
+impl<E, T: Tiebreak<E>> EventQueue<E, T> {
+    pub fn new() -> Self {
+        EventQueue {
+            cur: 0,
+            shift: SLOT_BITS,
+            mark: 0,
+            heads: Box::new([NIL; WHEEL as usize]),
+            occupied: [0; WORDS],
+            nodes: Vec::with_capacity(1024),
+            free: NIL,
+            in_wheel: 0,
+            far: QuaternaryHeap::with_capacity(256),
+            far_first: u64::MAX,
+            next_seq: 0,
+            now: SimTime::ZERO,
+            popped: 0,
+        }
+    }
+
+    /// The time of the last event popped (the simulation clock).
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+
     /// Into the heap: beyond the wheel (timers, the next flow).
     #[inline(never)]
     fn push_far(&mut self, time: u64, tiebreak: u64, event: E) {
@@ -189,20 +273,16 @@ impl<E> EventQueue<E> {
             key: (u128::from(time) << 64) | u128::from(tiebreak),
             event,
         });
-    }
-
-    /// Schedules `event` after `delay` from now.
-    pub fn schedule_in(&mut self, delay: SimTime, event: E) {
-        self.schedule(self.now + delay, event);
+        self.far_first = self.far_first.min(time);
     }
 
     #[inline(always)]
-    fn push_wheel(&mut self, slot: u64, time: u64, tiebreak: u64, event: E) {
+    fn push_wheel(&mut self, slot: u64, time: u64, tie: T, event: E) {
         let i = (slot & (WHEEL - 1)) as usize;
         let next = self.heads[i];
         let node = Node {
             time,
-            tiebreak,
+            tie,
             next,
             event: Some(event),
         };
@@ -252,11 +332,7 @@ impl<E> EventQueue<E> {
     #[inline(always)]
     fn advance(&mut self, slot: u64) {
         self.cur = slot;
-        if self
-            .far
-            .peek()
-            .is_some_and(|f| (f.time() >> self.shift) - slot < WHEEL)
-        {
+        if (self.far_first >> self.shift).wrapping_sub(slot) < WHEEL {
             self.migrate();
         }
     }
@@ -270,24 +346,39 @@ impl<E> EventQueue<E> {
                 break;
             }
             let f = self.far.pop().expect("peeked");
-            self.push_wheel(s, f.time(), f.key as u64, f.event);
+            self.push_wheel(s, f.time(), T::from_key(f.key as u64), f.event);
         }
+        self.far_first = self.far.peek().map_or(u64::MAX, |f| f.time());
     }
 
     /// The (time, tiebreak) least node of the current slot's list and its
-    /// predecessor (`NIL` for the head).
-    #[inline]
+    /// predecessor (`NIL` for the head). Tiebreaks are had only for nodes
+    /// whose times are equal to the least time so far.
+    #[inline(always)]
     fn least(&self, i: usize) -> (u32, u32) {
         let mut best = self.heads[i];
         let mut best_prev = NIL;
         let b = &self.nodes[best as usize];
-        let mut key = (b.time, b.tiebreak);
+        let mut time = b.time;
+        // The tiebreak of `best`, once had.
+        let mut tie: Option<u64> = None;
         let (mut prev, mut n) = (best, b.next);
         while n != NIL {
             let x = &self.nodes[n as usize];
-            // `<=`: of equal keys, the one pushed first (nearest the tail).
-            if (x.time, x.tiebreak) <= key {
-                key = (x.time, x.tiebreak);
+            // `<=` on (time, tiebreak): of equal keys, the one pushed first
+            // (nearest the tail).
+            let take = if x.time < time {
+                tie = None;
+                true
+            } else if x.time > time {
+                false
+            } else {
+                let (take, k) = self.tie_order(tie, best, n);
+                tie = Some(k);
+                take
+            };
+            if take {
+                time = x.time;
                 best = n;
                 best_prev = prev;
             }
@@ -295,6 +386,34 @@ impl<E> EventQueue<E> {
             n = x.next;
         }
         (best, best_prev)
+    }
+
+    /// Of nodes `best` (whose tiebreak is `tie`, if had) and `n`, with equal
+    /// times: whether `n` goes first (its tiebreak is not larger), and the
+    /// tiebreak of the one that does. Out of line: ties are rare, and the
+    /// tiebreak of a [`ByEvent`] node costs a computation.
+    #[inline(never)]
+    fn tie_order(&self, tie: Option<u64>, best: u32, n: u32) -> (bool, u64) {
+        let kb = match tie {
+            Some(k) => k,
+            None => self.tiebreak(best),
+        };
+        let kx = self.tiebreak(n);
+        if kx <= kb {
+            (true, kx)
+        } else {
+            (false, kb)
+        }
+    }
+
+    /// The tiebreak of wheel node `n` (which holds an event).
+    #[inline]
+    fn tiebreak(&self, n: u32) -> u64 {
+        let x = &self.nodes[n as usize];
+        match &x.event {
+            Some(e) => x.tie.get(e, x.time),
+            None => unreachable!("a wheel node holds an event"),
+        }
     }
 
     /// Removes and returns the earliest event, advancing the clock.
@@ -309,9 +428,24 @@ impl<E> EventQueue<E> {
     /// nothing changed, if there is none or it is later.
     #[inline(always)]
     pub fn next_until(&mut self, limit: SimTime) -> Option<(SimTime, E)> {
+        self.pop_unless(|t| t > limit.ps())
+    }
+
+    /// Removes and returns the earliest event if it is strictly before `end`
+    /// (so never if `end` is zero), advancing the clock; `None`, and nothing
+    /// changed, if there is none or it is later.
+    #[inline(always)]
+    pub fn next_before(&mut self, end: SimTime) -> Option<(SimTime, E)> {
+        self.pop_unless(|t| t >= end.ps())
+    }
+
+    /// Removes and returns the earliest event unless `late` says its time is
+    /// past the bound.
+    #[inline(always)]
+    fn pop_unless(&mut self, late: impl Fn(u64) -> bool) -> Option<(SimTime, E)> {
         if self.in_wheel == 0 {
             let f = self.far.peek()?;
-            if f.time() > limit.ps() {
+            if late(f.time()) {
                 return None;
             }
             let s = f.time() >> self.shift;
@@ -322,7 +456,7 @@ impl<E> EventQueue<E> {
         let (n, prev) = self.least(i);
         let node = &mut self.nodes[n as usize];
         let (time, next) = (node.time, node.next);
-        if time > limit.ps() {
+        if late(time) {
             return None;
         }
         let event = node.event.take().expect("a wheel node holds an event");
@@ -416,13 +550,15 @@ impl<E> EventQueue<E> {
                 self.occupied[i >> 6] |= 1 << (i & 63);
             } else {
                 let event = node.event.take().expect("a wheel node holds an event");
-                let key = (u128::from(node.time) << 64) | u128::from(node.tiebreak);
+                let tiebreak = node.tie.get(&event, node.time);
+                let key = (u128::from(node.time) << 64) | u128::from(tiebreak);
                 node.next = self.free;
                 self.free = n;
                 self.in_wheel -= 1;
                 self.far.push(Far { key, event });
             }
         }
+        self.far_first = self.far.peek().map_or(u64::MAX, |f| f.time());
         self.advance(self.cur);
     }
 
@@ -462,7 +598,7 @@ impl<E> EventQueue<E> {
     /// Adds `other`'s processed events to this queue's count and moves the
     /// clock to the later of the two (parallel mode: the partitions' queues
     /// summed into one run's figures). Pending events are not moved.
-    pub fn absorb(&mut self, other: &EventQueue<E>) {
+    pub fn absorb(&mut self, other: &EventQueue<E, T>) {
         self.popped += other.popped;
         self.now = self.now.max(other.now);
     }
@@ -620,6 +756,62 @@ mod tests {
         q.schedule(SimTime(5), ());
     }
 
+    /// A test event whose tiebreak depends on its class and the time (as
+    /// the simulator's `Ev::key`): few classes, so equal times give equal
+    /// and unequal keys; the second field tells events apart in failures.
+    #[derive(Clone, Copy, Debug)]
+    struct Keyed(u32, #[allow(dead_code)] u32);
+
+    impl TieKey for Keyed {
+        fn tie_key(&self, time: SimTime) -> u64 {
+            (u64::from(self.0) ^ (time.ps() % 3)) << 32
+        }
+    }
+
+    /// The hold model of `resizing_keeps_the_heaps_order` with tiebreaks
+    /// computed from the events: rebuilds send wheel entries to the heap
+    /// (which then stores their tiebreak) and back.
+    #[test]
+    fn resizing_keeps_the_heaps_order_by_event() {
+        let mut q: EventQueue<Keyed, ByEvent> = EventQueue::new();
+        let mut heap = HeapQueue::new();
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut rand = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut shifts = std::collections::BTreeSet::new();
+        for i in 0..2_000u32 {
+            let t = SimTime(rand() % 1_000_000);
+            let ev = Keyed((rand() % 4) as u32, i);
+            q.schedule_by_event(t, ev);
+            heap.schedule_key(t, ev.tie_key(t), ev);
+        }
+        let mut i = 2_000u32;
+        for phase in 0..8u64 {
+            let span = [4_000, 100_000_000, 1, 5_000_000_000][(phase % 4) as usize];
+            for _ in 0..40_000 {
+                let (t, a) = q.next().unwrap();
+                let (u, b) = heap.next().unwrap();
+                assert_eq!((t, a.tie_key(t)), (u, b.tie_key(u)));
+                let d = t + SimTime(rand() % span);
+                let ev = Keyed((rand() % 4) as u32, i);
+                q.schedule_by_event(d, ev);
+                heap.schedule_key(d, ev.tie_key(d), ev);
+                i += 1;
+                shifts.insert(q.shift);
+            }
+        }
+        assert!(shifts.len() >= 3, "{shifts:?}");
+        while let Some((t, a)) = q.next() {
+            let (u, b) = heap.next().unwrap();
+            assert_eq!((t, a.tie_key(t)), (u, b.tie_key(u)));
+        }
+        assert!(heap.is_empty());
+    }
+
     /// A hold model long enough for several resizes: phases of dense events
     /// (many per 8 ns slot), sparse ones (one per microseconds) and ties,
     /// against the heap.
@@ -740,6 +932,62 @@ mod tests {
                 prop_assert_eq!((t, key[&i].1), (u, key[&j].1));
             }
             prop_assert!(heap.is_empty());
+        }
+
+        /// An `EventQueue<E, ByEvent>` (tiebreaks computed from the events,
+        /// only for equal times) pops the same (time, tiebreak) sequence as
+        /// the heap given every tiebreak at push, with pushes and pops
+        /// interleaved as in a simulation, many ties, and events beyond the
+        /// wheel (whose tiebreak the heap stores).
+        #[test]
+        fn tiebreaks_by_event_pop_as_the_heap(
+            ops in prop::collection::vec((times(), 0u32..6, 0u8..3), 1..600),
+        ) {
+            let mut lazy: EventQueue<Keyed, ByEvent> = EventQueue::new();
+            let mut heap = HeapQueue::new();
+            for (i, (delay, k, pops)) in ops.iter().enumerate() {
+                let t = lazy.now() + SimTime(*delay);
+                let ev = Keyed(*k, i as u32);
+                lazy.schedule_by_event(t, ev);
+                heap.schedule_key(t, ev.tie_key(t), ev);
+                for _ in 0..*pops {
+                    prop_assert_eq!(lazy.peek_time(), heap.peek_time());
+                    let a = lazy.next().map(|(t, e)| (t, e.tie_key(t)));
+                    let b = heap.next().map(|(t, e)| (t, e.tie_key(t)));
+                    prop_assert_eq!(a, b);
+                }
+                prop_assert_eq!(lazy.len(), heap.len());
+            }
+            while let Some((t, e)) = lazy.next() {
+                let (u, f) = heap.next().unwrap();
+                prop_assert_eq!((t, e.tie_key(t)), (u, f.tie_key(u)));
+            }
+            prop_assert!(heap.is_empty());
+        }
+
+        /// `next_before(end)` pops exactly what `next_until(end - 1)` pops
+        /// (nothing for `end` zero), leaving the queue as it found it when
+        /// it pops nothing.
+        #[test]
+        fn next_before_is_next_until_the_picosecond_before(
+            ops in prop::collection::vec((times(), 0u64..4, times()), 1..300),
+        ) {
+            let mut a = EventQueue::new();
+            let mut b = EventQueue::new();
+            for (i, (delay, k, bound)) in ops.iter().enumerate() {
+                let t = a.now() + SimTime(*delay);
+                a.schedule_key(t, *k, i);
+                b.schedule_key(t, *k, i);
+                let end = a.now() + SimTime(*bound % 3_000_000);
+                let x = a.next_before(end);
+                let y = end.ps().checked_sub(1).and_then(|l| b.next_until(SimTime(l)));
+                prop_assert_eq!(x, y);
+                prop_assert_eq!(a.len(), b.len());
+            }
+            prop_assert_eq!(a.next_before(SimTime::ZERO), None);
+            while let Some(x) = a.next() {
+                prop_assert_eq!(Some(x), b.next());
+            }
         }
 
         /// Interleaved scheduling never lets the clock run backwards.

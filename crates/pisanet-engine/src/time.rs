@@ -107,6 +107,26 @@ impl BitRate {
         let den = self.0 as u128;
         SimTime(num.div_ceil(den) as u64)
     }
+    /// The picoseconds a byte takes at this rate if that is a whole number
+    /// (8e12 is a multiple of the rate: 1, 10, 40, 100 Gb/s ...), else 0.
+    /// Then `tx_time(b)` is `b` times it (exactly: `ceil(b * 8e12 / r)`
+    /// is `b * (8e12 / r)` when `r` divides 8e12), with no division.
+    pub fn ps_per_byte(self) -> u64 {
+        if self.0 > 0 && 8_000_000_000_000 % self.0 == 0 {
+            8_000_000_000_000 / self.0
+        } else {
+            0
+        }
+    }
+    /// [`Self::tx_time`] given [`Self::ps_per_byte`] (`per_byte`): a
+    /// multiplication when it is not 0 and `bytes` a frame's size.
+    #[inline(always)]
+    pub fn tx_time_by(self, bytes: u64, per_byte: u64) -> SimTime {
+        if per_byte != 0 && bytes <= 2_000_000 {
+            return SimTime(bytes * per_byte);
+        }
+        self.tx_time(bytes)
+    }
     /// Bytes this rate carries in `t` (rounded down).
     pub fn bytes_in(self, t: SimTime) -> u64 {
         (self.0 as u128 * t.0 as u128 / 8 / 1_000_000_000_000u128) as u64
@@ -141,6 +161,32 @@ mod tests {
             BitRate(8).tx_time(2_000_001),
             SimTime(2_000_001_000_000_000_000)
         );
+    }
+
+    #[test]
+    fn tx_time_by_the_byte_is_tx_time() {
+        for rate in [
+            BitRate(1),
+            BitRate(3),
+            BitRate::from_gbps(10.0),
+            BitRate::from_gbps(25.0),
+            BitRate::from_gbps(40.0),
+            BitRate::from_gbps(100.0),
+            BitRate(7_777_777_777),
+            BitRate(16_000_000_000_000),
+        ] {
+            let per_byte = rate.ps_per_byte();
+            for bytes in [0u64, 1, 64, 1518, 9000, 1_999_999, 2_000_000, 2_000_001] {
+                assert_eq!(
+                    rate.tx_time_by(bytes, per_byte),
+                    rate.tx_time(bytes),
+                    "{rate:?} {bytes}"
+                );
+            }
+        }
+        assert_eq!(BitRate::from_gbps(10.0).ps_per_byte(), 800);
+        assert_eq!(BitRate(3).ps_per_byte(), 0);
+        assert_eq!(BitRate(16_000_000_000_000).ps_per_byte(), 0);
     }
 
     #[test]

@@ -360,6 +360,12 @@ impl Switch {
         self.id
     }
 
+    /// The switch's ports: a unicast decision ([`Self::ingress_unicast`],
+    /// [`Emit::Enqueue`]) names one below this.
+    pub fn n_ports(&self) -> u16 {
+        self.n_ports
+    }
+
     /// Gives the switch its own clock: every timestamp its program reads
     /// from then on is this clock's reading ([`Clock`]).
     pub fn set_clock(&mut self, clock: Clock) {

@@ -262,6 +262,7 @@ impl World {
                     peer_node: 0,
                     peer_port_no: 0,
                     rate: p.rate,
+                    ps_per_byte: p.rate.ps_per_byte(),
                     delay: p.delay,
                     queue: EgressQueue::new(qcfg),
                     busy_until: SimTime::ZERO,
@@ -291,6 +292,16 @@ impl World {
         if let Forwarding::Pisa(switches) = &fwd {
             for port in ports.iter_mut().filter(|p| !p.is_host_port) {
                 port.egress_pass = switches[(port.node - topo.n_hosts) as usize].has_egress();
+            }
+            // What `switch_receive` relies on to queue a unicast decision
+            // without checking its port again.
+            for (sw, s) in switches.iter().enumerate() {
+                let node = &topo.nodes[topo.n_hosts as usize + sw];
+                assert_eq!(
+                    usize::from(s.n_ports()),
+                    node.ports.len(),
+                    "switch {sw}'s ports"
+                );
             }
         }
         World {
@@ -370,16 +381,22 @@ impl World {
                 self.arm_switch(sw);
             }
         }
-        let mut since_progress: u32 = 0;
+        // Every 2^16 events handled (each event popped is handled at once,
+        // so the queue's count of pops since here counts them).
+        let popped_before = self.q.popped();
         // The run stops between windows `[s, s + lookahead)` (s: the first
         // pending event), as the parallel mode does (sim/parallel.rs
         // `windows`); with no lookahead, before every event.
-        let mut window_end = SimTime::ZERO;
+        //
+        // Events strictly before `end` pop in one step: `end` is the
+        // window's end or the picosecond after the time limit, whichever
+        // is first (the same events as "before the window's end and not
+        // past the limit", one comparison an event); at `end` the run
+        // checks whether it is over and opens the next window.
+        let after_limit = SimTime(max_time.ps().saturating_add(1));
+        let mut end = SimTime::ZERO;
         loop {
-            // Events strictly before the window's end and not past the
-            // time limit pop in one step; at the window's end the run
-            // checks whether it is over and opens the next window.
-            let (now, ev) = match self.q.next_before(window_end, max_time) {
+            let (now, ev) = match self.q.next_below(end) {
                 Some(x) => x,
                 None => {
                     if self.pending_flow.is_none() && self.active_count == 0 {
@@ -392,14 +409,16 @@ impl World {
                     if t > max_time {
                         return StopReason::TimeLimit;
                     }
-                    window_end = SimTime(t.ps().saturating_add(self.lookahead.ps()));
+                    let window_end = SimTime(t.ps().saturating_add(self.lookahead.ps()));
+                    // (With `max_time` the largest time, `after_limit`
+                    // saturates to it, and `end` is the window's end: the
+                    // same events again.)
+                    end = window_end.min(after_limit);
                     self.q.next().expect("peeked")
                 }
             };
             self.handle(now, ev);
-            since_progress += 1;
-            if since_progress >= 1 << 16 {
-                since_progress = 0;
+            if self.q.popped().wrapping_sub(popped_before) & 0xFFFF == 0 {
                 if self.pfc.as_ref().is_some_and(|p| p.fatal.is_some()) {
                     // The deadlock detector fired: run_config reports it.
                     return StopReason::TimeLimit;

@@ -35,7 +35,7 @@
 //! order, used before, had no such fixed winner.
 
 use super::Ev;
-use pisanet_engine::{EventQueue, SimTime};
+use pisanet_engine::{ByEvent, EventQueue, SimTime, TieKey};
 
 impl Ev {
     /// The event's tie key at `time`: kind (see the module doc) << 32 |
@@ -61,6 +61,13 @@ impl Ev {
     }
 }
 
+impl TieKey for Ev {
+    #[inline(always)]
+    fn tie_key(&self, time: SimTime) -> u64 {
+        self.key(time)
+    }
+}
+
 /// A bijection of the 32-bit index for each time: the index XOR a word of
 /// the time, through an invertible integer mix (xor-shifts and
 /// multiplications by odd constants: C. Wellons's `lowbias32`). Distinct
@@ -77,9 +84,10 @@ pub fn scramble(index: u32, time: SimTime) -> u32 {
 }
 
 /// The world's event queue: [`EventQueue`] with every event keyed by
-/// [`Ev::key`] (never by insertion order).
+/// [`Ev::key`] (never by insertion order), computed only when two pending
+/// events have equal times ([`ByEvent`]).
 #[derive(Default)]
-pub struct Events(EventQueue<Ev>, u64);
+pub struct Events(EventQueue<Ev, ByEvent>, u64);
 
 impl Events {
     pub fn new() -> Self {
@@ -97,7 +105,7 @@ impl Events {
     /// Schedules `ev` at `time`, ordered among simultaneous events by its key.
     #[inline(always)]
     pub fn schedule(&mut self, time: SimTime, ev: Ev) {
-        self.0.schedule_key(time, ev.key(time), ev);
+        self.0.schedule_by_event(time, ev);
     }
 
     /// The time of the last event popped (the simulation clock).
@@ -115,12 +123,21 @@ impl Events {
 
     /// Removes and returns the earliest event of the window that ends at
     /// `end` (strictly before it) if it is not after `max_time`; `None` if
-    /// there is none (or `end` is zero). The single-thread loop and the
-    /// parallel mode's partitions run their windows with it.
+    /// there is none (or `end` is zero). The parallel mode's partitions run
+    /// their windows with it.
     #[inline(always)]
     pub fn next_before(&mut self, end: SimTime, max_time: SimTime) -> Option<(SimTime, Ev)> {
         let last = end.ps().checked_sub(1)?;
         self.0.next_until(max_time.min(SimTime(last)))
+    }
+
+    /// Removes and returns the earliest event if it is strictly before
+    /// `end`; `None` if there is none (or `end` is zero). The single-thread
+    /// loop runs its windows with it (`end`: the window's end or the time
+    /// limit's next picosecond, whichever is first).
+    #[inline(always)]
+    pub fn next_below(&mut self, end: SimTime) -> Option<(SimTime, Ev)> {
+        self.0.next_before(end)
     }
 
     #[inline(always)]
@@ -134,6 +151,12 @@ impl Events {
 
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// Events popped so far (all of them).
+    #[inline(always)]
+    pub fn popped(&self) -> u64 {
+        self.0.events_processed()
     }
 
     /// Events popped so far, less those `uncount`ed.

@@ -44,6 +44,9 @@ pub struct Port {
     pub carried_bytes: u64,
     /// Bytes of switch-made packets (probes, clones) transmitted.
     pub made_tx_bytes: u64,
+    /// `rate.ps_per_byte()`: a packet's serialization time without a
+    /// division (0 if the rate does not divide 8e12 ps exactly).
+    pub ps_per_byte: u64,
 }
 
 /// The packets on a link, in order of arrival: the first one's arena id
@@ -326,7 +329,7 @@ impl World {
     /// Transmits packet `id` (`size` bytes, `made` by a switch), just
     /// dequeued from port `p` with no egress pass, and tells TSQ if it
     /// left a host's NIC.
-    #[inline]
+    #[inline(always)]
     fn send_dequeued(&mut self, now: SimTime, p: PortIdx, id: PktId, size: u32, made: bool) {
         // TSQ: a host's packet leaves its NIC queue (flow, source, size).
         let from_host =
@@ -375,7 +378,7 @@ impl World {
     ) {
         let port = &mut self.ports[p as usize];
         port.queue.count_tx(size);
-        let done = now + port.rate.tx_time(size as u64);
+        let done = now + port.rate.tx_time_by(size as u64, port.ps_per_byte);
         port.busy_until = done;
         if !port.queue.is_empty() && !port.tx_event {
             port.tx_event = true;
@@ -552,6 +555,7 @@ mod tests {
             offset_of!(Port, rate),
             offset_of!(Port, delay),
             offset_of!(Port, carried_bytes),
+            offset_of!(Port, ps_per_byte),
         ] {
             assert_eq!(line(off), 3, "{off}");
         }

@@ -28,6 +28,30 @@ impl World {
             self.lose_id(id);
             return;
         }
+        self.enqueue_unicast(now, node, port, id, meta);
+    }
+
+    /// [`Self::enqueue_from_switch`] of a port the switch has: an ingress
+    /// pass's unicast decision, below the switch's `n_ports` (switch.rs,
+    /// `run_ingress`), which `World::new` checks is the node's port count.
+    #[inline]
+    pub(crate) fn enqueue_unicast(
+        &mut self,
+        now: SimTime,
+        node: NodeId,
+        port: PortNo,
+        id: PktId,
+        meta: QueueMeta,
+    ) {
+        let base = self.port_base[node as usize];
+        debug_assert!(
+            base + (port as PortIdx)
+                < self
+                    .port_base
+                    .get(node as usize + 1)
+                    .copied()
+                    .unwrap_or(self.ports.len() as PortIdx)
+        );
         self.arena.slot_mut(id).tm = TmMeta {
             enq_time: now,
             enq_qdepth: 0,
@@ -142,7 +166,7 @@ impl World {
                     self.emits = emits;
                 }
                 if let Some((port, meta)) = unicast {
-                    self.enqueue_from_switch(now, node, port, id, meta);
+                    self.enqueue_unicast(now, node, port, id, meta);
                 }
                 if rearm {
                     self.arm_switch(sw);
