@@ -17,7 +17,9 @@ control stops it while the device is busy). Each flow is a BulkSendApplication
 FCT of a flow = the last packet the sender received on the connection (the ACK
 of its last byte; the receiving PacketSink never closes, so nothing follows it)
 minus start_us, from FlowMonitor: the same definition as pisanet's (start to
-the last byte acknowledged), the handshake included.
+the last byte acknowledged), the handshake included. A flow whose receiver
+did not get all its bytes (the sender gave up: `TcpSocket::DataRetries` or
+`SynRetries`, 6 each) gets no FCT (NaN) and is listed in "incomplete".
 """
 
 from __future__ import annotations
