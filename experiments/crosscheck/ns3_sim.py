@@ -17,7 +17,9 @@ control stops it while the device is busy). Each flow is a BulkSendApplication
 FCT of a flow = the last packet the sender received on the connection (the ACK
 of its last byte; the receiving PacketSink never closes, so nothing follows it)
 minus start_us, from FlowMonitor: the same definition as pisanet's (start to
-the last byte acknowledged), the handshake included.
+the last byte acknowledged), the handshake included. A flow whose receiver
+did not get all its bytes (the sender gave up: `TcpSocket::DataRetries` or
+`SynRetries`, 6 each) gets no FCT (NaN) and is listed in "incomplete".
 """
 
 from __future__ import annotations
@@ -185,6 +187,35 @@ uint64_t DupAcks() { return dupacks; }
 uint64_t Recoveries() { return recoveries; }
 uint64_t Rtos() { return rtos; }
 uint64_t Segs() { return segs; }
+}
+"""
+
+# Bytes each PacketSink received, per (local address, peer address, peer
+# port), from its RxWithAddresses trace (always connected; a few map updates
+# per packet).
+RX_CPP = r"""
+#include <map>
+#include <tuple>
+#include <vector>
+namespace xrx {
+using namespace ns3;
+static std::map<std::tuple<uint32_t, uint32_t, uint16_t>, uint64_t> bytes;
+static std::vector<std::tuple<uint32_t, uint32_t, uint16_t, uint64_t>> flat;
+static void Rx(Ptr<const Packet> p, const Address& from, const Address& local) {
+  InetSocketAddress f = InetSocketAddress::ConvertFrom(from);
+  InetSocketAddress l = InetSocketAddress::ConvertFrom(local);
+  bytes[std::make_tuple(f.GetIpv4().Get(), l.GetIpv4().Get(), f.GetPort())] += p->GetSize();
+}
+void Connect(Ptr<Application> a) { a->TraceConnectWithoutContext("RxWithAddresses", MakeCallback(&Rx)); }
+uint32_t N() {
+  flat.clear();
+  for (auto& kv : bytes) flat.emplace_back(std::get<0>(kv.first), std::get<1>(kv.first), std::get<2>(kv.first), kv.second);
+  return flat.size();
+}
+uint32_t Addr(uint32_t k) { return std::get<0>(flat[k]); }
+uint32_t Local(uint32_t k) { return std::get<1>(flat[k]); }
+uint16_t Port(uint32_t k) { return std::get<2>(flat[k]); }
+uint64_t Bytes(uint32_t k) { return std::get<3>(flat[k]); }
 }
 """
 
@@ -375,6 +406,9 @@ def main() -> None:
     )
     sinks = sink.Install(_hosts(node_of, hosts))
     sinks.Start(ns.Seconds(0.0))
+    ns.cppyy.cppdef(RX_CPP)
+    for i in range(sinks.GetN()):
+        ns.cppyy.gbl.xrx.Connect(sinks.Get(i))
 
     flows = spec["flows"]
     for f in flows:
@@ -448,13 +482,30 @@ def main() -> None:
     by_pair: dict[tuple[int, int], list[int]] = {}
     for i, f in enumerate(flows):
         by_pair.setdefault((f["src"], f["dst"]), []).append(i)
+    # Bytes each receiving socket got in order, by (sender host, receiver
+    # host, sender port): a flow whose sender gave up (ns-3 aborts a
+    # connection after `TcpSocket::DataRetries` = 6 resends of one segment,
+    # as after `SynRetries` SYNs) has an ACK trace but not all its bytes, and
+    # gets no FCT.
+    got: dict[tuple[int, int, int], int] = {}
+    rx = ns.cppyy.gbl.xrx
+    for k in range(int(rx.N())):
+        key = (
+            host_index[addr_host[str(ns.Ipv4Address(int(rx.Addr(k))))]],
+            host_index[addr_host[str(ns.Ipv4Address(int(rx.Local(k))))]],
+            int(rx.Port(k)),
+        )
+        got[key] = int(rx.Bytes(k))
     fct_us = [float("nan")] * len(flows)
+    incomplete: list[int] = []
     for pair, ids in by_pair.items():
         ids.sort(key=lambda i: (flows[i]["start_us"], i))
         conns = sorted(fwd.get(pair, []))
         for i, (_first_ns, port, _last_fwd_ns, _rx) in zip(ids, conns, strict=False):
             last_ack_ns = back.get((pair[0], pair[1], port))
-            if last_ack_ns is not None:
+            if got.get((pair[0], pair[1], port), 0) < int(flows[i]["bytes"]):
+                incomplete.append(i)
+            elif last_ack_ns is not None:
                 fct_us[i] = last_ack_ns / 1000.0 - flows[i]["start_us"]
     delivered = sum(
         ns.DynamicCast[ns.PacketSink](sinks.Get(i)).GetTotalRx() for i in range(sinks.GetN())
@@ -484,6 +535,8 @@ def main() -> None:
         "sim_time_s": ns.Simulator.Now().GetSeconds(),
         "wall_s": time.time() - wall,
         "reasons": reasons,
+        # Flows whose receiver did not get all their bytes (no FCT).
+        "incomplete": incomplete,
     }
     if spec.get("count_tcp"):
         c = ns.cppyy.gbl.xcnt

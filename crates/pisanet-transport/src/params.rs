@@ -100,6 +100,9 @@ pub struct TransportParams {
     /// ns-3's CA_CWR ends at a retransmission timeout: the once-per-window guard on ECN cuts (DCTCP's or classic ECN's) is forgotten at a timeout, so the next ECE on new data cuts (and, with `cwr_ignores_dupacks`, enters CA_CWR) at once, also while the timeout's resends are outstanding (ns-3 3.44: `ReTxTimeout` enters CA_LOSS, `ReceivedAck` calls `EnterCwr` in any state but CA_CWR). Linux forgets it too but ignores ECE until the loss is repaired. Default false: the guard outlives the timeout (RFC 3168 section 6.1.2). See docs/model.md, "Hosts".
     #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
     pub cwr_ends_at_timeout: bool,
+    /// ns-3's window growth without congestion-window validation: every ACK of new data grows cwnd by the congestion controller's rule, also when the flow did not use its window (e.g. limited by the receive window), so cwnd can grow far past what is in flight and an ECN cut of it (DCTCP's (1 - alpha / 2) x cwnd) may leave the sending rate unchanged. ns-3 3.44's `TcpNewReno` and `TcpDctcp` do this. Default false: cwnd grows only when the flow was cwnd-limited, or in slow start below twice the largest flight (RFC 7661 section 4.2, Linux `tcp_is_cwnd_limited`). See docs/model.md, "Hosts".
+    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
+    pub unvalidated_cwnd: bool,
     /// ns-3's EnterCwr from fast recovery: an ACK of new data with ECE during NewReno fast recovery (DCTCP, or classic `ecn`) ends the recovery and enters ns-3's CA_CWR (window cut by the ECN reduction of the recovery's window; remaining losses wait for the RTO). ns-3 3.44 does this; Linux and RFC 3168 do not. Needs `cwr_ignores_dupacks`; without SACK only. Default false. See docs/model.md, "Hosts".
     #[schemars(extend("x-applies-when" = {"key": "transport.cwr_ignores_dupacks", "in": [true]}))]
     pub ece_ends_recovery: bool,
@@ -229,6 +232,7 @@ impl Default for TransportParams {
             cwr_ignores_dupacks: false,
             cwr_freeze: false,
             cwr_ends_at_timeout: false,
+            unvalidated_cwnd: false,
             ece_ends_recovery: false,
             dctcp_dupack_bytes: false,
             dctcp_loss_uses_alpha: false,
@@ -282,6 +286,7 @@ impl TransportParams {
             cwr_ignores_dupacks: self.cwr_ignores_dupacks,
             cwr_freeze: self.cwr_freeze,
             cwr_ends_at_timeout: self.cwr_ends_at_timeout,
+            unvalidated_cwnd: self.unvalidated_cwnd,
             rtt_every_ack: self.rtt_every_ack,
             ece_ends_recovery: self.ece_ends_recovery,
             dctcp_dupack_bytes: self.dctcp_dupack_bytes,

@@ -202,6 +202,14 @@ pub struct TcpConfig {
     /// ECE. Default false: the guard outlives the timeout. See
     /// docs/model.md, "Hosts".
     pub cwr_ends_at_timeout: bool,
+    /// ns-3's window growth: cwnd grows on every ACK of new data by the
+    /// controller's rule whether or not the flow used its window (ns-3
+    /// 3.44's `TcpSocketBase::ProcessAck` calls `IncreaseWindow` in
+    /// CA_OPEN without a cwnd-limited check; a flow limited by the receive
+    /// window grows cwnd without bound). Default false: congestion-window
+    /// validation (RFC 7661 section 4.2, Linux `tcp_is_cwnd_limited`). See
+    /// docs/model.md, "Hosts".
+    pub unvalidated_cwnd: bool,
     /// RTT samples from every ACK that acknowledges new data, as ns-3 and
     /// Linux take them, instead of one timed segment per round trip (RFC
     /// 6298 section 3's minimum, the model before this option). A sample
@@ -294,6 +302,7 @@ impl Default for TcpConfig {
             cwr_ignores_dupacks: false,
             cwr_freeze: false,
             cwr_ends_at_timeout: false,
+            unvalidated_cwnd: false,
             rtt_every_ack: false,
             ece_ends_recovery: false,
             dctcp_dupack_bytes: false,

@@ -588,3 +588,35 @@ fn cwr_ends_at_timeout_lets_the_next_ece_cut_at_once() {
         assert_eq!(cuts, vec![1, 2], "board {board}");
     }
 }
+
+#[test]
+fn unvalidated_cwnd_grows_while_the_receive_window_limits_the_flight() {
+    // A flow held to 2 segments by the receive window: with validation
+    // (RFC 7661 section 4.2) cwnd stays at its initial 10 segments (already
+    // above twice the largest flight); ns-3's rule grows it by one segment
+    // per segment acknowledged in slow start, 20 ACKs later to 30, while
+    // the flight never passes the receive window in either.
+    use super::test_util::ack_pkt;
+    let w = 2 * MSS as u32;
+    let mut grown = Vec::new();
+    for on in [false, true] {
+        let c = TcpConfig {
+            rwnd_bytes: w,
+            unvalidated_cwnd: on,
+            init_cwnd_segments: 10,
+            ..cfg(false)
+        };
+        let mut tx = TcpSender::new(&c, ends(), 100 * MSS);
+        let mut out = Vec::new();
+        tx.on_start(SimTime::ZERO, &mut out);
+        assert_eq!(segs(&out).len(), 2);
+        for i in 1..=20u64 {
+            let mut o = Vec::new();
+            tx.on_packet(us(10 * i), &ack_pkt(i * MSS, w, false), &mut o);
+            assert_eq!(segs(&o), vec![((i + 1) * MSS, MSS as u32)]);
+            assert!(tx.bytes_in_flight() <= 2 * MSS);
+        }
+        grown.push(tx.stats().cwnd_bytes);
+    }
+    assert_eq!(grown, vec![10 * MSS, 30 * MSS]);
+}

@@ -199,6 +199,8 @@ pub struct TcpSender {
     cwr_freeze: bool,
     /// `TcpConfig::cwr_ends_at_timeout`.
     cwr_ends_at_timeout: bool,
+    /// `TcpConfig::unvalidated_cwnd`.
+    unvalidated_cwnd: bool,
     /// The ACK being processed arrived inside a frozen CWR window.
     ack_in_cwr_freeze: bool,
     /// `TcpConfig::ece_ends_recovery` (with `cwr_ignores_dupacks`).
@@ -309,6 +311,7 @@ impl TcpSender {
             cwr_freeze_until: None,
             cwr_freeze: cfg.cwr_freeze,
             cwr_ends_at_timeout: cfg.cwr_ends_at_timeout,
+            unvalidated_cwnd: cfg.unvalidated_cwnd,
             ack_in_cwr_freeze: false,
             ece_ends_recovery: cfg.ece_ends_recovery && cfg.cwr_ignores_dupacks,
             dctcp_dupack_bytes: cfg.dctcp_dupack_bytes,
@@ -1251,8 +1254,11 @@ impl TcpSender {
     /// 4.2: the flow filled cwnd in the current window, or it is in slow
     /// start and cwnd is below twice the largest flight ("ensure cwnd grows
     /// to twice what was ACKed").
+    /// With `unvalidated_cwnd` always true (ns-3 3.44 has no such check).
     fn is_cwnd_limited(&self) -> bool {
-        self.is_cwnd_limited || (self.win.in_slow_start() && self.win.cwnd < 2 * self.max_flight)
+        self.unvalidated_cwnd
+            || self.is_cwnd_limited
+            || (self.win.in_slow_start() && self.win.cwnd < 2 * self.max_flight)
     }
 
     /// Linux `tcp_cwnd_validate` (net/ipv4/tcp_output.c, after commit

@@ -1,0 +1,150 @@
+"""One lone bulk flow on the dumbbell in ns-3 and pisanet, over time (issue 19).
+
+    nice -n 10 .venv/bin/python experiments/crosscheck/trace_bulk.py \\
+        [--cc newreno] [--mb 50] [--step-us 1000] [--ns3 KEY=VALUE ...] [--set KEY=VALUE ...]
+
+One flow of `--mb` MB from h0 to h4 (nothing else runs), ns-3 with the
+cross-check's attributes and its per-socket trace, pisanet with the ns-3-like
+options and a packet trace. Per `--step-us`: h0's NIC queue (packets) in
+both, and from ns-3's per-socket trace the sender's cwnd (segments) and
+bytes in flight (highest byte sent minus highest ACK). Used for finding 19
+of docs/results/crosscheck.md (a lone flow holds the same window in both).
+Not part of the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import crosscheck as xc
+
+import pisanet
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--cc", default="newreno")
+    ap.add_argument("--mb", type=float, default=50.0)
+    ap.add_argument("--step-us", type=float, default=1000.0)
+    ap.add_argument("--ns3", action="append", default=[])
+    ap.add_argument("--set", action="append", default=[])
+    ap.add_argument("--load-ns3-trace")
+    ap.add_argument("--save-ns3-trace")
+    ap.add_argument("--no-pisanet", action="store_true")
+    args = ap.parse_args()
+    flows = [{"start_us": 0, "src": 0, "dst": 4, "bytes": int(args.mb * 1e6)}]
+    step = args.step_us
+    # ns-3.
+    if args.load_ns3_trace:
+        text = Path(args.load_ns3_trace).read_text()
+    else:
+        nodes, links = xc.topology("dumbbell")
+        attrs = {**xc.NS3_ATTRS, **dict(kv.split("=", 1) for kv in args.ns3)}
+        queue: dict[str, Any] = {"limit_pkts": xc.BUFFER_PKTS}
+        if args.cc == "dctcp":
+            attrs["ns3::TcpSocketBase::UseEcn"] = "On"
+            queue["ecn_k_pkts"] = xc.K_PKTS
+        with tempfile.TemporaryDirectory() as tmp:
+            trace = Path(tmp) / "trace.txt"
+            spec = {
+                "nodes": nodes,
+                "links": links,
+                "flows": flows,
+                "cc": args.cc,
+                "queue": queue,
+                "attrs": attrs,
+                "stop_s": 1.0,
+                "trace": str(trace),
+                "trace_nics": ["h0"],
+            }
+            (Path(tmp) / "spec.json").write_text(json.dumps(spec))
+            out = Path(tmp) / "out.json"
+            py = xc.ensure_ns3()
+            proc = subprocess.run(
+                [
+                    *xc.nice10(),
+                    str(py),
+                    str(xc.HERE / "ns3_sim.py"),
+                    str(Path(tmp) / "spec.json"),
+                    str(out),
+                ],
+                capture_output=True,
+                text=True,
+            )
+            if proc.returncode != 0:
+                sys.exit(proc.stderr[-3000:])
+            print("ns-3:", json.loads(out.read_text())["fct_us"])
+            text = trace.read_text()
+        if args.save_ns3_trace:
+            Path(args.save_ns3_trace).write_text(text)
+    rows3: dict[int, dict[str, int]] = {}
+    nic = cwnd = high = ack = 0
+    for line in text.splitlines():
+        t, ctx, ev, a, b = line.split()[:5]
+        k = int(int(t) / 1000 // step)
+        if ev == "qlen":
+            nic = int(b)
+        elif "/NodeList/0/" in ctx and ev == "cwnd":
+            cwnd = int(b)
+        elif "/NodeList/0/" in ctx and ev == "tx":
+            high = max(high, int(a) + int(b))
+        elif "/NodeList/0/" in ctx and ev in ("rx", "rxe"):
+            ack = max(ack, int(a))
+        else:
+            continue
+        r = rows3.setdefault(k, {"nic": 0, "cwnd": 0, "flight": 0})
+        r["nic"] = max(r["nic"], nic)
+        r["cwnd"] = max(r["cwnd"], cwnd // 1448)
+        if high and ack:
+            r["flight"] = max(r["flight"], high - ack)
+    if args.no_pisanet:
+        for k in sorted(rows3):
+            r = rows3[k]
+            print(
+                f"{k * step:8.0f} ns3 nic {r['nic']:5d} cwnd {r['cwnd']:6d} flight {r['flight']:8d}"
+            )
+        return
+    # pisanet.
+    over = xc.for_cc(args.cc, {**xc.PISANET_BASE, **xc.NS3_LIKE})
+    with tempfile.TemporaryDirectory() as tmp:
+        topo, csv = xc.write_inputs(tmp, "dumbbell", flows)
+        cfg: dict[str, Any] = {
+            "run": {"seed": 1, "max_sim_time_ms": 1000},
+            "topology": {
+                "kind": "custom",
+                "file": str(topo),
+                "host_link_gbps": xc.GBPS,
+                "fabric_link_gbps": xc.GBPS,
+                "link_delay_us": xc.DELAY_US,
+            },
+            "transport": {"kind": args.cc},
+            "workload": {"pattern": "file", "file": str(csv)},
+            "metrics": {"trace": {"flows": [0], "max_rows": 10_000_000}},
+        }
+        sets = [f"{k}={pisanet.config.toml_value(v)}" for k, v in over.items()] + args.set
+        r = pisanet.run(cfg, set=sets)
+    print("pisanet:", r.flows["fct"].tolist())
+    tr = r.trace
+    assert tr is not None
+    rowsp: dict[int, dict[str, int]] = {}
+    enq = tr[(tr["node"] == "h0") & (tr["event"] == "enqueue")]
+    for row in enq.itertuples():
+        k = int(row.time // step)
+        rp = rowsp.setdefault(k, {"nic": 0})
+        rp["nic"] = max(rp["nic"], round(row.depth_bytes / 1518))
+    for k in sorted(set(rows3) | set(rowsp)):
+        r3 = rows3.get(k, {"nic": 0, "cwnd": 0, "flight": 0})
+        rp = rowsp.get(k, {"nic": 0})
+        print(
+            f"{k * step:8.0f} ns3 nic {r3['nic']:5d} cwnd {r3['cwnd']:6d} flight {r3['flight']:8d} | pisanet nic {rp['nic']:5d}"
+        )
+
+
+if __name__ == "__main__":
+    main()
