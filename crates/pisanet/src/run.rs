@@ -294,8 +294,8 @@ fn build_generator(
                 default_transport: g.transport,
                 default_duration: g.duration,
                 tcp_limits_refused: TCP_LIMITS_REFUSED,
-                udp_and_duration_refused: cfg.run.threads.map(|_| {
-                    "run.threads: the parallel mode does not support UDP or duration-limited flows yet (sim/parallel.rs `refusal`); unset run.threads to run this list on one thread"
+                udp_refused: cfg.run.threads.map(|_| {
+                    "run.threads: the parallel mode does not support UDP flows (sim/parallel.rs `refusal`); unset run.threads to run this list on one thread"
                 }),
             };
             let flows =

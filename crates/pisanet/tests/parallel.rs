@@ -275,8 +275,7 @@ fn a_flow_list_runs_in_parallel_and_its_udp_rows_are_refused_by_line() {
     let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
     let par = same_at_1_2_3(FAT, &sets);
     assert_eq!(par.summary["flows"]["completed"], 70);
-    // A UDP row (or a duration) is refused with its line, in parallel mode
-    // only.
+    // A UDP row is refused with its line, in parallel mode only.
     let sets = flow_list("udp", 5, "30,1,9,5000,,0\n31,2,9,5000,dcqcn,0\n");
     let mut o = sets.clone();
     o.push("run.threads=2".into());
@@ -284,6 +283,66 @@ fn a_flow_list_runs_in_parallel_and_its_udp_rows_are_refused_by_line() {
     assert_eq!(e.kind, ErrorKind::Input, "{e}");
     assert!(!e.message.contains('\n'), "{e}");
     assert!(e.message.contains("line 8: a UDP flow: run.threads"), "{e}");
+}
+
+/// Writes `text` to a scratch flow list named `name`; returns its `--set`s.
+fn flow_file(name: &str, text: &str) -> Vec<String> {
+    let d = std::env::temp_dir().join(format!("pisanet-parallel-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let path = d.join("flows.csv");
+    std::fs::write(&path, text).unwrap();
+    vec![
+        "workload.pattern=file".into(),
+        format!("workload.file={:?}", path.to_str().unwrap()),
+        "run.unused_keys=ignore".into(),
+    ]
+}
+
+#[test]
+fn duration_limited_flows_close_alike_at_every_thread_count() {
+    // A duration-limited sender closes at start + duration and tells its
+    // receiver the flow's size at that instant; a receiver in another
+    // partition learns it at the end of the window, before the sender's
+    // FIN (sim/parallel.rs `Part::closed`). Rows with only a duration
+    // (bytes empty: the size is what was sent), with bytes and a duration
+    // that ends them first, capped by an application rate, and ordinary
+    // rows between them; the run ends with some still running.
+    let mut text = String::from("start_us,src,dst,bytes,rate_gbps,duration_us\n");
+    for i in 0..40u32 {
+        let src = i % 16;
+        let dst = (src + 3 + (i * 5) % 13) % 16;
+        let row = match i % 4 {
+            0 => format!("{},{src},{dst},,,{}\n", i * 10, 200 + i * 13),
+            1 => format!("{},{src},{dst},2000000,,{}\n", i * 10, 150 + i * 7),
+            2 => format!("{},{src},{dst},,2.5,{}\n", i * 10, 300 + i * 11),
+            _ => format!("{},{src},{dst},{},,\n", i * 10, 20_000 + i * 3001),
+        };
+        text += &row;
+    }
+    let sets = flow_file("duration", &text);
+    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+    let par = same_at_1_2_3(FAT, &sets);
+    assert_eq!(par.summary["flows"]["completed"], 40);
+    // The duration closed the flows without bytes and cut the 2 MB ones.
+    for (i, &b) in par.flows.bytes.iter().enumerate() {
+        match i % 4 {
+            0 | 2 => assert!(b > 0 && b < u64::MAX, "flow {i}: {b} bytes"),
+            1 => assert!(b < 2_000_000, "flow {i}: {b} bytes"),
+            _ => {}
+        }
+    }
+    // Stopped while flows run and lingering receivers wait, with a group
+    // of duration-limited flows too.
+    let mut stop = sets.clone();
+    stop.push("run.max_sim_time_ms=0.4");
+    let par = same_at_1_2_3(FAT, &stop);
+    assert_eq!(par.summary["stop_reason"], "time_limit");
+    let group = [
+        "workload.flows=60",
+        "workload.groups=[{flows=20, load=0.2, duration_us=300.0}]",
+        "run.unused_keys=ignore",
+    ];
+    same_at_1_2_3(FAT, &group);
 }
 
 #[test]

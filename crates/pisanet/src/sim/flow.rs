@@ -503,6 +503,12 @@ impl World {
                         tx.close(now, &mut out);
                         rx.set_size(now, tx.size_bytes());
                         af.rec.bytes = tx.size_bytes();
+                        if let Some(part) = self.part.as_deref_mut() {
+                            // Parallel mode: a receiver in another partition
+                            // learns the size at the end of the window
+                            // (sim/parallel.rs `Part::closed`).
+                            part.closed(id, &af.rec, now);
+                        }
                     }
                     tx.on_timer(now, &mut out);
                     af.tsq_blocked = tx.is_budget_blocked();

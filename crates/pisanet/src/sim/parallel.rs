@@ -114,11 +114,11 @@ pub fn refusal(cfg: &Config) -> Option<String> {
         } else {
             cfg.workload.groups.iter().enumerate().find_map(|(k, g)| {
                 let udp = crate::config::group_transport(g, cfg) == Transport::Udp;
-                // NOTE: a flow list's UDP and duration-limited rows are
-                // refused as the list is read (run.rs, `build_generator`).
-                if udp || g.duration_us.is_some() {
+                // NOTE: a flow list's UDP rows are refused as the list is
+                // read (run.rs, `build_generator`).
+                if udp {
                     Some(format!(
-                        "workload.groups[{k}] (UDP and duration-limited groups: a duration-limited flow's sender tells its receiver the flow's size at the instant it closes)"
+                        "workload.groups[{k}] with UDP (UDP and rate-based flows: a flow ends when its sender sees its receiver's count, and they may be in two partitions)"
                     ))
                 } else {
                     None
@@ -146,6 +146,9 @@ pub(crate) struct Part {
     /// Data of senders in other partitions dropped here this window:
     /// (flow, time, payload bytes, the host that sent it).
     pub(crate) losses: Vec<(FlowId, SimTime, u32, HostId)>,
+    /// Duration-limited flows whose senders closed here this window, with
+    /// their receivers in other partitions: (flow, receiver, when, size).
+    closed: Vec<(FlowId, HostId, SimTime, u64)>,
     /// Partition 0 only: the flows that arrived this window (their
     /// attributes), for the collector to open their rows in id order.
     started: Vec<(FlowId, FlowRecord)>,
@@ -216,6 +219,18 @@ impl Part {
             at: now.map(|t| (t, Ev::Release(id).key(t))),
             rec: *rec,
         });
+    }
+
+    /// A duration-limited flow's sender closed at `now` (its application's
+    /// duration is over): the flow's size is what it sent (`rec.bytes`).
+    /// A single-thread run tells the receiver at once
+    /// (`TcpReceiver::set_size`); a receiver in another partition learns
+    /// it at the end of the window, before anything the sender sends at
+    /// or after `now` (its FIN) can reach it.
+    pub(crate) fn closed(&mut self, id: FlowId, rec: &FlowRecord, now: SimTime) {
+        if !self.local_host(rec.dst) {
+            self.closed.push((id, rec.dst, now, rec.bytes));
+        }
     }
 
     /// Flow `id`'s sender completed here at `rec.finish`: the collector
@@ -364,6 +379,7 @@ impl World {
             port_to,
             outbox: (0..parts).map(|_| Vec::new()).collect(),
             losses: Vec::new(),
+            closed: Vec::new(),
             started: Vec::new(),
             ended: Vec::new(),
         }));
@@ -536,6 +552,18 @@ impl World {
         }
     }
 
+    /// The sender of `id`, in another partition, closed at `at` with
+    /// `size` bytes sent (`Part::closed`): the receiver here is told, as
+    /// a single-thread run tells it at `at`.
+    fn closed_elsewhere(&mut self, id: FlowId, at: SimTime, size: u64) {
+        if let Some(Some(af)) = self.active.get_mut(id as usize) {
+            af.rec.bytes = size;
+            if let Endpoints::Tcp { rx, .. } = &mut af.ends {
+                rx.set_size(at, size);
+            }
+        }
+    }
+
     /// The sender of `id` completed at `finish` in another partition: the
     /// receiver here lingers until `finish + lookahead` (as in a
     /// single-thread run, `complete_flow`), then `release` checks what it
@@ -598,6 +626,18 @@ fn exchange(worlds: &mut [World], parallel: bool, stats: &mut ParStats, collecto
     // another partition has it released there; every part goes to the
     // collector, which writes the rows complete this window.
     collector.open_flows(&mut worlds[0]);
+    // Duration-limited senders that closed this window tell their
+    // receivers the flow's size.
+    for i in 0..n {
+        let part = worlds[i].part.as_deref_mut().expect("parallel mode");
+        let mut closed = std::mem::take(&mut part.closed);
+        for &(id, dst, at, size) in &closed {
+            let to = node_part(&worlds[i])[dst as usize] as usize;
+            worlds[to].closed_elsewhere(id, at, size);
+        }
+        closed.clear();
+        worlds[i].part.as_deref_mut().expect("parallel mode").closed = closed;
+    }
     for i in 0..n {
         let part = worlds[i].part.as_deref_mut().expect("parallel mode");
         let mut ended = std::mem::take(&mut part.ended);
