@@ -346,6 +346,60 @@ fn duration_limited_flows_close_alike_at_every_thread_count() {
 }
 
 #[test]
+fn link_failures_are_applied_alike_at_every_thread_count() {
+    // A failure is a scheduled event: the partitions of the link's two
+    // ends each apply their own end at its instant (the sender's `up` and
+    // its switch's port status, the receiver's count of the packets on
+    // the wire, those still in the sender's outbox included;
+    // sim/parallel.rs `link_event_part`). Links between partitions
+    // (agg-core, leaf-spine) and inside one (host-edge), down and up
+    // again, twice within a microsecond (one window), under load.
+    let fat = "events=[\
+        {at_ms=0.3, kind=\"link_down\", link=\"agg1_0-core0\"},\
+        {at_ms=0.5, kind=\"link_down\", link=\"agg0_0-core1\"},\
+        {at_ms=0.5004, kind=\"link_up\", link=\"agg0_0-core1\"},\
+        {at_ms=0.5008, kind=\"link_down\", link=\"agg0_0-core1\"},\
+        {at_ms=0.7, kind=\"link_down\", link=\"h5-edge1_0\"},\
+        {at_ms=1.2, kind=\"link_up\", link=\"agg1_0-core0\"},\
+        {at_ms=1.5, kind=\"link_up\", link=\"h5-edge1_0\"},\
+        {at_ms=2.0, kind=\"link_up\", link=\"agg0_0-core1\"}]";
+    // Every host sends 1 MB to the next pod at once: the fabric's links
+    // are busy when they fail.
+    let mut text = String::from("start_us,src,dst,bytes\n");
+    for h in 0..16 {
+        text += &format!("{},{h},{},1000000\n", h * 3, (h + 4) % 16);
+    }
+    let list = flow_file("failures", &text);
+    for scheme in ["ecmp", "hula"] {
+        let kind = format!("scheme.kind={scheme}");
+        let mut sets: Vec<&str> = list.iter().map(String::as_str).collect();
+        sets.extend([
+            fat,
+            &kind,
+            // Windows of 5 us: packets the sender put on a link in the
+            // window of its failure are still in its outbox.
+            "topology.link_delay_us=5",
+        ]);
+        let par = same_at_1_2_3(FAT, &sets);
+        assert!(
+            par.summary["packets"]["dropped"].as_u64().unwrap() > 0,
+            "{scheme}: no drops"
+        );
+    }
+    let leaf = "events=[\
+        {at_ms=0.2, kind=\"link_down\", link=\"leaf2-spine0\"},\
+        {at_ms=0.9, kind=\"link_up\", link=\"leaf2-spine0\"},\
+        {at_ms=0.4, kind=\"link_down\", link=\"leaf0-spine1\"}]";
+    for scheme in ["ecmp", "conga"] {
+        let kind = format!("scheme.kind={scheme}");
+        same_at_1_2_3(
+            LEAF,
+            &[leaf, &kind, "workload.flows=100", "run.unused_keys=ignore"],
+        );
+    }
+}
+
+#[test]
 fn what_the_parallel_mode_does_not_support_is_refused_with_one_line() {
     let cases: &[(&str, &[&str], &str)] = &[
         (FAT, &["topology.pfc.enabled=true"], "PFC"),
@@ -353,11 +407,6 @@ fn what_the_parallel_mode_does_not_support_is_refused_with_one_line() {
             FAT,
             &["metrics.goodput_interval_us=100"],
             "goodput_interval_us",
-        ),
-        (
-            FAT,
-            &["events=[{at_ms=1.0, kind=\"link_down\", link=\"edge0_0-agg0_0\"}]"],
-            "events",
         ),
         (FAT, &["topology.link_loss_rate=0.001"], "link_loss_rate"),
         (FAT, &["metrics.flow_stats=true"], "metrics.flow_stats"),

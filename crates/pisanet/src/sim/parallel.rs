@@ -93,11 +93,6 @@ pub fn refusal(cfg: &Config) -> Option<String> {
                 "topology.link_loss_rate (random link loss: one random stream serves every link, drawn in the order of the whole run's transmissions)"
                     .into(),
             )
-        } else if !cfg.events.is_empty() {
-            Some(
-                "events (link failures: a failure changes the switches at both ends of a link at one instant, and a link may join two partitions)"
-                    .into(),
-            )
         } else if cfg.transport.kind == pisanet_transport::params::TransportKind::Udp {
             Some(
                 "transport.kind \"udp\" (UDP and rate-based flows: a flow ends when its sender sees its receiver's count, and they may be in two partitions)"
@@ -149,6 +144,11 @@ pub(crate) struct Part {
     /// Duration-limited flows whose senders closed here this window, with
     /// their receivers in other partitions: (flow, receiver, when, size).
     closed: Vec<(FlowId, HostId, SimTime, u64)>,
+    /// Links to other partitions that failed this window: (sending port,
+    /// packets it put in the outbox this window before its last failure).
+    /// They were on the wire when it failed; the receiving partition adds
+    /// them to the wire's lost count (`World::link_event_part`).
+    lost_on_wire: Vec<(PortIdx, u32)>,
     /// Partition 0 only: the flows that arrived this window (their
     /// attributes), for the collector to open their rows in id order.
     started: Vec<(FlowId, FlowRecord)>,
@@ -380,6 +380,7 @@ impl World {
             outbox: (0..parts).map(|_| Vec::new()).collect(),
             losses: Vec::new(),
             closed: Vec::new(),
+            lost_on_wire: Vec::new(),
             started: Vec::new(),
             ended: Vec::new(),
         }));
@@ -393,6 +394,20 @@ impl World {
         if let Some(f) = &self.pending_flow {
             self.q.schedule(f.start, Ev::NextFlow);
         }
+        // Link failures: the partitions of the link's two ends each apply
+        // their own end at the event's instant (`link_event_part`).
+        let me = self.part.as_ref().map_or(0, |p| p.me);
+        for i in 0..self.link_events.len() {
+            let e = &self.link_events[i];
+            let node_part = &self.part.as_ref().expect("parallel mode").node_part;
+            let mine = e
+                .ports
+                .iter()
+                .any(|&p| node_part[self.ports[p as usize].node as usize] == me);
+            if mine {
+                self.q.schedule(e.at, Ev::LinkEvent(i as u32));
+            }
+        }
         // Samples: every partition samples every selected port at the
         // single-thread run's instants (the rows line up); `merge` keeps
         // each value from the port's own partition.
@@ -403,7 +418,6 @@ impl World {
             self.rates.last = vec![(0, 0); self.rates.ports.len()];
             self.q.schedule(iv, Ev::RateSample);
         }
-        let me = self.part.as_ref().map_or(0, |p| p.me);
         if let Forwarding::Pisa(switches) = &self.fwd {
             let n = switches.len() as u32;
             for sw in 0..n {
@@ -423,7 +437,75 @@ impl World {
                 // Every partition runs its copy: one counts (`start_partition`).
                 self.q.uncount();
             }
+            if let Ev::LinkEvent(i) = ev {
+                self.link_event_part(now, i);
+                continue;
+            }
             self.handle(now, ev);
+        }
+    }
+
+    /// `on_link_event` (sim/port.rs) in a partition: a link's state is
+    /// read by the sender of each direction (the port's `up`, and its
+    /// switch's control plane, told of the change) and by its receiver
+    /// (the wire's `lost`: the packets on the wire when the link failed
+    /// are lost as they arrive). Each partition applies what it owns at
+    /// the event's instant, in the event's (time, key) place, as the
+    /// single-thread run does: the sender's side sets `up` and tells its
+    /// switch; the receiver's side counts the packets on its copy of the
+    /// wire; the packets the sender put on the link this window, still in
+    /// its outbox, were on the wire too, and are added to the count when
+    /// they are handed over (`exchange`). The event is counted once, by
+    /// the partition of its first port's node.
+    fn link_event_part(&mut self, now: SimTime, i: u32) {
+        let (up, ends) = {
+            let e = &self.link_events[i as usize];
+            (e.up, e.ports)
+        };
+        let part = self.part.as_deref().expect("parallel mode");
+        let me = part.me;
+        let owners = ends.map(|p| {
+            let port = &self.ports[p as usize];
+            (
+                part.node_part[port.node as usize],
+                part.node_part[port.peer_node as usize],
+            )
+        });
+        if owners[0].0 != me {
+            self.q.uncount();
+        }
+        for (p, (port_owner, peer_owner)) in ends.into_iter().zip(owners) {
+            if peer_owner == me && !up {
+                let wire = &mut self.ports[p as usize].wire;
+                wire.lost = wire.len() as u32;
+            }
+            if port_owner != me {
+                continue;
+            }
+            if peer_owner != me && !up {
+                let part = self.part.as_deref_mut().expect("parallel mode");
+                let sent = part.outbox[peer_owner as usize]
+                    .iter()
+                    .filter(|c| c.1 == p)
+                    .count() as u32;
+                // NOTE: a later failure in the same window replaces the
+                // count, as it replaces the wire's (`on_link_event`).
+                match part.lost_on_wire.iter_mut().find(|x| x.0 == p) {
+                    Some(x) => x.1 = sent,
+                    None => part.lost_on_wire.push((p, sent)),
+                }
+            }
+            let port = &mut self.ports[p as usize];
+            port.up = up;
+            let node = port.node;
+            let port_no = port.port_no;
+            if !self.topo.is_host(node) {
+                let sw = node - self.topo.n_hosts;
+                if let Forwarding::Pisa(switches) = &mut self.fwd {
+                    switches[sw as usize].port_status(now, port_no, up);
+                    self.arm_switch(sw);
+                }
+            }
         }
     }
 
@@ -612,6 +694,16 @@ fn exchange(worlds: &mut [World], parallel: bool, stats: &mut ParStats, collecto
     } else {
         for (w, lists) in worlds.iter_mut().zip(inbox.iter_mut()) {
             deliver(w, lists);
+        }
+    }
+    // Packets put on links that failed this window were on the wire when
+    // they failed: the receiving partition drops them as they arrive.
+    for i in 0..n {
+        let part = worlds[i].part.as_deref_mut().expect("parallel mode");
+        let lost = std::mem::take(&mut part.lost_on_wire);
+        for &(p, sent) in &lost {
+            let to = part.port_to[p as usize] as usize;
+            worlds[to].ports[p as usize].wire.lost += sent;
         }
     }
     // The emptied buffers go back, to keep their capacity.
