@@ -117,6 +117,12 @@ fn same_at_1_2_3(cfg: &str, sets: &[&str]) -> RunOutput {
             format!("{:?}", single.port_rates),
             "threads {t}"
         );
+        // Per-flow goodput, row for row.
+        assert_eq!(
+            format!("{:?}", o.goodput),
+            format!("{:?}", single.goodput),
+            "threads {t}"
+        );
     }
     runs.swap_remove(0)
 }
@@ -346,6 +352,78 @@ fn duration_limited_flows_close_alike_at_every_thread_count() {
 }
 
 #[test]
+fn per_flow_measurement_is_the_single_thread_runs() {
+    // A flow's sender (RTT, TCP counters) and receiver (one-way delays,
+    // deadline misses, goodput) measure it in their own partitions; a
+    // receiver holds what it measures until the end of the window and
+    // drops what came after its sender completed; the collector puts the
+    // parts together and closes them, and the goodput rows are put in the
+    // order of the events that wrote them (sim/parallel.rs).
+    let lossy = [
+        "metrics.flow_stats=true",
+        "metrics.goodput_interval_us=20",
+        "topology.buffer_kb=20",
+        "transport.kind=newreno",
+        "workload.flows=100",
+    ];
+    let par = same_at_1_2_3(FAT, &lossy);
+    let fs = &par.summary["flow_stats"];
+    assert!(fs["delay_us"]["packets"].as_u64().unwrap() > 0, "{fs}");
+    assert!(fs["rtt_us"]["samples"].as_u64().unwrap() > 0, "{fs}");
+    assert!(par.goodput.flow.len() > 100);
+    assert!(par.summary["retransmissions"].as_u64().unwrap() > 0);
+    // Goodput alone, with a scheme that sends probes; and stopped while
+    // flows run (their measurement is closed at the end).
+    same_at_1_2_3(
+        LEAF,
+        &[
+            "metrics.goodput_interval_us=50",
+            "scheme.kind=hula",
+            "workload.flows=80",
+            "run.unused_keys=ignore",
+        ],
+    );
+    // Per-packet spraying reorders: spurious fast retransmissions reach
+    // receivers after their senders completed, within the window (10 us
+    // links), and must not be measured.
+    same_at_1_2_3(
+        FAT,
+        &[
+            "metrics.flow_stats=true",
+            "metrics.goodput_interval_us=20",
+            "transport.kind=newreno",
+            "scheme.kind=rps",
+            "topology.link_delay_us=10",
+            "workload.flows=100",
+            "run.seed=2",
+        ],
+    );
+    let mut stop = lossy.to_vec();
+    stop.push("run.max_sim_time_ms=2");
+    let par = same_at_1_2_3(FAT, &stop);
+    assert_eq!(par.summary["stop_reason"], "time_limit");
+    // Deadlines (a flow list's deadline_us), some missed.
+    let mut text = String::from("start_us,src,dst,bytes,deadline_us\n");
+    for i in 0..60u32 {
+        let src = i % 16;
+        let dst = (src + 5 + (i * 3) % 11) % 16;
+        let deadline = if i % 3 == 0 { "" } else { "12" };
+        text += &format!(
+            "{},{src},{dst},{},{deadline}\n",
+            i * 5,
+            10_000 + (i * 7919) % 200_000
+        );
+    }
+    let sets = flow_file("deadlines", &text);
+    let mut sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+    sets.extend(["metrics.flow_stats=true", "metrics.goodput_interval_us=30"]);
+    let par = same_at_1_2_3(FAT, &sets);
+    let dl = &par.summary["flow_stats"]["deadline"];
+    assert_eq!(dl["flows"], 40, "{dl}");
+    assert!(dl["missed_packets"].as_u64().unwrap() > 0, "{dl}");
+}
+
+#[test]
 fn link_failures_are_applied_alike_at_every_thread_count() {
     // A failure is a scheduled event: the partitions of the link's two
     // ends each apply their own end at its instant (the sender's `up` and
@@ -403,13 +481,7 @@ fn link_failures_are_applied_alike_at_every_thread_count() {
 fn what_the_parallel_mode_does_not_support_is_refused_with_one_line() {
     let cases: &[(&str, &[&str], &str)] = &[
         (FAT, &["topology.pfc.enabled=true"], "PFC"),
-        (
-            FAT,
-            &["metrics.goodput_interval_us=100"],
-            "goodput_interval_us",
-        ),
         (FAT, &["topology.link_loss_rate=0.001"], "link_loss_rate"),
-        (FAT, &["metrics.flow_stats=true"], "metrics.flow_stats"),
         (FAT, &["transport.kind=udp"], "udp"),
         (
             FAT,

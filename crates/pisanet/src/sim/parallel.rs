@@ -30,6 +30,7 @@
 //! single-thread rule).
 
 use super::flow::{ActiveFlow, Endpoints, Plan};
+use super::meter::{FlowMeter, FlowStats, Meter};
 use super::*;
 use crate::config::Config;
 use pisanet_net::topology::NodeKind;
@@ -98,11 +99,6 @@ pub fn refusal(cfg: &Config) -> Option<String> {
                 "transport.kind \"udp\" (UDP and rate-based flows: a flow ends when its sender sees its receiver's count, and they may be in two partitions)"
                     .into(),
             )
-        } else if m.flow_stats || m.goodput_interval_us > 0.0 {
-            Some(
-                "metrics.flow_stats and metrics.goodput_interval_us (per-flow measurement: a flow's sender and receiver measure it in their own partitions)"
-                    .into(),
-            )
         } else if !m.pcap.ports.is_empty() || !m.trace.ports.is_empty() || !m.trace.flows.is_empty()
         {
             Some("metrics.pcap and metrics.trace (capture: one capture file per run)".into())
@@ -149,6 +145,9 @@ pub(crate) struct Part {
     /// They were on the wire when it failed; the receiving partition adds
     /// them to the wire's lost count (`World::link_event_part`).
     lost_on_wire: Vec<(PortIdx, u32)>,
+    /// Per-flow measurement that left this window (`meter_part`): (flow,
+    /// which side, the (time, key) of the event that closed it, its state).
+    meters: Vec<(FlowId, Side, (SimTime, u64), Box<FlowMeter>)>,
     /// Partition 0 only: the flows that arrived this window (their
     /// attributes), for the collector to open their rows in id order.
     started: Vec<(FlowId, FlowRecord)>,
@@ -233,16 +232,44 @@ impl Part {
         }
     }
 
-    /// Flow `id`'s sender completed here at `rec.finish`: the collector
-    /// learns when (what losses elsewhere it is charged), and, if its
-    /// receiver is in another partition, that partition releases it.
-    pub(crate) fn sender_completed(&mut self, id: FlowId, rec: &FlowRecord) {
+    /// Flow `id`'s sender completed here at `rec.finish`, in the event at
+    /// `at` (known with per-flow measurement): the collector learns when
+    /// (what losses elsewhere it is charged), and, if its receiver is in
+    /// another partition, that partition releases it (and stops measuring
+    /// it from `at` on).
+    pub(crate) fn sender_completed(
+        &mut self,
+        id: FlowId,
+        rec: &FlowRecord,
+        at: Option<(SimTime, u64)>,
+    ) {
         self.ended.push(Ended {
             id,
             side: Side::Sender,
-            at: None,
+            at,
             rec: *rec,
         });
+    }
+
+    /// Flow `id`'s measurement here (`fm`) is over, closed by the event at
+    /// `at` (its sender's completion, or the end of the run): it goes to
+    /// the collector, which puts the sender's and the receiver's parts
+    /// together and closes it (`Collector::write`).
+    pub(crate) fn meter_part(
+        &mut self,
+        id: FlowId,
+        rec: &FlowRecord,
+        at: (SimTime, u64),
+        fm: Option<Box<FlowMeter>>,
+    ) {
+        let side = match (self.local_host(rec.src), self.local_host(rec.dst)) {
+            (true, true) => Side::Whole,
+            (true, false) => Side::Sender,
+            _ => Side::Receiver,
+        };
+        if let Some(fm) = fm {
+            self.meters.push((id, side, at, fm));
+        }
     }
 }
 
@@ -381,6 +408,7 @@ impl World {
             losses: Vec::new(),
             closed: Vec::new(),
             lost_on_wire: Vec::new(),
+            meters: Vec::new(),
             started: Vec::new(),
             ended: Vec::new(),
         }));
@@ -441,8 +469,31 @@ impl World {
                 self.link_event_part(now, i);
                 continue;
             }
+            if let Some(m) = self.meter.as_deref_mut() {
+                // Per-flow measurement keys what it holds and writes by
+                // the event (`Meter::at`).
+                m.at = (now, ev.key(now));
+            }
             self.handle(now, ev);
         }
+    }
+
+    /// Applies what this partition's receivers measured and held this
+    /// window (`FlowMeter::pending`), in event order.
+    fn apply_held_measurements(&mut self) {
+        let Some(m) = self.meter.as_deref_mut() else {
+            return;
+        };
+        let touched = std::mem::take(&mut m.touched);
+        for &id in &touched {
+            if let Some(Some(af)) = self.active.get_mut(id as usize) {
+                if let Some(fm) = af.meter.as_deref_mut() {
+                    m.apply_pending(fm, id, None);
+                }
+            }
+        }
+        m.touched = touched;
+        m.touched.clear();
     }
 
     /// `on_link_event` (sim/port.rs) in a partition: a link's state is
@@ -573,7 +624,13 @@ impl World {
             reordered: 0,
             lost_packets: 0,
             lost_bytes: 0,
-            meter: None,
+            // A receiver whose sender is elsewhere holds what it measures
+            // until the end of the window (`FlowMeter::pending`).
+            meter: self.meter.as_deref_mut().map(|m| {
+                let mut fm = m.new_flow(f.attrs.deadline);
+                fm.pending = Some(Vec::new());
+                fm
+            }),
             stats: None,
         }));
         // NOTE: not counted in `active_count`: the flow is active in its
@@ -651,11 +708,25 @@ impl World {
     /// single-thread run, `complete_flow`), then `release` checks what it
     /// delivered. Called at the end of the window, which is no later than
     /// `finish + lookahead`.
-    fn sender_completed_elsewhere(&mut self, id: FlowId, finish: SimTime) {
-        if let Some(Some(af)) = self.active.get_mut(id as usize) {
-            af.rec.finish = Some(finish);
-            self.q.schedule(finish + self.lookahead, Ev::Release(id));
-        }
+    ///
+    /// With per-flow measurement, what the receiver measured before the
+    /// completion's event `at` (held this window, `FlowMeter::pending`)
+    /// is applied, the rest dropped (a single-thread run measures nothing
+    /// after it), and the measurement is returned for the collector.
+    fn sender_completed_elsewhere(
+        &mut self,
+        id: FlowId,
+        finish: SimTime,
+        at: Option<(SimTime, u64)>,
+    ) -> Option<Box<FlowMeter>> {
+        let Some(Some(af)) = self.active.get_mut(id as usize) else {
+            return None;
+        };
+        af.rec.finish = Some(finish);
+        self.q.schedule(finish + self.lookahead, Ev::Release(id));
+        let (m, mut fm) = (self.meter.as_deref_mut()?, af.meter.take()?);
+        m.apply_pending(&mut fm, id, at);
+        Some(fm)
     }
 }
 
@@ -737,13 +808,23 @@ fn exchange(worlds: &mut [World], parallel: bool, stats: &mut ParStats, collecto
             if let (Side::Sender, Some(finish)) = (e.side, e.rec.finish) {
                 let to = node_part(&worlds[i])[e.rec.dst as usize] as usize;
                 if to != i {
-                    worlds[to].sender_completed_elsewhere(e.id, finish);
+                    if let Some(fm) = worlds[to].sender_completed_elsewhere(e.id, finish, e.at) {
+                        let end = e.at.unwrap_or_default();
+                        collector.meter_part(e.id, Side::Receiver, end, fm);
+                    }
                 }
             }
             collector.take(e);
         }
         ended.clear();
         worlds[i].part.as_deref_mut().expect("parallel mode").ended = ended;
+    }
+    // Per-flow measurement: what receivers held this window is applied
+    // (their senders did not complete in it), and what left goes to the
+    // collector.
+    for w in worlds.iter_mut() {
+        w.apply_held_measurements();
+        collector.meters_from(w);
     }
     collector.charge_losses(worlds);
     collector.write_ready();
@@ -766,6 +847,14 @@ struct Open {
     /// than the flow completed: the single-thread rule, `World::lose`).
     lost_packets: u32,
     lost_bytes: u64,
+    /// Per-flow measurement: the sender's part (RTT samples, TCP
+    /// counters) and the receiver's (one-way delays, deadline misses,
+    /// goodput), or, with both in one partition, the whole (`rx`,
+    /// `whole`); `at`: the (time, key) of the event that closed it.
+    meter_tx: Option<Box<FlowMeter>>,
+    meter_rx: Option<Box<FlowMeter>>,
+    meter_whole: bool,
+    meter_at: (SimTime, u64),
 }
 
 /// The rows of a parallel run's flows, put together from the partitions
@@ -778,6 +867,9 @@ struct Open {
 /// flow of the run.
 pub struct Collector {
     pub(crate) records: FlowRecords,
+    /// Per-flow measurement (`None` when off): the run's totals, folded
+    /// as each flow's row is written, and the goodput rows written then.
+    pub(crate) meter: Option<Meter>,
     open: std::collections::HashMap<FlowId, Open>,
     /// Rows complete this window: (time, key) of their release, id.
     ready: Vec<(SimTime, u64, FlowId)>,
@@ -792,6 +884,7 @@ impl Collector {
     pub fn new(records: FlowRecords) -> Self {
         Collector {
             records,
+            meter: None,
             open: std::collections::HashMap::new(),
             ready: Vec::new(),
             violations: Vec::new(),
@@ -816,9 +909,79 @@ impl Collector {
                     recv: None,
                     lost_packets: 0,
                     lost_bytes: 0,
+                    meter_tx: None,
+                    meter_rx: None,
+                    meter_whole: false,
+                    meter_at: (SimTime::ZERO, 0),
                 },
             );
         }
+    }
+
+    /// A part of flow `id`'s measurement (`Part::meter_part`).
+    fn meter_part(&mut self, id: FlowId, side: Side, at: (SimTime, u64), fm: Box<FlowMeter>) {
+        let Some(o) = self.open.get_mut(&id) else {
+            self.violations.push(format!(
+                "parallel mode: flow {id}'s measurement ({side:?}) with no open row"
+            ));
+            return;
+        };
+        match side {
+            Side::Sender => {
+                o.meter_tx = Some(fm);
+                o.meter_at = at;
+            }
+            Side::Receiver => o.meter_rx = Some(fm),
+            Side::Whole => {
+                o.meter_rx = Some(fm);
+                o.meter_whole = true;
+                o.meter_at = at;
+            }
+        }
+    }
+
+    /// The measurement parts partition `w` handed over.
+    fn meters_from(&mut self, w: &mut World) {
+        let part = w.part.as_deref_mut().expect("parallel mode");
+        let mut parts = std::mem::take(&mut part.meters);
+        for (id, side, at, fm) in parts.drain(..) {
+            self.meter_part(id, side, at, fm);
+        }
+        w.part.as_deref_mut().expect("parallel mode").meters = parts;
+    }
+
+    /// Flow `id`'s measurement, put together and closed as a
+    /// single-thread run closes it when the sender completes (or the run
+    /// stops): the receiver's delays, deadline misses and goodput, the
+    /// sender's RTT samples and TCP counters; its last goodput row takes
+    /// the closing event's (time, key).
+    fn close_meter(&mut self, id: FlowId, o: &mut Open) -> FlowStats {
+        let Some(m) = self.meter.as_mut() else {
+            return FlowStats::default();
+        };
+        let mut fm = match (o.meter_rx.take(), o.meter_tx.take()) {
+            (Some(rx), _) if o.meter_whole => rx,
+            (rx, tx) => {
+                let Some(tx) = tx else {
+                    self.violations.push(format!(
+                        "parallel mode: flow {id}'s row written without its sender's measurement"
+                    ));
+                    return FlowStats::default();
+                };
+                let mut fm = rx.unwrap_or_else(|| {
+                    Box::new(FlowMeter {
+                        deadline: tx.deadline,
+                        ..FlowMeter::default()
+                    })
+                });
+                fm.rtt = tx.rtt;
+                fm.rtt_seen = tx.rtt_seen;
+                fm.tcp = tx.tcp;
+                fm
+            }
+        };
+        m.at = o.meter_at;
+        m.close(&mut fm, id).unwrap_or_default()
     }
 
     /// A part of flow `e.id`'s row.
@@ -877,9 +1040,10 @@ impl Collector {
     }
 
     fn write(&mut self, id: FlowId) {
-        let Some(o) = self.open.remove(&id) else {
+        let Some(mut o) = self.open.remove(&id) else {
             return;
         };
+        let stats = self.close_meter(id, &mut o);
         let mut row = o.rec;
         if !o.sender {
             self.violations.push(format!(
@@ -892,9 +1056,7 @@ impl Collector {
         }
         row.lost_packets += o.lost_packets;
         row.lost_bytes += o.lost_bytes;
-        // NOTE: `refusal` keeps per-flow measurement out of parallel runs.
-        self.records
-            .end(id, &row, &super::meter::FlowStats::default());
+        self.records.end(id, &row, &stats);
     }
 
     /// The run stopped and every partition recorded its flows
@@ -910,6 +1072,9 @@ impl Collector {
             }
         }
         self.charge_losses(worlds);
+        for w in worlds.iter_mut() {
+            self.meters_from(w);
+        }
         self.ready.clear();
         let mut ids: Vec<(bool, FlowId)> = self
             .open
@@ -1006,7 +1171,17 @@ pub fn run(
         .flatten();
     for w in worlds.iter_mut() {
         w.start_partition();
+        if let Some(m) = w.meter.as_deref_mut() {
+            m.goodput_at = Some(Vec::new());
+        }
     }
+    // Per-flow measurement is closed by the collector (`Collector::write`).
+    collector.meter = worlds[0].meter.as_deref().map(|m| Meter {
+        flow_stats: m.flow_stats,
+        goodput: m.goodput,
+        goodput_at: Some(Vec::new()),
+        ..Meter::default()
+    });
     let budget = 1 << 16;
     let stop = loop {
         let st = &mut stats;
@@ -1039,6 +1214,36 @@ pub fn run(
         .max()
         .unwrap_or(0);
     (stop, stats)
+}
+
+/// The goodput rows of every partition and of the collector's `m`, in
+/// the order of the (time, key) of the events that wrote them (a
+/// single-thread run's order: each event writes at most one), into `m`.
+fn merge_goodput(rest: &mut [World], fin: &mut World, m: &mut Meter) {
+    type Row = ((SimTime, u64), SimTime, FlowId, u64);
+    let mut rows: Vec<Row> = Vec::new();
+    let mut take = |m: &mut Meter| {
+        let at = m.goodput_at.take().unwrap_or_default();
+        let time = std::mem::take(&mut m.goodput_time);
+        let flow = std::mem::take(&mut m.goodput_flow);
+        let bytes = std::mem::take(&mut m.goodput_bytes);
+        for (((a, t), f), b) in at.into_iter().zip(time).zip(flow).zip(bytes) {
+            rows.push((a, t, f, b));
+        }
+    };
+    for w in std::iter::once(fin).chain(rest.iter_mut()) {
+        if let Some(pm) = w.meter.as_deref_mut() {
+            take(pm);
+        }
+    }
+    take(m);
+    // NOTE: stable: rows of one event (none in a TCP run) keep their order.
+    rows.sort_by_key(|r| r.0);
+    for (_, t, f, b) in rows {
+        m.goodput_time.push(t);
+        m.goodput_flow.push(f);
+        m.goodput_bytes.push(b);
+    }
 }
 
 /// Folds the partitions into one world holding every node's own state (its
@@ -1086,6 +1291,10 @@ pub fn merge(worlds: Vec<World>, collector: Collector) -> World {
     }
     let mut rest: Vec<World> = worlds.drain(1..).collect();
     let mut fin = worlds.pop().expect("partition 0");
+    fin.meter = collector.meter.take().map(|mut m| {
+        merge_goodput(&mut rest, &mut fin, &mut m);
+        Box::new(m)
+    });
     fin.records = collector.records;
     fin.violations.append(&mut collector.violations);
     // A packet of partition `i`'s arena moves into `fin`'s with a new id.
