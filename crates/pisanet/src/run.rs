@@ -598,6 +598,12 @@ pub fn build_world(cfg: &Config, base: Option<&Path>) -> Result<World, Error> {
     let qos_cfg = crate::qos_deadlines::with_flow_deadlines(cfg, &gen, &topo, params.sport_salt)?;
     let fwd = crate::forward::build(qos_cfg.as_ref().unwrap_or(cfg), &topo, &streams)?;
     let mut world = World::new(topo, fwd, gen, params, &streams);
+    if t.link_loss_rate > 0.0 && t.link_loss_per_link {
+        // One loss stream per port (Link stream 0 is the shared one).
+        world.loss_per_link = (0..world.ports.len() as u64)
+            .map(|p| streams.stream(StreamKind::Link, 1 + p))
+            .collect();
+    }
     // The lookahead of the topology's partitioning, run.threads set or not
     // (sim/parallel.rs; `World::lookahead`).
     world.lookahead = crate::sim::parallel::partition(&world.topo)

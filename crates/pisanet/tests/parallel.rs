@@ -424,6 +424,32 @@ fn per_flow_measurement_is_the_single_thread_runs() {
 }
 
 #[test]
+fn random_link_loss_with_a_stream_per_link_is_the_single_thread_runs() {
+    // `topology.link_loss_per_link`: each direction of a link draws from
+    // its own stream, in the order of its arrivals, which its receiving
+    // partition makes in the single-thread run's order. (With the one
+    // shared stream, the default, the parallel mode refuses link loss.)
+    for (cfg, scheme) in [(FAT, "ecmp"), (LEAF, "rps"), (FAT, "hula")] {
+        let kind = format!("scheme.kind={scheme}");
+        let par = same_at_1_2_3(
+            cfg,
+            &[
+                "topology.link_loss_rate=0.005",
+                "topology.link_loss_per_link=true",
+                "transport.kind=newreno",
+                &kind,
+                "workload.flows=80",
+                "run.unused_keys=ignore",
+            ],
+        );
+        assert!(
+            par.summary["loss"]["packets"].as_u64().unwrap() > 0,
+            "{scheme}: no loss"
+        );
+    }
+}
+
+#[test]
 fn link_failures_are_applied_alike_at_every_thread_count() {
     // A failure is a scheduled event: the partitions of the link's two
     // ends each apply their own end at its instant (the sender's `up` and

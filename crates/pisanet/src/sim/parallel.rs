@@ -79,7 +79,7 @@ pub fn refusal(cfg: &Config) -> Option<String> {
         let scheme = cfg.scheme.kind.name();
         if !matches!(t.kind, TopologyKind::FatTree | TopologyKind::LeafSpine) {
             Some(format!(
-                "topology.kind {:?} (only fat_tree and leaf_spine are partitioned)",
+                "topology.kind {:?} (only fat_tree and leaf_spine are partitioned: a single-thread run of another topology has no lookahead, and partitioning it would change its results)",
                 t.kind
             ))
         } else if !SCHEMES.contains(&scheme) {
@@ -89,14 +89,14 @@ pub fn refusal(cfg: &Config) -> Option<String> {
             ))
         } else if t.pfc.enabled {
             Some("topology.pfc (PFC: its deadlock detector reads every port at one instant)".into())
-        } else if t.link_loss_rate > 0.0 {
+        } else if t.link_loss_rate > 0.0 && !t.link_loss_per_link {
             Some(
-                "topology.link_loss_rate (random link loss: one random stream serves every link, drawn in the order of the whole run's transmissions)"
+                "topology.link_loss_rate with one random stream for every link, drawn in the order of the whole run's arrivals (topology.link_loss_per_link = true gives each link its own stream, which both modes draw alike)"
                     .into(),
             )
         } else if cfg.transport.kind == pisanet_transport::params::TransportKind::Udp {
             Some(
-                "transport.kind \"udp\" (UDP and rate-based flows: a flow ends when its sender sees its receiver's count, and they may be in two partitions)"
+                "transport.kind \"udp\" (UDP and rate-based flows: a flow ends for both ends at one instant, when its receiver has every byte or its sender the last acknowledgement, and the other end, in another partition, would act on the flow until it learns)"
                     .into(),
             )
         } else if !m.pcap.ports.is_empty() || !m.trace.ports.is_empty() || !m.trace.flows.is_empty()
@@ -109,7 +109,7 @@ pub fn refusal(cfg: &Config) -> Option<String> {
                 // read (run.rs, `build_generator`).
                 if udp {
                     Some(format!(
-                        "workload.groups[{k}] with UDP (UDP and rate-based flows: a flow ends when its sender sees its receiver's count, and they may be in two partitions)"
+                        "workload.groups[{k}] with UDP (UDP and rate-based flows: a flow ends for both ends at one instant, and the other end, in another partition, would act on the flow until it learns)"
                     ))
                 } else {
                     None
@@ -117,7 +117,7 @@ pub fn refusal(cfg: &Config) -> Option<String> {
             })
         }
     };
-    what.map(|w| format!("run.threads: the parallel mode does not support {w} yet; unset run.threads to run it on one thread (it supports fat_tree and leaf_spine topologies, every scheme, TCP flows, samples and streaming: docs/architecture.md, \"Parallel mode\")"))
+    what.map(|w| format!("run.threads: the parallel mode does not support {w} yet; unset run.threads to run it on one thread (it supports fat_tree and leaf_spine topologies, every scheme, TCP flows (duration-limited too), link failures, random link loss with topology.link_loss_per_link, per-flow measurement, samples and streaming: docs/architecture.md, \"Parallel mode\")"))
 }
 
 /// A partition's view of the cut: which nodes are its own, and what it
