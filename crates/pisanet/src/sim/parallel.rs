@@ -27,7 +27,13 @@
 //! (`World::complete_flow`). Losses of a sender's data dropped in another
 //! partition are logged there with their time and charged to the flow at
 //! the end if they happened no later than the flow finished (the
-//! single-thread rule).
+//! single-thread rule). A duration-limited sender's close hands the
+//! flow's size to its receiver's partition (`Part::closed`); a link
+//! failure is applied by the partitions of both ends at its instant
+//! (`World::link_event_part`); per-flow measurement is held by receivers
+//! until the window's end, cut at their sender's completion, and put
+//! together and closed by the [`Collector`] (docs/architecture.md,
+//! "Parallel mode").
 
 use super::flow::{ActiveFlow, Endpoints, Plan};
 use super::meter::{FlowMeter, FlowStats, Meter};
