@@ -153,7 +153,7 @@ pub(crate) struct Part {
     lost_on_wire: Vec<(PortIdx, u32)>,
     /// Per-flow measurement that left this window (`meter_part`): (flow,
     /// which side, the (time, key) of the event that closed it, its state).
-    meters: Vec<(FlowId, Side, (SimTime, u64), Box<FlowMeter>)>,
+    meters: Vec<MeterPart>,
     /// Partition 0 only: the flows that arrived this window (their
     /// attributes), for the collector to open their rows in id order.
     started: Vec<(FlowId, FlowRecord)>,
@@ -187,6 +187,10 @@ pub(crate) struct Ended {
     pub(crate) at: Option<(SimTime, u64)>,
     pub(crate) rec: FlowRecord,
 }
+
+/// A flow's measurement leaving a partition: (flow, which side, the
+/// (time, key) of the event that closed it, its state).
+type MeterPart = (FlowId, Side, (SimTime, u64), Box<FlowMeter>);
 
 /// A packet on a link between partitions: (arrival time, sending port,
 /// packet, its queueing metadata). It left the sender's arena and enters
