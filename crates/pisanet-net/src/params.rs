@@ -89,6 +89,15 @@ pub struct TopologyParams {
     /// Probability that a link corrupts (drops) a packet, on every link; for loss experiments and tests.
     #[schemars(range(min = 0, max = 0.99))]
     pub link_loss_rate: f64,
+    /// Random link loss draws from one random stream per link direction
+    /// (seeded by the run's seed and the port) instead of one stream for
+    /// the whole run, drawn in the order of every link's arrivals. Off by
+    /// default (existing configs keep their digests). Needed for random
+    /// link loss in parallel mode (`run.threads`): each direction's draws
+    /// are then made in its receiving partition, in the single-thread
+    /// run's order, so both modes drop the same packets.
+    #[schemars(extend("x-applies-when" = {"key": "topology.link_loss_rate", "nonzero": true}))]
+    pub link_loss_per_link: bool,
     /// Priority flow control (IEEE 802.1Qbb) in the switches' traffic
     /// managers and the host NICs (crates/pisanet/src/pfc.rs).
     pub pfc: PfcParams,
@@ -115,6 +124,7 @@ impl Default for TopologyParams {
             shared_buffer_kb: 0.0,
             shared_buffer_alpha: 1.0,
             link_loss_rate: 0.0,
+            link_loss_per_link: false,
             pfc: Default::default(),
         }
     }

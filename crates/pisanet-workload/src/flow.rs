@@ -103,9 +103,9 @@ pub struct FlowListRules<'a> {
     pub default_duration: bool,
     /// `Some(why)` refuses `rate_gbps` and `duration_us` on TCP rows.
     pub tcp_limits_refused: Option<&'a str>,
-    /// `Some(why)` refuses UDP rows and `duration_us` (a run in parallel
-    /// mode, which supports neither yet).
-    pub udp_and_duration_refused: Option<&'a str>,
+    /// `Some(why)` refuses UDP rows (a run in parallel mode, which does
+    /// not support them).
+    pub udp_refused: Option<&'a str>,
 }
 
 impl Default for FlowListRules<'_> {
@@ -119,7 +119,7 @@ impl Default for FlowListRules<'_> {
             default_transport: Transport::Tcp,
             default_duration: false,
             tcp_limits_refused: None,
-            udp_and_duration_refused: None,
+            udp_refused: None,
         }
     }
 }
@@ -278,12 +278,9 @@ pub fn parse_flow_list(
                 Some(_) => {}
             }
         }
-        if let Some(why) = rules.udp_and_duration_refused {
+        if let Some(why) = rules.udp_refused {
             if attrs.transport.unwrap_or(rules.default_transport) == Transport::Udp {
                 return Err(at(format!("a UDP flow: {why}")));
-            }
-            if attrs.duration.is_some() {
-                return Err(at(format!("duration_us: {why}")));
             }
         }
         if let Some(why) = rules.tcp_limits_refused {

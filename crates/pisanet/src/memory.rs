@@ -102,6 +102,10 @@ pub fn estimate(cfg: &Config) -> (f64, &'static str) {
         topo_key,
     ));
     parts.push((switches * registers, reg_key));
+    if cfg.topology.link_loss_rate > 0.0 && cfg.topology.link_loss_per_link {
+        // A random stream (32 bytes) per port.
+        parts.push((2.0 * links * 32.0, "topology.link_loss_per_link"));
+    }
     if cfg.workload.pattern != PatternKind::File {
         parts.push((cfg.workload.flows as f64 * PER_FLOW, "workload.flows"));
     }

@@ -294,8 +294,8 @@ fn build_generator(
                 default_transport: g.transport,
                 default_duration: g.duration,
                 tcp_limits_refused: TCP_LIMITS_REFUSED,
-                udp_and_duration_refused: cfg.run.threads.map(|_| {
-                    "run.threads: the parallel mode does not support UDP or duration-limited flows yet (sim/parallel.rs `refusal`); unset run.threads to run this list on one thread"
+                udp_refused: cfg.run.threads.map(|_| {
+                    "run.threads: the parallel mode does not support UDP flows (sim/parallel.rs `refusal`); unset run.threads to run this list on one thread"
                 }),
             };
             let flows =
@@ -598,6 +598,12 @@ pub fn build_world(cfg: &Config, base: Option<&Path>) -> Result<World, Error> {
     let qos_cfg = crate::qos_deadlines::with_flow_deadlines(cfg, &gen, &topo, params.sport_salt)?;
     let fwd = crate::forward::build(qos_cfg.as_ref().unwrap_or(cfg), &topo, &streams)?;
     let mut world = World::new(topo, fwd, gen, params, &streams);
+    if t.link_loss_rate > 0.0 && t.link_loss_per_link {
+        // One loss stream per port (Link stream 0 is the shared one).
+        world.loss_per_link = (0..world.ports.len() as u64)
+            .map(|p| streams.stream(StreamKind::Link, 1 + p))
+            .collect();
+    }
     // The lookahead of the topology's partitioning, run.threads set or not
     // (sim/parallel.rs; `World::lookahead`).
     world.lookahead = crate::sim::parallel::partition(&world.topo)

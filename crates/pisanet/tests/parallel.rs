@@ -117,6 +117,12 @@ fn same_at_1_2_3(cfg: &str, sets: &[&str]) -> RunOutput {
             format!("{:?}", single.port_rates),
             "threads {t}"
         );
+        // Per-flow goodput, row for row.
+        assert_eq!(
+            format!("{:?}", o.goodput),
+            format!("{:?}", single.goodput),
+            "threads {t}"
+        );
     }
     runs.swap_remove(0)
 }
@@ -275,8 +281,7 @@ fn a_flow_list_runs_in_parallel_and_its_udp_rows_are_refused_by_line() {
     let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
     let par = same_at_1_2_3(FAT, &sets);
     assert_eq!(par.summary["flows"]["completed"], 70);
-    // A UDP row (or a duration) is refused with its line, in parallel mode
-    // only.
+    // A UDP row is refused with its line, in parallel mode only.
     let sets = flow_list("udp", 5, "30,1,9,5000,,0\n31,2,9,5000,dcqcn,0\n");
     let mut o = sets.clone();
     o.push("run.threads=2".into());
@@ -286,22 +291,223 @@ fn a_flow_list_runs_in_parallel_and_its_udp_rows_are_refused_by_line() {
     assert!(e.message.contains("line 8: a UDP flow: run.threads"), "{e}");
 }
 
+/// Writes `text` to a scratch flow list named `name`; returns its `--set`s.
+fn flow_file(name: &str, text: &str) -> Vec<String> {
+    let d = std::env::temp_dir().join(format!("pisanet-parallel-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let path = d.join("flows.csv");
+    std::fs::write(&path, text).unwrap();
+    vec![
+        "workload.pattern=file".into(),
+        format!("workload.file={:?}", path.to_str().unwrap()),
+        "run.unused_keys=ignore".into(),
+    ]
+}
+
+#[test]
+fn duration_limited_flows_close_alike_at_every_thread_count() {
+    // A duration-limited sender closes at start + duration and tells its
+    // receiver the flow's size at that instant; a receiver in another
+    // partition learns it at the end of the window, before the sender's
+    // FIN (sim/parallel.rs `Part::closed`). Rows with only a duration
+    // (bytes empty: the size is what was sent), with bytes and a duration
+    // that ends them first, capped by an application rate, and ordinary
+    // rows between them; the run ends with some still running.
+    let mut text = String::from("start_us,src,dst,bytes,rate_gbps,duration_us\n");
+    for i in 0..40u32 {
+        let src = i % 16;
+        let dst = (src + 3 + (i * 5) % 13) % 16;
+        let row = match i % 4 {
+            0 => format!("{},{src},{dst},,,{}\n", i * 10, 200 + i * 13),
+            1 => format!("{},{src},{dst},2000000,,{}\n", i * 10, 150 + i * 7),
+            2 => format!("{},{src},{dst},,2.5,{}\n", i * 10, 300 + i * 11),
+            _ => format!("{},{src},{dst},{},,\n", i * 10, 20_000 + i * 3001),
+        };
+        text += &row;
+    }
+    let sets = flow_file("duration", &text);
+    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+    let par = same_at_1_2_3(FAT, &sets);
+    assert_eq!(par.summary["flows"]["completed"], 40);
+    // The duration closed the flows without bytes and cut the 2 MB ones.
+    for (i, &b) in par.flows.bytes.iter().enumerate() {
+        match i % 4 {
+            0 | 2 => assert!(b > 0 && b < u64::MAX, "flow {i}: {b} bytes"),
+            1 => assert!(b < 2_000_000, "flow {i}: {b} bytes"),
+            _ => {}
+        }
+    }
+    // Stopped while flows run and lingering receivers wait, with a group
+    // of duration-limited flows too.
+    let mut stop = sets.clone();
+    stop.push("run.max_sim_time_ms=0.4");
+    let par = same_at_1_2_3(FAT, &stop);
+    assert_eq!(par.summary["stop_reason"], "time_limit");
+    let group = [
+        "workload.flows=60",
+        "workload.groups=[{flows=20, load=0.2, duration_us=300.0}]",
+        "run.unused_keys=ignore",
+    ];
+    same_at_1_2_3(FAT, &group);
+}
+
+#[test]
+fn per_flow_measurement_is_the_single_thread_runs() {
+    // A flow's sender (RTT, TCP counters) and receiver (one-way delays,
+    // deadline misses, goodput) measure it in their own partitions; a
+    // receiver holds what it measures until the end of the window and
+    // drops what came after its sender completed; the collector puts the
+    // parts together and closes them, and the goodput rows are put in the
+    // order of the events that wrote them (sim/parallel.rs).
+    let lossy = [
+        "metrics.flow_stats=true",
+        "metrics.goodput_interval_us=20",
+        "topology.buffer_kb=20",
+        "transport.kind=newreno",
+        "workload.flows=100",
+    ];
+    let par = same_at_1_2_3(FAT, &lossy);
+    let fs = &par.summary["flow_stats"];
+    assert!(fs["delay_us"]["packets"].as_u64().unwrap() > 0, "{fs}");
+    assert!(fs["rtt_us"]["samples"].as_u64().unwrap() > 0, "{fs}");
+    assert!(par.goodput.flow.len() > 100);
+    assert!(par.summary["retransmissions"].as_u64().unwrap() > 0);
+    // Goodput alone, with a scheme that sends probes; and stopped while
+    // flows run (their measurement is closed at the end).
+    same_at_1_2_3(
+        LEAF,
+        &[
+            "metrics.goodput_interval_us=50",
+            "scheme.kind=hula",
+            "workload.flows=80",
+            "run.unused_keys=ignore",
+        ],
+    );
+    // Per-packet spraying reorders: spurious fast retransmissions reach
+    // receivers after their senders completed, within the window (10 us
+    // links), and must not be measured.
+    same_at_1_2_3(
+        FAT,
+        &[
+            "metrics.flow_stats=true",
+            "metrics.goodput_interval_us=20",
+            "transport.kind=newreno",
+            "scheme.kind=rps",
+            "topology.link_delay_us=10",
+            "workload.flows=100",
+            "run.seed=2",
+        ],
+    );
+    let mut stop = lossy.to_vec();
+    stop.push("run.max_sim_time_ms=2");
+    let par = same_at_1_2_3(FAT, &stop);
+    assert_eq!(par.summary["stop_reason"], "time_limit");
+    // Deadlines (a flow list's deadline_us), some missed.
+    let mut text = String::from("start_us,src,dst,bytes,deadline_us\n");
+    for i in 0..60u32 {
+        let src = i % 16;
+        let dst = (src + 5 + (i * 3) % 11) % 16;
+        let deadline = if i % 3 == 0 { "" } else { "12" };
+        text += &format!(
+            "{},{src},{dst},{},{deadline}\n",
+            i * 5,
+            10_000 + (i * 7919) % 200_000
+        );
+    }
+    let sets = flow_file("deadlines", &text);
+    let mut sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+    sets.extend(["metrics.flow_stats=true", "metrics.goodput_interval_us=30"]);
+    let par = same_at_1_2_3(FAT, &sets);
+    let dl = &par.summary["flow_stats"]["deadline"];
+    assert_eq!(dl["flows"], 40, "{dl}");
+    assert!(dl["missed_packets"].as_u64().unwrap() > 0, "{dl}");
+}
+
+#[test]
+fn random_link_loss_with_a_stream_per_link_is_the_single_thread_runs() {
+    // `topology.link_loss_per_link`: each direction of a link draws from
+    // its own stream, in the order of its arrivals, which its receiving
+    // partition makes in the single-thread run's order. (With the one
+    // shared stream, the default, the parallel mode refuses link loss.)
+    for (cfg, scheme) in [(FAT, "ecmp"), (LEAF, "rps"), (FAT, "hula")] {
+        let kind = format!("scheme.kind={scheme}");
+        let par = same_at_1_2_3(
+            cfg,
+            &[
+                "topology.link_loss_rate=0.005",
+                "topology.link_loss_per_link=true",
+                "transport.kind=newreno",
+                &kind,
+                "workload.flows=80",
+                "run.unused_keys=ignore",
+            ],
+        );
+        assert!(
+            par.summary["loss"]["packets"].as_u64().unwrap() > 0,
+            "{scheme}: no loss"
+        );
+    }
+}
+
+#[test]
+fn link_failures_are_applied_alike_at_every_thread_count() {
+    // A failure is a scheduled event: the partitions of the link's two
+    // ends each apply their own end at its instant (the sender's `up` and
+    // its switch's port status, the receiver's count of the packets on
+    // the wire, those still in the sender's outbox included;
+    // sim/parallel.rs `link_event_part`). Links between partitions
+    // (agg-core, leaf-spine) and inside one (host-edge), down and up
+    // again, twice within a microsecond (one window), under load.
+    let fat = "events=[\
+        {at_ms=0.3, kind=\"link_down\", link=\"agg1_0-core0\"},\
+        {at_ms=0.5, kind=\"link_down\", link=\"agg0_0-core1\"},\
+        {at_ms=0.5004, kind=\"link_up\", link=\"agg0_0-core1\"},\
+        {at_ms=0.5008, kind=\"link_down\", link=\"agg0_0-core1\"},\
+        {at_ms=0.7, kind=\"link_down\", link=\"h5-edge1_0\"},\
+        {at_ms=1.2, kind=\"link_up\", link=\"agg1_0-core0\"},\
+        {at_ms=1.5, kind=\"link_up\", link=\"h5-edge1_0\"},\
+        {at_ms=2.0, kind=\"link_up\", link=\"agg0_0-core1\"}]";
+    // Every host sends 1 MB to the next pod at once: the fabric's links
+    // are busy when they fail.
+    let mut text = String::from("start_us,src,dst,bytes\n");
+    for h in 0..16 {
+        text += &format!("{},{h},{},1000000\n", h * 3, (h + 4) % 16);
+    }
+    let list = flow_file("failures", &text);
+    for scheme in ["ecmp", "hula"] {
+        let kind = format!("scheme.kind={scheme}");
+        let mut sets: Vec<&str> = list.iter().map(String::as_str).collect();
+        sets.extend([
+            fat,
+            &kind,
+            // Windows of 5 us: packets the sender put on a link in the
+            // window of its failure are still in its outbox.
+            "topology.link_delay_us=5",
+        ]);
+        let par = same_at_1_2_3(FAT, &sets);
+        assert!(
+            par.summary["packets"]["dropped"].as_u64().unwrap() > 0,
+            "{scheme}: no drops"
+        );
+    }
+    let leaf = "events=[\
+        {at_ms=0.2, kind=\"link_down\", link=\"leaf2-spine0\"},\
+        {at_ms=0.9, kind=\"link_up\", link=\"leaf2-spine0\"},\
+        {at_ms=0.4, kind=\"link_down\", link=\"leaf0-spine1\"}]";
+    for scheme in ["ecmp", "conga"] {
+        let kind = format!("scheme.kind={scheme}");
+        same_at_1_2_3(
+            LEAF,
+            &[leaf, &kind, "workload.flows=100", "run.unused_keys=ignore"],
+        );
+    }
+}
+
 #[test]
 fn what_the_parallel_mode_does_not_support_is_refused_with_one_line() {
     let cases: &[(&str, &[&str], &str)] = &[
         (FAT, &["topology.pfc.enabled=true"], "PFC"),
-        (
-            FAT,
-            &["metrics.goodput_interval_us=100"],
-            "goodput_interval_us",
-        ),
-        (
-            FAT,
-            &["events=[{at_ms=1.0, kind=\"link_down\", link=\"edge0_0-agg0_0\"}]"],
-            "events",
-        ),
         (FAT, &["topology.link_loss_rate=0.001"], "link_loss_rate"),
-        (FAT, &["metrics.flow_stats=true"], "metrics.flow_stats"),
         (FAT, &["transport.kind=udp"], "udp"),
         (
             FAT,

@@ -503,6 +503,12 @@ impl World {
                         tx.close(now, &mut out);
                         rx.set_size(now, tx.size_bytes());
                         af.rec.bytes = tx.size_bytes();
+                        if let Some(part) = self.part.as_deref_mut() {
+                            // Parallel mode: a receiver in another partition
+                            // learns the size at the end of the window
+                            // (sim/parallel.rs `Part::closed`).
+                            part.closed(id, &af.rec, now);
+                        }
                     }
                     tx.on_timer(now, &mut out);
                     af.tsq_blocked = tx.is_budget_blocked();
@@ -652,10 +658,15 @@ impl World {
             if let Endpoints::Tcp { tx, .. } = &af.ends {
                 fm.tcp = tcp_counters(tx);
             }
-            stats = m.close(fm, id).unwrap_or_default();
+            match self.part.as_deref_mut() {
+                // Parallel mode: the collector closes it (sim/parallel.rs).
+                Some(part) => part.meter_part(id, &af.rec, m.at, af.meter.take()),
+                None => stats = m.close(fm, id).unwrap_or_default(),
+            }
         }
         // Measured no further (a lingering receiver's copies included).
         af.meter = None;
+        let at = self.meter.as_deref().map(|m| m.at);
         let rec = &mut af.rec;
         rec.finish = Some(now);
         match &af.ends {
@@ -665,7 +676,7 @@ impl World {
                 rec.lost_packets = af.lost_packets;
                 rec.lost_bytes = af.lost_bytes;
                 if let Some(part) = self.part.as_deref_mut() {
-                    part.sender_completed(id, rec);
+                    part.sender_completed(id, rec, at);
                     if !part.local_host(rec.dst) {
                         // Parallel mode: the receiver's partition releases
                         // it (sim/parallel.rs `exchange`).
@@ -779,7 +790,16 @@ impl World {
                 if let Endpoints::Tcp { tx, .. } = &af.ends {
                     fm.tcp = tcp_counters(tx);
                 }
-                stats = m.close(fm, id as FlowId).unwrap_or_default();
+                match self.part.as_deref_mut() {
+                    // Parallel mode: what this partition measured goes to
+                    // the collector, which closes it (sim/parallel.rs).
+                    Some(part) => {
+                        m.apply_pending(fm, id as FlowId, None);
+                        let end = (SimTime(u64::MAX), id as u64);
+                        part.meter_part(id as FlowId, &af.rec, end, af.meter.take());
+                    }
+                    None => stats = m.close(fm, id as FlowId).unwrap_or_default(),
+                }
             }
             let rec = &mut af.rec;
             match &af.ends {

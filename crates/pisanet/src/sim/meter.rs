@@ -164,6 +164,23 @@ pub struct FlowMeter {
     pub bin_bytes: u64,
     /// The TCP sender's loss-recovery counters, read when the flow closes.
     pub tcp: TcpCounters,
+    /// Parallel mode, a receiver whose sender is in another partition:
+    /// what it measured in the window under way, (time, key) of the event
+    /// and the measurement, applied at the window's end up to the sender's
+    /// completion (sim/parallel.rs, "Per-flow measurement"). `None`
+    /// otherwise: measured at once.
+    pub(crate) pending: Option<Vec<(SimTime, u64, Measured)>>,
+    /// In [`Meter::touched`] this window.
+    pub(crate) listed: bool,
+}
+
+/// One held measurement of a receiver (`FlowMeter::pending`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Measured {
+    /// A data packet sent at this time arrived.
+    Data(SimTime),
+    /// Payload bytes reached the application.
+    Goodput(u64),
 }
 
 /// A TCP sender's per-flow counters (`flow_stats` only; 0 for UDP): duplicate
@@ -237,6 +254,16 @@ pub struct Meter {
     /// Delay and RTT over every flow's packets.
     pub delay_all: Dist,
     pub rtt_all: Dist,
+    /// Parallel mode: the (time, key) of the event being handled (set by
+    /// the partition's loop, sim/parallel.rs).
+    pub(crate) at: (SimTime, u64),
+    /// Parallel mode (`Some`): the (time, key) of the event that wrote
+    /// each goodput row, by which the partitions' rows are put in the
+    /// single-thread run's order.
+    pub(crate) goodput_at: Option<Vec<(SimTime, u64)>>,
+    /// Parallel mode: the flows whose `pending` took a measurement this
+    /// window.
+    pub(crate) touched: Vec<FlowId>,
 }
 
 impl Meter {
@@ -251,6 +278,18 @@ impl Meter {
     /// `bytes` of payload reached the receiving application of `flow` at `now`.
     #[inline]
     pub fn on_goodput(&mut self, m: &mut FlowMeter, flow: FlowId, now: SimTime, bytes: u64) {
+        if let Some(p) = &mut m.pending {
+            // Parallel mode: held until the window's end (called after
+            // `on_data` for every packet a TCP receiver takes).
+            if bytes > 0 && self.goodput.is_some() {
+                p.push((self.at.0, self.at.1, Measured::Goodput(bytes)));
+            }
+            if !p.is_empty() && !m.listed {
+                m.listed = true;
+                self.touched.push(flow);
+            }
+            return;
+        }
         let Some(iv) = self.goodput else { return };
         if bytes == 0 {
             return;
@@ -267,6 +306,9 @@ impl Meter {
     pub fn flush_goodput(&mut self, m: &mut FlowMeter, flow: FlowId) {
         let Some(iv) = self.goodput else { return };
         if m.bin_bytes > 0 {
+            if let Some(at) = &mut self.goodput_at {
+                at.push(self.at);
+            }
             self.goodput_time.push(SimTime((m.bin + 1) * iv.ps()));
             self.goodput_flow.push(flow);
             self.goodput_bytes.push(m.bin_bytes);
@@ -280,11 +322,48 @@ impl Meter {
         if !self.flow_stats {
             return;
         }
+        if let Some(p) = &mut m.pending {
+            // Parallel mode: held until the window's end (`on_goodput`
+            // lists the flow).
+            p.push((self.at.0, self.at.1, Measured::Data(sent_at)));
+            return;
+        }
         let d = now.saturating_sub(sent_at);
         m.delay.record(d.ps());
         if m.deadline.is_some_and(|dl| d > dl) {
             m.deadline_missed += 1;
         }
+    }
+
+    /// Parallel mode: applies what `m` held this window, in event order,
+    /// up to (not including) the event at `cut` (its sender's completion,
+    /// after which a single-thread run measures nothing); what came
+    /// after is dropped. Goodput rows written meanwhile take their
+    /// event's (time, key).
+    pub(crate) fn apply_pending(
+        &mut self,
+        m: &mut FlowMeter,
+        flow: FlowId,
+        cut: Option<(SimTime, u64)>,
+    ) {
+        m.listed = false;
+        let Some(mut held) = m.pending.take() else {
+            return;
+        };
+        let at = self.at;
+        for &(t, key, what) in &held {
+            if cut.is_some_and(|c| (t, key) >= c) {
+                break;
+            }
+            self.at = (t, key);
+            match what {
+                Measured::Data(sent_at) => self.on_data(m, t, sent_at),
+                Measured::Goodput(bytes) => self.on_goodput(m, flow, t, bytes),
+            }
+        }
+        self.at = at;
+        held.clear();
+        m.pending = Some(held);
     }
 
     /// The flow ended (or the run did): its statistics, for its row of the

@@ -153,6 +153,9 @@ pub struct World {
     pub(crate) emits: Vec<Emit>,
     /// Per-packet loss probability of every link, and its random stream.
     pub(crate) loss: Option<(f64, SimRng)>,
+    /// `topology.link_loss_per_link`: one loss stream per port (its
+    /// direction of the link), used instead of `loss`'s; empty when off.
+    pub(crate) loss_per_link: Vec<SimRng>,
     /// TSQ limit: wire bytes a TCP flow may have in its host's NIC queue
     /// (`transport.tsq_kb`); `None` leaves senders unlimited.
     pub(crate) tsq_bytes: Option<u64>,
@@ -335,6 +338,7 @@ impl World {
             switch_timer: Vec::new(),
             emits: Vec::with_capacity(16),
             loss,
+            loss_per_link: Vec::new(),
             tsq_bytes: params.tsq_bytes,
             sport_salt: params.sport_salt,
             host_queueing: false,

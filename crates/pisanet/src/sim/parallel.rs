@@ -27,9 +27,16 @@
 //! (`World::complete_flow`). Losses of a sender's data dropped in another
 //! partition are logged there with their time and charged to the flow at
 //! the end if they happened no later than the flow finished (the
-//! single-thread rule).
+//! single-thread rule). A duration-limited sender's close hands the
+//! flow's size to its receiver's partition (`Part::closed`); a link
+//! failure is applied by the partitions of both ends at its instant
+//! (`World::link_event_part`); per-flow measurement is held by receivers
+//! until the window's end, cut at their sender's completion, and put
+//! together and closed by the [`Collector`] (docs/architecture.md,
+//! "Parallel mode").
 
 use super::flow::{ActiveFlow, Endpoints, Plan};
+use super::meter::{FlowMeter, FlowStats, Meter};
 use super::*;
 use crate::config::Config;
 use pisanet_net::topology::NodeKind;
@@ -78,7 +85,7 @@ pub fn refusal(cfg: &Config) -> Option<String> {
         let scheme = cfg.scheme.kind.name();
         if !matches!(t.kind, TopologyKind::FatTree | TopologyKind::LeafSpine) {
             Some(format!(
-                "topology.kind {:?} (only fat_tree and leaf_spine are partitioned)",
+                "topology.kind {:?} (only fat_tree and leaf_spine are partitioned: a single-thread run of another topology has no lookahead, and partitioning it would change its results)",
                 t.kind
             ))
         } else if !SCHEMES.contains(&scheme) {
@@ -88,24 +95,14 @@ pub fn refusal(cfg: &Config) -> Option<String> {
             ))
         } else if t.pfc.enabled {
             Some("topology.pfc (PFC: its deadlock detector reads every port at one instant)".into())
-        } else if t.link_loss_rate > 0.0 {
+        } else if t.link_loss_rate > 0.0 && !t.link_loss_per_link {
             Some(
-                "topology.link_loss_rate (random link loss: one random stream serves every link, drawn in the order of the whole run's transmissions)"
-                    .into(),
-            )
-        } else if !cfg.events.is_empty() {
-            Some(
-                "events (link failures: a failure changes the switches at both ends of a link at one instant, and a link may join two partitions)"
+                "topology.link_loss_rate with one random stream for every link, drawn in the order of the whole run's arrivals (topology.link_loss_per_link = true gives each link its own stream, which both modes draw alike)"
                     .into(),
             )
         } else if cfg.transport.kind == pisanet_transport::params::TransportKind::Udp {
             Some(
-                "transport.kind \"udp\" (UDP and rate-based flows: a flow ends when its sender sees its receiver's count, and they may be in two partitions)"
-                    .into(),
-            )
-        } else if m.flow_stats || m.goodput_interval_us > 0.0 {
-            Some(
-                "metrics.flow_stats and metrics.goodput_interval_us (per-flow measurement: a flow's sender and receiver measure it in their own partitions)"
+                "transport.kind \"udp\" (UDP and rate-based flows: a flow ends for both ends at one instant, when its receiver has every byte or its sender the last acknowledgement, and the other end, in another partition, would act on the flow until it learns)"
                     .into(),
             )
         } else if !m.pcap.ports.is_empty() || !m.trace.ports.is_empty() || !m.trace.flows.is_empty()
@@ -114,11 +111,11 @@ pub fn refusal(cfg: &Config) -> Option<String> {
         } else {
             cfg.workload.groups.iter().enumerate().find_map(|(k, g)| {
                 let udp = crate::config::group_transport(g, cfg) == Transport::Udp;
-                // NOTE: a flow list's UDP and duration-limited rows are
-                // refused as the list is read (run.rs, `build_generator`).
-                if udp || g.duration_us.is_some() {
+                // NOTE: a flow list's UDP rows are refused as the list is
+                // read (run.rs, `build_generator`).
+                if udp {
                     Some(format!(
-                        "workload.groups[{k}] (UDP and duration-limited groups: a duration-limited flow's sender tells its receiver the flow's size at the instant it closes)"
+                        "workload.groups[{k}] with UDP (UDP and rate-based flows: a flow ends for both ends at one instant, and the other end, in another partition, would act on the flow until it learns)"
                     ))
                 } else {
                     None
@@ -126,7 +123,7 @@ pub fn refusal(cfg: &Config) -> Option<String> {
             })
         }
     };
-    what.map(|w| format!("run.threads: the parallel mode does not support {w} yet; unset run.threads to run it on one thread (it supports fat_tree and leaf_spine topologies, every scheme, TCP flows, samples and streaming: docs/architecture.md, \"Parallel mode\")"))
+    what.map(|w| format!("run.threads: the parallel mode does not support {w} yet; unset run.threads to run it on one thread (it supports fat_tree and leaf_spine topologies, every scheme, TCP flows (duration-limited too), link failures, random link loss with topology.link_loss_per_link, per-flow measurement, samples and streaming: docs/architecture.md, \"Parallel mode\")"))
 }
 
 /// A partition's view of the cut: which nodes are its own, and what it
@@ -146,6 +143,17 @@ pub(crate) struct Part {
     /// Data of senders in other partitions dropped here this window:
     /// (flow, time, payload bytes, the host that sent it).
     pub(crate) losses: Vec<(FlowId, SimTime, u32, HostId)>,
+    /// Duration-limited flows whose senders closed here this window, with
+    /// their receivers in other partitions: (flow, receiver, when, size).
+    closed: Vec<(FlowId, HostId, SimTime, u64)>,
+    /// Links to other partitions that failed this window: (sending port,
+    /// packets it put in the outbox this window before its last failure).
+    /// They were on the wire when it failed; the receiving partition adds
+    /// them to the wire's lost count (`World::link_event_part`).
+    lost_on_wire: Vec<(PortIdx, u32)>,
+    /// Per-flow measurement that left this window (`meter_part`): (flow,
+    /// which side, the (time, key) of the event that closed it, its state).
+    meters: Vec<MeterPart>,
     /// Partition 0 only: the flows that arrived this window (their
     /// attributes), for the collector to open their rows in id order.
     started: Vec<(FlowId, FlowRecord)>,
@@ -179,6 +187,10 @@ pub(crate) struct Ended {
     pub(crate) at: Option<(SimTime, u64)>,
     pub(crate) rec: FlowRecord,
 }
+
+/// A flow's measurement leaving a partition: (flow, which side, the
+/// (time, key) of the event that closed it, its state).
+type MeterPart = (FlowId, Side, (SimTime, u64), Box<FlowMeter>);
 
 /// A packet on a link between partitions: (arrival time, sending port,
 /// packet, its queueing metadata). It left the sender's arena and enters
@@ -218,16 +230,56 @@ impl Part {
         });
     }
 
-    /// Flow `id`'s sender completed here at `rec.finish`: the collector
-    /// learns when (what losses elsewhere it is charged), and, if its
-    /// receiver is in another partition, that partition releases it.
-    pub(crate) fn sender_completed(&mut self, id: FlowId, rec: &FlowRecord) {
+    /// A duration-limited flow's sender closed at `now` (its application's
+    /// duration is over): the flow's size is what it sent (`rec.bytes`).
+    /// A single-thread run tells the receiver at once
+    /// (`TcpReceiver::set_size`); a receiver in another partition learns
+    /// it at the end of the window, before anything the sender sends at
+    /// or after `now` (its FIN) can reach it.
+    pub(crate) fn closed(&mut self, id: FlowId, rec: &FlowRecord, now: SimTime) {
+        if !self.local_host(rec.dst) {
+            self.closed.push((id, rec.dst, now, rec.bytes));
+        }
+    }
+
+    /// Flow `id`'s sender completed here at `rec.finish`, in the event at
+    /// `at` (known with per-flow measurement): the collector learns when
+    /// (what losses elsewhere it is charged), and, if its receiver is in
+    /// another partition, that partition releases it (and stops measuring
+    /// it from `at` on).
+    pub(crate) fn sender_completed(
+        &mut self,
+        id: FlowId,
+        rec: &FlowRecord,
+        at: Option<(SimTime, u64)>,
+    ) {
         self.ended.push(Ended {
             id,
             side: Side::Sender,
-            at: None,
+            at,
             rec: *rec,
         });
+    }
+
+    /// Flow `id`'s measurement here (`fm`) is over, closed by the event at
+    /// `at` (its sender's completion, or the end of the run): it goes to
+    /// the collector, which puts the sender's and the receiver's parts
+    /// together and closes it (`Collector::write`).
+    pub(crate) fn meter_part(
+        &mut self,
+        id: FlowId,
+        rec: &FlowRecord,
+        at: (SimTime, u64),
+        fm: Option<Box<FlowMeter>>,
+    ) {
+        let side = match (self.local_host(rec.src), self.local_host(rec.dst)) {
+            (true, true) => Side::Whole,
+            (true, false) => Side::Sender,
+            _ => Side::Receiver,
+        };
+        if let Some(fm) = fm {
+            self.meters.push((id, side, at, fm));
+        }
     }
 }
 
@@ -364,6 +416,9 @@ impl World {
             port_to,
             outbox: (0..parts).map(|_| Vec::new()).collect(),
             losses: Vec::new(),
+            closed: Vec::new(),
+            lost_on_wire: Vec::new(),
+            meters: Vec::new(),
             started: Vec::new(),
             ended: Vec::new(),
         }));
@@ -377,6 +432,20 @@ impl World {
         if let Some(f) = &self.pending_flow {
             self.q.schedule(f.start, Ev::NextFlow);
         }
+        // Link failures: the partitions of the link's two ends each apply
+        // their own end at the event's instant (`link_event_part`).
+        let me = self.part.as_ref().map_or(0, |p| p.me);
+        for i in 0..self.link_events.len() {
+            let e = &self.link_events[i];
+            let node_part = &self.part.as_ref().expect("parallel mode").node_part;
+            let mine = e
+                .ports
+                .iter()
+                .any(|&p| node_part[self.ports[p as usize].node as usize] == me);
+            if mine {
+                self.q.schedule(e.at, Ev::LinkEvent(i as u32));
+            }
+        }
         // Samples: every partition samples every selected port at the
         // single-thread run's instants (the rows line up); `merge` keeps
         // each value from the port's own partition.
@@ -387,7 +456,6 @@ impl World {
             self.rates.last = vec![(0, 0); self.rates.ports.len()];
             self.q.schedule(iv, Ev::RateSample);
         }
-        let me = self.part.as_ref().map_or(0, |p| p.me);
         if let Forwarding::Pisa(switches) = &self.fwd {
             let n = switches.len() as u32;
             for sw in 0..n {
@@ -407,7 +475,98 @@ impl World {
                 // Every partition runs its copy: one counts (`start_partition`).
                 self.q.uncount();
             }
+            if let Ev::LinkEvent(i) = ev {
+                self.link_event_part(now, i);
+                continue;
+            }
+            if let Some(m) = self.meter.as_deref_mut() {
+                // Per-flow measurement keys what it holds and writes by
+                // the event (`Meter::at`).
+                m.at = (now, ev.key(now));
+            }
             self.handle(now, ev);
+        }
+    }
+
+    /// Applies what this partition's receivers measured and held this
+    /// window (`FlowMeter::pending`), in event order.
+    fn apply_held_measurements(&mut self) {
+        let Some(m) = self.meter.as_deref_mut() else {
+            return;
+        };
+        let touched = std::mem::take(&mut m.touched);
+        for &id in &touched {
+            if let Some(Some(af)) = self.active.get_mut(id as usize) {
+                if let Some(fm) = af.meter.as_deref_mut() {
+                    m.apply_pending(fm, id, None);
+                }
+            }
+        }
+        m.touched = touched;
+        m.touched.clear();
+    }
+
+    /// `on_link_event` (sim/port.rs) in a partition: a link's state is
+    /// read by the sender of each direction (the port's `up`, and its
+    /// switch's control plane, told of the change) and by its receiver
+    /// (the wire's `lost`: the packets on the wire when the link failed
+    /// are lost as they arrive). Each partition applies what it owns at
+    /// the event's instant, in the event's (time, key) place, as the
+    /// single-thread run does: the sender's side sets `up` and tells its
+    /// switch; the receiver's side counts the packets on its copy of the
+    /// wire; the packets the sender put on the link this window, still in
+    /// its outbox, were on the wire too, and are added to the count when
+    /// they are handed over (`exchange`). The event is counted once, by
+    /// the partition of its first port's node.
+    fn link_event_part(&mut self, now: SimTime, i: u32) {
+        let (up, ends) = {
+            let e = &self.link_events[i as usize];
+            (e.up, e.ports)
+        };
+        let part = self.part.as_deref().expect("parallel mode");
+        let me = part.me;
+        let owners = ends.map(|p| {
+            let port = &self.ports[p as usize];
+            (
+                part.node_part[port.node as usize],
+                part.node_part[port.peer_node as usize],
+            )
+        });
+        if owners[0].0 != me {
+            self.q.uncount();
+        }
+        for (p, (port_owner, peer_owner)) in ends.into_iter().zip(owners) {
+            if peer_owner == me && !up {
+                let wire = &mut self.ports[p as usize].wire;
+                wire.lost = wire.len() as u32;
+            }
+            if port_owner != me {
+                continue;
+            }
+            if peer_owner != me && !up {
+                let part = self.part.as_deref_mut().expect("parallel mode");
+                let sent = part.outbox[peer_owner as usize]
+                    .iter()
+                    .filter(|c| c.1 == p)
+                    .count() as u32;
+                // NOTE: a later failure in the same window replaces the
+                // count, as it replaces the wire's (`on_link_event`).
+                match part.lost_on_wire.iter_mut().find(|x| x.0 == p) {
+                    Some(x) => x.1 = sent,
+                    None => part.lost_on_wire.push((p, sent)),
+                }
+            }
+            let port = &mut self.ports[p as usize];
+            port.up = up;
+            let node = port.node;
+            let port_no = port.port_no;
+            if !self.topo.is_host(node) {
+                let sw = node - self.topo.n_hosts;
+                if let Forwarding::Pisa(switches) = &mut self.fwd {
+                    switches[sw as usize].port_status(now, port_no, up);
+                    self.arm_switch(sw);
+                }
+            }
         }
     }
 
@@ -475,7 +634,13 @@ impl World {
             reordered: 0,
             lost_packets: 0,
             lost_bytes: 0,
-            meter: None,
+            // A receiver whose sender is elsewhere holds what it measures
+            // until the end of the window (`FlowMeter::pending`).
+            meter: self.meter.as_deref_mut().map(|m| {
+                let mut fm = m.new_flow(f.attrs.deadline);
+                fm.pending = Some(Vec::new());
+                fm
+            }),
             stats: None,
         }));
         // NOTE: not counted in `active_count`: the flow is active in its
@@ -536,16 +701,42 @@ impl World {
         }
     }
 
+    /// The sender of `id`, in another partition, closed at `at` with
+    /// `size` bytes sent (`Part::closed`): the receiver here is told, as
+    /// a single-thread run tells it at `at`.
+    fn closed_elsewhere(&mut self, id: FlowId, at: SimTime, size: u64) {
+        if let Some(Some(af)) = self.active.get_mut(id as usize) {
+            af.rec.bytes = size;
+            if let Endpoints::Tcp { rx, .. } = &mut af.ends {
+                rx.set_size(at, size);
+            }
+        }
+    }
+
     /// The sender of `id` completed at `finish` in another partition: the
     /// receiver here lingers until `finish + lookahead` (as in a
     /// single-thread run, `complete_flow`), then `release` checks what it
     /// delivered. Called at the end of the window, which is no later than
     /// `finish + lookahead`.
-    fn sender_completed_elsewhere(&mut self, id: FlowId, finish: SimTime) {
-        if let Some(Some(af)) = self.active.get_mut(id as usize) {
-            af.rec.finish = Some(finish);
-            self.q.schedule(finish + self.lookahead, Ev::Release(id));
-        }
+    ///
+    /// With per-flow measurement, what the receiver measured before the
+    /// completion's event `at` (held this window, `FlowMeter::pending`)
+    /// is applied, the rest dropped (a single-thread run measures nothing
+    /// after it), and the measurement is returned for the collector.
+    fn sender_completed_elsewhere(
+        &mut self,
+        id: FlowId,
+        finish: SimTime,
+        at: Option<(SimTime, u64)>,
+    ) -> Option<Box<FlowMeter>> {
+        let Some(Some(af)) = self.active.get_mut(id as usize) else {
+            return None;
+        };
+        af.rec.finish = Some(finish);
+        self.q.schedule(finish + self.lookahead, Ev::Release(id));
+        let (m, mut fm) = (self.meter.as_deref_mut()?, af.meter.take()?);
+        m.apply_pending(&mut fm, id, at);
+        Some(fm)
     }
 }
 
@@ -586,6 +777,16 @@ fn exchange(worlds: &mut [World], parallel: bool, stats: &mut ParStats, collecto
             deliver(w, lists);
         }
     }
+    // Packets put on links that failed this window were on the wire when
+    // they failed: the receiving partition drops them as they arrive.
+    for i in 0..n {
+        let part = worlds[i].part.as_deref_mut().expect("parallel mode");
+        let lost = std::mem::take(&mut part.lost_on_wire);
+        for &(p, sent) in &lost {
+            let to = part.port_to[p as usize] as usize;
+            worlds[to].ports[p as usize].wire.lost += sent;
+        }
+    }
     // The emptied buffers go back, to keep their capacity.
     for (to, lists) in inbox.into_iter().enumerate() {
         for (from, list) in lists.into_iter().enumerate() {
@@ -598,6 +799,18 @@ fn exchange(worlds: &mut [World], parallel: bool, stats: &mut ParStats, collecto
     // another partition has it released there; every part goes to the
     // collector, which writes the rows complete this window.
     collector.open_flows(&mut worlds[0]);
+    // Duration-limited senders that closed this window tell their
+    // receivers the flow's size.
+    for i in 0..n {
+        let part = worlds[i].part.as_deref_mut().expect("parallel mode");
+        let mut closed = std::mem::take(&mut part.closed);
+        for &(id, dst, at, size) in &closed {
+            let to = node_part(&worlds[i])[dst as usize] as usize;
+            worlds[to].closed_elsewhere(id, at, size);
+        }
+        closed.clear();
+        worlds[i].part.as_deref_mut().expect("parallel mode").closed = closed;
+    }
     for i in 0..n {
         let part = worlds[i].part.as_deref_mut().expect("parallel mode");
         let mut ended = std::mem::take(&mut part.ended);
@@ -605,13 +818,23 @@ fn exchange(worlds: &mut [World], parallel: bool, stats: &mut ParStats, collecto
             if let (Side::Sender, Some(finish)) = (e.side, e.rec.finish) {
                 let to = node_part(&worlds[i])[e.rec.dst as usize] as usize;
                 if to != i {
-                    worlds[to].sender_completed_elsewhere(e.id, finish);
+                    if let Some(fm) = worlds[to].sender_completed_elsewhere(e.id, finish, e.at) {
+                        let end = e.at.unwrap_or_default();
+                        collector.meter_part(e.id, Side::Receiver, end, fm);
+                    }
                 }
             }
             collector.take(e);
         }
         ended.clear();
         worlds[i].part.as_deref_mut().expect("parallel mode").ended = ended;
+    }
+    // Per-flow measurement: what receivers held this window is applied
+    // (their senders did not complete in it), and what left goes to the
+    // collector.
+    for w in worlds.iter_mut() {
+        w.apply_held_measurements();
+        collector.meters_from(w);
     }
     collector.charge_losses(worlds);
     collector.write_ready();
@@ -634,6 +857,14 @@ struct Open {
     /// than the flow completed: the single-thread rule, `World::lose`).
     lost_packets: u32,
     lost_bytes: u64,
+    /// Per-flow measurement: the sender's part (RTT samples, TCP
+    /// counters) and the receiver's (one-way delays, deadline misses,
+    /// goodput), or, with both in one partition, the whole (`rx`,
+    /// `whole`); `at`: the (time, key) of the event that closed it.
+    meter_tx: Option<Box<FlowMeter>>,
+    meter_rx: Option<Box<FlowMeter>>,
+    meter_whole: bool,
+    meter_at: (SimTime, u64),
 }
 
 /// The rows of a parallel run's flows, put together from the partitions
@@ -646,6 +877,9 @@ struct Open {
 /// flow of the run.
 pub struct Collector {
     pub(crate) records: FlowRecords,
+    /// Per-flow measurement (`None` when off): the run's totals, folded
+    /// as each flow's row is written, and the goodput rows written then.
+    pub(crate) meter: Option<Meter>,
     open: std::collections::HashMap<FlowId, Open>,
     /// Rows complete this window: (time, key) of their release, id.
     ready: Vec<(SimTime, u64, FlowId)>,
@@ -660,6 +894,7 @@ impl Collector {
     pub fn new(records: FlowRecords) -> Self {
         Collector {
             records,
+            meter: None,
             open: std::collections::HashMap::new(),
             ready: Vec::new(),
             violations: Vec::new(),
@@ -684,9 +919,79 @@ impl Collector {
                     recv: None,
                     lost_packets: 0,
                     lost_bytes: 0,
+                    meter_tx: None,
+                    meter_rx: None,
+                    meter_whole: false,
+                    meter_at: (SimTime::ZERO, 0),
                 },
             );
         }
+    }
+
+    /// A part of flow `id`'s measurement (`Part::meter_part`).
+    fn meter_part(&mut self, id: FlowId, side: Side, at: (SimTime, u64), fm: Box<FlowMeter>) {
+        let Some(o) = self.open.get_mut(&id) else {
+            self.violations.push(format!(
+                "parallel mode: flow {id}'s measurement ({side:?}) with no open row"
+            ));
+            return;
+        };
+        match side {
+            Side::Sender => {
+                o.meter_tx = Some(fm);
+                o.meter_at = at;
+            }
+            Side::Receiver => o.meter_rx = Some(fm),
+            Side::Whole => {
+                o.meter_rx = Some(fm);
+                o.meter_whole = true;
+                o.meter_at = at;
+            }
+        }
+    }
+
+    /// The measurement parts partition `w` handed over.
+    fn meters_from(&mut self, w: &mut World) {
+        let part = w.part.as_deref_mut().expect("parallel mode");
+        let mut parts = std::mem::take(&mut part.meters);
+        for (id, side, at, fm) in parts.drain(..) {
+            self.meter_part(id, side, at, fm);
+        }
+        w.part.as_deref_mut().expect("parallel mode").meters = parts;
+    }
+
+    /// Flow `id`'s measurement, put together and closed as a
+    /// single-thread run closes it when the sender completes (or the run
+    /// stops): the receiver's delays, deadline misses and goodput, the
+    /// sender's RTT samples and TCP counters; its last goodput row takes
+    /// the closing event's (time, key).
+    fn close_meter(&mut self, id: FlowId, o: &mut Open) -> FlowStats {
+        let Some(m) = self.meter.as_mut() else {
+            return FlowStats::default();
+        };
+        let mut fm = match (o.meter_rx.take(), o.meter_tx.take()) {
+            (Some(rx), _) if o.meter_whole => rx,
+            (rx, tx) => {
+                let Some(tx) = tx else {
+                    self.violations.push(format!(
+                        "parallel mode: flow {id}'s row written without its sender's measurement"
+                    ));
+                    return FlowStats::default();
+                };
+                let mut fm = rx.unwrap_or_else(|| {
+                    Box::new(FlowMeter {
+                        deadline: tx.deadline,
+                        ..FlowMeter::default()
+                    })
+                });
+                fm.rtt = tx.rtt;
+                fm.rtt_seen = tx.rtt_seen;
+                fm.tcp = tx.tcp;
+                fm
+            }
+        };
+        m.at = o.meter_at;
+        m.close(&mut fm, id).unwrap_or_default()
     }
 
     /// A part of flow `e.id`'s row.
@@ -745,9 +1050,10 @@ impl Collector {
     }
 
     fn write(&mut self, id: FlowId) {
-        let Some(o) = self.open.remove(&id) else {
+        let Some(mut o) = self.open.remove(&id) else {
             return;
         };
+        let stats = self.close_meter(id, &mut o);
         let mut row = o.rec;
         if !o.sender {
             self.violations.push(format!(
@@ -760,9 +1066,7 @@ impl Collector {
         }
         row.lost_packets += o.lost_packets;
         row.lost_bytes += o.lost_bytes;
-        // NOTE: `refusal` keeps per-flow measurement out of parallel runs.
-        self.records
-            .end(id, &row, &super::meter::FlowStats::default());
+        self.records.end(id, &row, &stats);
     }
 
     /// The run stopped and every partition recorded its flows
@@ -778,6 +1082,9 @@ impl Collector {
             }
         }
         self.charge_losses(worlds);
+        for w in worlds.iter_mut() {
+            self.meters_from(w);
+        }
         self.ready.clear();
         let mut ids: Vec<(bool, FlowId)> = self
             .open
@@ -874,7 +1181,17 @@ pub fn run(
         .flatten();
     for w in worlds.iter_mut() {
         w.start_partition();
+        if let Some(m) = w.meter.as_deref_mut() {
+            m.goodput_at = Some(Vec::new());
+        }
     }
+    // Per-flow measurement is closed by the collector (`Collector::write`).
+    collector.meter = worlds[0].meter.as_deref().map(|m| Meter {
+        flow_stats: m.flow_stats,
+        goodput: m.goodput,
+        goodput_at: Some(Vec::new()),
+        ..Meter::default()
+    });
     let budget = 1 << 16;
     let stop = loop {
         let st = &mut stats;
@@ -907,6 +1224,36 @@ pub fn run(
         .max()
         .unwrap_or(0);
     (stop, stats)
+}
+
+/// The goodput rows of every partition and of the collector's `m`, in
+/// the order of the (time, key) of the events that wrote them (a
+/// single-thread run's order: each event writes at most one), into `m`.
+fn merge_goodput(rest: &mut [World], fin: &mut World, m: &mut Meter) {
+    type Row = ((SimTime, u64), SimTime, FlowId, u64);
+    let mut rows: Vec<Row> = Vec::new();
+    let mut take = |m: &mut Meter| {
+        let at = m.goodput_at.take().unwrap_or_default();
+        let time = std::mem::take(&mut m.goodput_time);
+        let flow = std::mem::take(&mut m.goodput_flow);
+        let bytes = std::mem::take(&mut m.goodput_bytes);
+        for (((a, t), f), b) in at.into_iter().zip(time).zip(flow).zip(bytes) {
+            rows.push((a, t, f, b));
+        }
+    };
+    for w in std::iter::once(fin).chain(rest.iter_mut()) {
+        if let Some(pm) = w.meter.as_deref_mut() {
+            take(pm);
+        }
+    }
+    take(m);
+    // NOTE: stable: rows of one event (none in a TCP run) keep their order.
+    rows.sort_by_key(|r| r.0);
+    for (_, t, f, b) in rows {
+        m.goodput_time.push(t);
+        m.goodput_flow.push(f);
+        m.goodput_bytes.push(b);
+    }
 }
 
 /// Folds the partitions into one world holding every node's own state (its
@@ -954,6 +1301,10 @@ pub fn merge(worlds: Vec<World>, collector: Collector) -> World {
     }
     let mut rest: Vec<World> = worlds.drain(1..).collect();
     let mut fin = worlds.pop().expect("partition 0");
+    fin.meter = collector.meter.take().map(|mut m| {
+        merge_goodput(&mut rest, &mut fin, &mut m);
+        Box::new(m)
+    });
     fin.records = collector.records;
     fin.violations.append(&mut collector.violations);
     // A packet of partition `i`'s arena moves into `fin`'s with a new id.

@@ -435,6 +435,8 @@ impl World {
         }
         self.counts.packet_hops += 1;
         if let Some((p_loss, rng)) = &mut self.loss {
+            // `topology.link_loss_per_link`: the direction's own stream.
+            let rng = self.loss_per_link.get_mut(p as usize).unwrap_or(rng);
             if rng.gen::<f64>() < *p_loss {
                 self.lose_id(id);
                 return;
