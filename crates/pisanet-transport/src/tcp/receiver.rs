@@ -232,15 +232,23 @@ impl TcpReceiver {
         }
 
         let had_hole = !self.ooo.is_empty();
-        let new_bytes = self.insert(start.max(self.rcv_nxt), end);
+        let from = start.max(self.rcv_nxt);
+        let (new_bytes, advanced) = if had_hole || from > self.rcv_nxt {
+            let new_bytes = self.insert(from, end);
+            if new_bytes > 0 && start > self.rcv_nxt {
+                self.reordered += 1;
+            }
+            if self.sack && from > self.rcv_nxt {
+                self.note_sack_block(from);
+            }
+            (new_bytes, self.advance())
+        } else {
+            // In order with nothing held beyond `rcv_nxt` (nearly every
+            // segment): what `insert` then `advance` would do, without
+            // the interval set: the new bytes go to the application.
+            self.deliver_in_order(end)
+        };
         self.duplicate_bytes += u64::from(tcp.payload) - new_bytes;
-        if new_bytes > 0 && start > self.rcv_nxt {
-            self.reordered += 1;
-        }
-        if self.sack && start.max(self.rcv_nxt) > self.rcv_nxt {
-            self.note_sack_block(start.max(self.rcv_nxt));
-        }
-        let advanced = self.advance();
         if advanced && self.app.delivered >= self.app.size && self.completed_at.is_none() {
             self.completed_at = Some(now);
         }
@@ -357,6 +365,21 @@ impl TcpReceiver {
         self.ooo.insert(start, end);
         self.ooo_bytes += end - start;
         len - overlap
+    }
+
+    /// `insert(rcv_nxt, end)` then `advance()` with nothing held out of
+    /// order: `[rcv_nxt, end)` goes to the application. Returns the new
+    /// bytes and whether `rcv_nxt` moved.
+    #[inline]
+    fn deliver_in_order(&mut self, end: u64) -> (u64, bool) {
+        debug_assert!(self.ooo.is_empty());
+        let start = self.rcv_nxt;
+        if end <= start {
+            return (0, false);
+        }
+        self.app.deliver(start, end);
+        self.rcv_nxt = end;
+        (end - start, true)
     }
 
     /// Moves the interval at `rcv_nxt`, if any, to the application.
