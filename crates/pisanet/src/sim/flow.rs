@@ -530,22 +530,25 @@ impl World {
 
     /// Completes the flow if it is done, else makes sure its timers are armed.
     pub(crate) fn after_flow_event(&mut self, now: SimTime, id: FlowId) {
-        let Some(Some(af)) = self.active.get(id as usize) else {
+        let Some(Some(af)) = self.active.get_mut(id as usize) else {
             return;
         };
-        if af.sender_done() {
-            // A lingering receiver: only its own timer.
-            return self.arm_timers(id);
+        // A lingering receiver (its sender done): only its own timer.
+        if !af.sender_done() {
+            let done = match &af.ends {
+                Endpoints::Tcp { tx, .. } => tx.is_complete(),
+                Endpoints::Udp { .. } => {
+                    if self.udp_done(now, id) {
+                        return self.complete_flow(now, id);
+                    }
+                    return self.arm_timers(id);
+                }
+            };
+            if done {
+                return self.complete_flow(now, id);
+            }
         }
-        let done = match &af.ends {
-            Endpoints::Tcp { tx, .. } => tx.is_complete(),
-            Endpoints::Udp { .. } => self.udp_done(now, id),
-        };
-        if done {
-            self.complete_flow(now, id);
-        } else {
-            self.arm_timers(id);
-        }
+        Self::arm_flow_timers(&mut self.q, id, af);
     }
 
     /// A UDP flow is done when its receiver has every byte sent, or when its
@@ -594,9 +597,19 @@ impl World {
     }
 
     pub(crate) fn arm_timers(&mut self, id: FlowId) {
-        let Some(Some(af)) = self.active.get_mut(id as usize) else {
-            return;
-        };
+        if let Some(Some(af)) = self.active.get_mut(id as usize) {
+            Self::arm_flow_timers(&mut self.q, id, af);
+        }
+    }
+
+    /// `arm_timers` of flow `id`, whose state is `af`.
+    // NOTE: after nearly every event of a flow both timers are already
+    // armed early enough (a restarted RTO is later than the event pending
+    // for it, which finds it early and re-arms): the scheduling is out of
+    // line, so that this check saves no registers (docs/performance.md,
+    // "Session 10").
+    #[inline(always)]
+    fn arm_flow_timers(q: &mut Events, id: FlowId, af: &mut ActiveFlow) {
         let (tx_deadline, rx_deadline) = match &af.ends {
             Endpoints::Tcp { tx, rx } => (
                 match (tx.timer_deadline(), af.close_at) {
@@ -614,22 +627,27 @@ impl World {
         // that event fires. Recording a past deadline instead left it set
         // forever, and no later, earlier-only deadline was ever scheduled (a
         // duration-limited flow held back by TSQ never closed).
-        let now = self.q.now();
+        let now = q.now();
         let tx_deadline = tx_deadline.filter(|_| !af.sender_done());
         if let Some(d) = tx_deadline {
             let d = d.max(now);
             if af.tx_timer.is_none_or(|t| d < t) {
                 af.tx_timer = Some(d);
-                self.q.schedule(d, Ev::SenderTimer(id));
+                Self::schedule_timer(q, d, Ev::SenderTimer(id));
             }
         }
         if let Some(d) = rx_deadline {
             let d = d.max(now);
             if af.rx_timer.is_none_or(|t| d < t) {
                 af.rx_timer = Some(d);
-                self.q.schedule(d, Ev::ReceiverTimer(id));
+                Self::schedule_timer(q, d, Ev::ReceiverTimer(id));
             }
         }
+    }
+
+    #[inline(never)]
+    fn schedule_timer(q: &mut Events, at: SimTime, ev: Ev) {
+        q.schedule(at, ev);
     }
 
     /// The flow is done (its TCP sender has every byte acknowledged, or
