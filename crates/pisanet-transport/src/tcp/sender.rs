@@ -744,6 +744,7 @@ impl TcpSender {
     /// `ece_ends_recovery`, turn an ECE in recovery into ns-3's CA_CWR.
     /// Returns the bytes newly acked, or `None` when the ACK was CA_CWR's
     /// and is fully handled.
+    #[inline(always)]
     pub(super) fn accept_new_ack(&mut self, now: SimTime, ack: u64, ece: bool) -> Option<u64> {
         self.leave_ns3_cwr(ack);
         self.leave_cwr_freeze(ack);
@@ -777,6 +778,7 @@ impl TcpSender {
         Some(acked)
     }
 
+    #[inline(always)]
     fn on_new_ack(&mut self, now: SimTime, ack: u64, ece: bool, out: &mut Vec<Packet>) {
         let Some(acked) = self.accept_new_ack(now, ack, ece) else {
             return;
@@ -861,6 +863,7 @@ impl TcpSender {
 
     /// The congestion controller's view of an ACK that acknowledged
     /// `acked` new bytes, with classic ECN's reaction (RFC 3168).
+    #[inline(always)]
     fn after_new_ack(&mut self, now: SimTime, acked: u64, ece: bool, was_in_recovery: bool) {
         if self.classic_ecn && ece {
             // RFC 3168 section 6.1.2: react to ECE as to a loss, but at most
@@ -1398,7 +1401,14 @@ impl TcpSender {
     /// covers; timed from the newest one it covers in full, whose
     /// timestamp the receiver echoes (RFC 7323 section 4.3: TS.Recent is
     /// the last in-order segment's).
+    #[inline]
     fn sample_every_ack(&mut self, now: SimTime, ack: u64) {
+        if self.sent_log.is_some() {
+            self.sample_logged(now, ack);
+        }
+    }
+
+    fn sample_logged(&mut self, now: SimTime, ack: u64) {
         let Some(log) = &mut self.sent_log else {
             return;
         };

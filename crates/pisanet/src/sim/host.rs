@@ -48,7 +48,9 @@ impl World {
     #[inline]
     pub(crate) fn tsq_flow(&mut self, flow: FlowId, src: u32) -> Option<&mut ActiveFlow> {
         let af = self.active.get_mut(flow as usize)?.as_deref_mut()?;
-        (matches!(af.ends, Endpoints::Tcp { .. }) && src == af.src_addr && !af.sender_done())
+        // NOTE: the source first: a receiver's ACK is told apart by the
+        // line its host's arrival already read, not by the endpoints' tag.
+        (src == af.src_addr && matches!(af.ends, Endpoints::Tcp { .. }) && !af.sender_done())
             .then_some(af)
     }
 
