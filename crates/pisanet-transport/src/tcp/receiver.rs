@@ -72,11 +72,32 @@ impl AppDelivery {
 
 /// The receiver of one flow of `size` bytes. See the module docs.
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct TcpReceiver {
+    // NOTE: `repr(C)`, in the order a data segment reads it: the first
+    // line holds the delayed-ACK deadline that every event of the flow
+    // reads (`timer_deadline`) and the in-order state, the next two the
+    // application, the ACK's fields and the flags; what only options,
+    // holes and completion read comes last (docs/performance.md,
+    // "Session 10").
+    delayed_ack_deadline: Option<SimTime>,
+    rcv_nxt: u64,
+    /// Received bytes beyond `rcv_nxt`: start -> end, disjoint and
+    /// non-adjacent, every start > `rcv_nxt`.
+    ooo: BTreeMap<u64, u64>,
+    duplicate_bytes: u64,
+    data_packets: u32,
+    ce_packets: u32,
+    app: AppDelivery,
     ends: FlowEnds,
     rwnd: u32,
+    /// The first FIN seen: (when, sequence of its end).
+    fin: Option<(SimTime, u64)>,
+    /// In-order segments received since the last ACK (delayed ACKs).
+    unacked_segments: u32,
+    acks_sent: u32,
+    reordered: u32,
     delayed_ack: bool,
-    delayed_ack_timeout: SimTime,
     /// Echo CE per RFC 8257 (DCTCP).
     dctcp_echo: bool,
     /// Echo CE per RFC 3168 section 6.1.3 (`TcpConfig::ecn`, not DCTCP).
@@ -85,33 +106,15 @@ pub struct TcpReceiver {
     ece_latched: bool,
     /// Report SACK blocks (`TcpConfig::sack`).
     sack: bool,
+    /// DCTCP.CE: the CE state of the last data packet (RFC 8257 3.2).
+    ce_state: bool,
+    delayed_ack_timeout: SimTime,
     /// A byte of each of the most recently reported SACK blocks, the most
     /// recent first (RFC 2018 section 4).
     sack_recent: [u64; MAX_SACK_BLOCKS],
     sack_recent_len: usize,
-    /// The first FIN seen: (when, sequence of its end).
-    fin: Option<(SimTime, u64)>,
-
-    rcv_nxt: u64,
-    /// Received bytes beyond `rcv_nxt`: start -> end, disjoint and
-    /// non-adjacent, every start > `rcv_nxt`.
-    ooo: BTreeMap<u64, u64>,
     ooo_bytes: u64,
-
-    /// In-order segments received since the last ACK (delayed ACKs).
-    unacked_segments: u32,
-    delayed_ack_deadline: Option<SimTime>,
-    /// DCTCP.CE: the CE state of the last data packet (RFC 8257 3.2).
-    ce_state: bool,
-
-    app: AppDelivery,
     completed_at: Option<SimTime>,
-
-    data_packets: u32,
-    reordered: u32,
-    duplicate_bytes: u64,
-    ce_packets: u32,
-    acks_sent: u32,
     sack_acks: u32,
 }
 

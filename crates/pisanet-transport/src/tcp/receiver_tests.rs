@@ -360,3 +360,18 @@ proptest! {
         prop_assert_eq!(rx.delivery_error(), None);
     }
 }
+
+/// The receiver's first cache line holds the delayed-ACK deadline (read by
+/// every event of its flow) and the in-order state; see the note at
+/// `TcpReceiver`.
+#[test]
+fn the_receiver_reads_its_first_line_first() {
+    use std::mem::offset_of;
+    for off in [
+        offset_of!(TcpReceiver, delayed_ack_deadline) + 15,
+        offset_of!(TcpReceiver, rcv_nxt) + 7,
+        offset_of!(TcpReceiver, ooo) + 23,
+    ] {
+        assert!(off < 64, "{off}");
+    }
+}

@@ -16,31 +16,35 @@ use pisanet_workload::Transport;
 /// A flow's record: kept in its `ActiveFlow` while it runs, then turned
 /// into its row of the flow table (`sim::records`) when it ends.
 #[derive(Clone, Copy, Debug)]
+#[repr(C)]
 pub struct FlowRecord {
-    pub src: HostId,
-    pub dst: HostId,
+    // NOTE: `repr(C)`, `finish` first: `ActiveFlow::sender_done` reads it
+    // at every packet, in the flow's second line (docs/performance.md,
+    // "Session 10").
+    pub finish: Option<SimTime>,
+    pub first_sent: Option<SimTime>,
+    pub arrival: SimTime,
+    pub ideal: SimTime,
     /// Payload bytes of the flow (for a duration-limited flow: what it sent).
     pub bytes: u64,
-    pub class: u8,
-    /// 0 = TCP, 1 = UDP.
-    pub transport: u8,
-    /// Strict-priority queue of its packets.
-    pub prio: u8,
-    pub group: u16,
-    pub arrival: SimTime,
-    pub first_sent: Option<SimTime>,
-    pub finish: Option<SimTime>,
+    /// Payload bytes of the packets lost (`lost_packets`).
+    pub lost_bytes: u64,
+    /// Bytes the receiver had in order when the flow completed or the run
+    /// stopped (reported per flow; not part of the digest).
+    pub delivered: u64,
+    pub src: HostId,
+    pub dst: HostId,
     pub retransmissions: u32,
     pub reordered: u32,
     /// Data packets lost: TCP, dropped in the network (retransmissions
     /// included); UDP, sent but not received when the flow ended.
     pub lost_packets: u32,
-    /// Payload bytes of those packets.
-    pub lost_bytes: u64,
-    pub ideal: SimTime,
-    /// Bytes the receiver had in order when the flow completed or the run
-    /// stopped (reported per flow; not part of the digest).
-    pub delivered: u64,
+    pub group: u16,
+    pub class: u8,
+    /// 0 = TCP, 1 = UDP.
+    pub transport: u8,
+    /// Strict-priority queue of its packets.
+    pub prio: u8,
 }
 
 /// A flow's congestion control or reaction point, by the name `cc` gives.
@@ -102,6 +106,9 @@ pub(crate) enum Plan {
 // NOTE: the TCP variant is the large one and by far the common one; the
 // whole flow state is boxed (ActiveFlow), so the UDP variant wastes nothing.
 #[allow(clippy::large_enum_variant)]
+// NOTE: `repr(C)`: the sender's first line (read by every event of the
+// flow) right after the tag, the receiver behind it.
+#[repr(C)]
 pub(crate) enum Endpoints {
     Tcp {
         tx: TcpSender,
@@ -120,22 +127,26 @@ pub(crate) enum Endpoints {
 }
 
 /// The transport state of a flow still running (freed when it completes).
+#[repr(C)]
 pub(crate) struct ActiveFlow {
-    /// The flow's record, until it ends (`sim::records`).
-    pub(crate) rec: FlowRecord,
-    pub(crate) ends: Endpoints,
+    // NOTE: `repr(C)`, in the order a packet of the flow reads it at its
+    // hosts: the first line (address, TSQ, timers), then the measurement,
+    // the receiver's reordering and the record's `finish` (`sender_done`),
+    // then the endpoints (docs/performance.md, "Session 10").
     pub(crate) src_addr: u32,
-    /// A duration-limited TCP flow: when its application closes it
-    /// (`TcpSender::close`); `None` once closed or without a duration.
-    pub(crate) close_at: Option<SimTime>,
-    pub(crate) tx_timer: Option<SimTime>,
-    pub(crate) rx_timer: Option<SimTime>,
-    /// TSQ: wire bytes of the sender's packets waiting in its host's NIC
-    /// queue (counted only when `World::tsq_bytes` is set).
-    pub(crate) nic_bytes: u64,
     /// TSQ: the send budget, not a window, stopped the sender's last send;
     /// it is offered budget again when one of its packets leaves the NIC.
     pub(crate) tsq_blocked: bool,
+    /// TSQ: wire bytes of the sender's packets waiting in its host's NIC
+    /// queue (counted only when `World::tsq_bytes` is set).
+    pub(crate) nic_bytes: u64,
+    pub(crate) tx_timer: Option<SimTime>,
+    pub(crate) rx_timer: Option<SimTime>,
+    /// A duration-limited TCP flow: when its application closes it
+    /// (`TcpSender::close`); `None` once closed or without a duration.
+    pub(crate) close_at: Option<SimTime>,
+    /// Measurement state, only when `metrics.flow_stats` or goodput is on.
+    pub(crate) meter: Option<Box<FlowMeter>>,
     /// Latest send time among the data packets that reached the receiver.
     pub(crate) max_sent_seen: SimTime,
     /// Data packets that reached the receiver after a packet of the same flow
@@ -144,12 +155,13 @@ pub(crate) struct ActiveFlow {
     pub(crate) reordered: u32,
     /// TCP data packets of the sender dropped in the network.
     pub(crate) lost_packets: u32,
+    /// The flow's record, until it ends (`sim::records`).
+    pub(crate) rec: FlowRecord,
     pub(crate) lost_bytes: u64,
-    /// Measurement state, only when `metrics.flow_stats` or goodput is on.
-    pub(crate) meter: Option<Box<FlowMeter>>,
     /// The measurement closed when the sender completed, kept for the
     /// row written when the receiver is released.
     pub(crate) stats: Option<Box<FlowStats>>,
+    pub(crate) ends: Endpoints,
 }
 
 impl ActiveFlow {
