@@ -21,6 +21,9 @@ impl World {
         host: HostId,
         out: &mut Vec<Packet>,
     ) -> Option<FlowId> {
+        if out.is_empty() {
+            return None;
+        }
         let mut charged = None;
         if self.tsq_bytes.is_some() {
             // Charge all first: the first packet may leave at once (idle NIC).
@@ -33,14 +36,26 @@ impl World {
         }
         let p = self.port_base[host as usize];
         self.host_queueing = true;
-        for mut pkt in out.drain(..) {
-            pkt.uid = self.next_uid;
-            self.next_uid += 1;
-            self.counts.injected += 1;
-            self.enqueue(now, p, pkt);
+        if let [_] = out.as_slice() {
+            // One packet (most events): no drain.
+            let pkt = out.pop().expect("one packet");
+            self.inject(now, p, pkt);
+        } else {
+            for pkt in out.drain(..) {
+                self.inject(now, p, pkt);
+            }
         }
         self.host_queueing = false;
         charged
+    }
+
+    /// A host's packet enters the network at its NIC, port `p`.
+    #[inline(always)]
+    fn inject(&mut self, now: SimTime, p: PortIdx, mut pkt: Packet) {
+        pkt.uid = self.next_uid;
+        self.next_uid += 1;
+        self.counts.injected += 1;
+        self.enqueue(now, p, pkt);
     }
 
     /// The active TCP flow whose sender emitted a packet of `flow` from
