@@ -50,7 +50,6 @@ struct AppDelivery {
 }
 
 impl AppDelivery {
-    #[inline]
     fn deliver(&mut self, start: u64, end: u64) {
         if self.error.is_none() {
             if start != self.delivered {

@@ -179,6 +179,10 @@ pub struct TcpSender {
     board: Option<Box<RenoBoard>>,
     /// `TcpConfig::rtt_every_ack`: every segment sent and not yet
     /// acknowledged, in sequence order (`None` when the option is off).
+    // NOTE: boxed so that a sender without the option (nearly all) holds
+    // one word here, among the fields an ACK reads, not the deque's 32
+    // bytes (docs/performance.md, "Session 10").
+    #[allow(clippy::box_collection)]
     sent_log: Option<Box<VecDeque<SentSeg>>>,
     ends: FlowEnds,
     /// Window of the latest acceptable ACK, as advertised.
