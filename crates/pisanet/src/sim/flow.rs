@@ -127,12 +127,13 @@ pub(crate) enum Endpoints {
 }
 
 /// The transport state of a flow still running (freed when it completes).
-#[repr(C)]
+#[repr(C, align(64))]
 pub(crate) struct ActiveFlow {
     // NOTE: `repr(C)`, in the order a packet of the flow reads it at its
     // hosts: the first line (address, TSQ, timers), then the measurement,
     // the receiver's reordering and the record's `finish` (`sender_done`),
-    // then the endpoints (docs/performance.md, "Session 10").
+    // then the endpoints; aligned, so that the box's lines are these
+    // (docs/performance.md, "Session 10").
     pub(crate) src_addr: u32,
     /// TSQ: the send budget, not a window, stopped the sender's last send;
     /// it is offered budget again when one of its packets leaves the NIC.
