@@ -127,20 +127,21 @@ pub struct SenderStats {
 #[repr(C)]
 pub struct TcpSender {
     // NOTE: `repr(C)`, in the order an ACK reads it (docs/performance.md,
-    // "Session 10"): first the line a flow's other events read too
-    // (`is_complete`, `timer_deadline`), then what the new-ACK and send
+    // "Session 10"): first what a flow's other events read too
+    // (`is_complete`, `timer_deadline`: 48 bytes, within the line the
+    // simulator's flow state starts it on), then what the new-ACK and send
     // paths read, then what only options, loss recovery and the counters
     // read. The options' state (token bucket, ns-3's board, the sent log)
     // is boxed: a flow without them reads one word each.
     snd_una: u64,
-    snd_nxt: u64,
-    snd_max: u64,
     size: u64,
     /// RTO or persist deadline.
     timer: Option<SimTime>,
     /// When the token bucket will let the next segment out, while it holds
     /// the flow back.
     app_timer: Option<SimTime>,
+    snd_nxt: u64,
+    snd_max: u64,
     mss: u64,
     /// Wire bytes the host still lets this flow put into its NIC now.
     send_budget: u64,

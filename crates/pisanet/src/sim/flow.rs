@@ -132,8 +132,10 @@ pub(crate) struct ActiveFlow {
     // NOTE: `repr(C)`, in the order a packet of the flow reads it at its
     // hosts: the first line (address, TSQ, timers), then the measurement,
     // the receiver's reordering and the record's `finish` (`sender_done`),
-    // then the endpoints; aligned, so that the box's lines are these
-    // (docs/performance.md, "Session 10").
+    // then the endpoints, whose tag ends 8 bytes into the fourth line: the
+    // sender's completion and timer fields fill the rest of it. Aligned,
+    // so that the box's lines are these (docs/performance.md, "Session
+    // 10").
     pub(crate) src_addr: u32,
     /// TSQ: the send budget, not a window, stopped the sender's last send;
     /// it is offered budget again when one of its packets leaves the NIC.
@@ -158,11 +160,11 @@ pub(crate) struct ActiveFlow {
     pub(crate) lost_packets: u32,
     /// The flow's record, until it ends (`sim::records`).
     pub(crate) rec: FlowRecord,
+    pub(crate) ends: Endpoints,
     pub(crate) lost_bytes: u64,
     /// The measurement closed when the sender completed, kept for the
     /// row written when the receiver is released.
     pub(crate) stats: Option<Box<FlowStats>>,
-    pub(crate) ends: Endpoints,
 }
 
 impl ActiveFlow {
@@ -839,5 +841,29 @@ impl World {
                 None => self.records.end(id as FlowId, &af.rec, &stats),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::*;
+    use std::mem::{align_of, offset_of};
+
+    /// The cache lines of a flow's state (see the note at `ActiveFlow`):
+    /// the timers in the first line, `finish` in the second, and the
+    /// endpoints at a line, so that the sender's completion and timer
+    /// fields share it with the tag.
+    #[test]
+    fn a_flow_reads_by_cache_line() {
+        assert_eq!(align_of::<ActiveFlow>(), 64);
+        for off in [
+            offset_of!(ActiveFlow, src_addr),
+            offset_of!(ActiveFlow, close_at) + 15,
+        ] {
+            assert!(off < 64, "{off}");
+        }
+        let finish = offset_of!(ActiveFlow, rec) + offset_of!(FlowRecord, finish);
+        assert_eq!(finish / 64, 1);
+        assert_eq!(offset_of!(ActiveFlow, ends) % 64, 0);
     }
 }
