@@ -71,11 +71,32 @@ impl AppDelivery {
 
 /// The receiver of one flow of `size` bytes. See the module docs.
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct TcpReceiver {
+    // NOTE: `repr(C)`, in the order a data segment reads it: the first
+    // line holds the delayed-ACK deadline that every event of the flow
+    // reads (`timer_deadline`) and the in-order state, the next two the
+    // application, the ACK's fields and the flags; what only options,
+    // holes and completion read comes last (docs/performance.md,
+    // "Session 10").
+    delayed_ack_deadline: Option<SimTime>,
+    rcv_nxt: u64,
+    /// Received bytes beyond `rcv_nxt`: start -> end, disjoint and
+    /// non-adjacent, every start > `rcv_nxt`.
+    ooo: BTreeMap<u64, u64>,
+    duplicate_bytes: u64,
+    data_packets: u32,
+    ce_packets: u32,
+    app: AppDelivery,
     ends: FlowEnds,
     rwnd: u32,
+    /// The first FIN seen: (when, sequence of its end).
+    fin: Option<(SimTime, u64)>,
+    /// In-order segments received since the last ACK (delayed ACKs).
+    unacked_segments: u32,
+    acks_sent: u32,
+    reordered: u32,
     delayed_ack: bool,
-    delayed_ack_timeout: SimTime,
     /// Echo CE per RFC 8257 (DCTCP).
     dctcp_echo: bool,
     /// Echo CE per RFC 3168 section 6.1.3 (`TcpConfig::ecn`, not DCTCP).
@@ -84,33 +105,15 @@ pub struct TcpReceiver {
     ece_latched: bool,
     /// Report SACK blocks (`TcpConfig::sack`).
     sack: bool,
+    /// DCTCP.CE: the CE state of the last data packet (RFC 8257 3.2).
+    ce_state: bool,
+    delayed_ack_timeout: SimTime,
     /// A byte of each of the most recently reported SACK blocks, the most
     /// recent first (RFC 2018 section 4).
     sack_recent: [u64; MAX_SACK_BLOCKS],
     sack_recent_len: usize,
-    /// The first FIN seen: (when, sequence of its end).
-    fin: Option<(SimTime, u64)>,
-
-    rcv_nxt: u64,
-    /// Received bytes beyond `rcv_nxt`: start -> end, disjoint and
-    /// non-adjacent, every start > `rcv_nxt`.
-    ooo: BTreeMap<u64, u64>,
     ooo_bytes: u64,
-
-    /// In-order segments received since the last ACK (delayed ACKs).
-    unacked_segments: u32,
-    delayed_ack_deadline: Option<SimTime>,
-    /// DCTCP.CE: the CE state of the last data packet (RFC 8257 3.2).
-    ce_state: bool,
-
-    app: AppDelivery,
     completed_at: Option<SimTime>,
-
-    data_packets: u32,
-    reordered: u32,
-    duplicate_bytes: u64,
-    ce_packets: u32,
-    acks_sent: u32,
     sack_acks: u32,
 }
 
@@ -232,15 +235,23 @@ impl TcpReceiver {
         }
 
         let had_hole = !self.ooo.is_empty();
-        let new_bytes = self.insert(start.max(self.rcv_nxt), end);
+        let from = start.max(self.rcv_nxt);
+        let (new_bytes, advanced) = if had_hole || from > self.rcv_nxt {
+            let new_bytes = self.insert(from, end);
+            if new_bytes > 0 && start > self.rcv_nxt {
+                self.reordered += 1;
+            }
+            if self.sack && from > self.rcv_nxt {
+                self.note_sack_block(from);
+            }
+            (new_bytes, self.advance())
+        } else {
+            // In order with nothing held beyond `rcv_nxt` (nearly every
+            // segment): what `insert` then `advance` would do, without
+            // the interval set: the new bytes go to the application.
+            self.deliver_in_order(end)
+        };
         self.duplicate_bytes += u64::from(tcp.payload) - new_bytes;
-        if new_bytes > 0 && start > self.rcv_nxt {
-            self.reordered += 1;
-        }
-        if self.sack && start.max(self.rcv_nxt) > self.rcv_nxt {
-            self.note_sack_block(start.max(self.rcv_nxt));
-        }
-        let advanced = self.advance();
         if advanced && self.app.delivered >= self.app.size && self.completed_at.is_none() {
             self.completed_at = Some(now);
         }
@@ -357,6 +368,21 @@ impl TcpReceiver {
         self.ooo.insert(start, end);
         self.ooo_bytes += end - start;
         len - overlap
+    }
+
+    /// `insert(rcv_nxt, end)` then `advance()` with nothing held out of
+    /// order: `[rcv_nxt, end)` goes to the application. Returns the new
+    /// bytes and whether `rcv_nxt` moved.
+    #[inline]
+    fn deliver_in_order(&mut self, end: u64) -> (u64, bool) {
+        debug_assert!(self.ooo.is_empty());
+        let start = self.rcv_nxt;
+        if end <= start {
+            return (0, false);
+        }
+        self.app.deliver(start, end);
+        self.rcv_nxt = end;
+        (end - start, true)
     }
 
     /// Moves the interval at `rcv_nxt`, if any, to the application.

@@ -303,3 +303,75 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// Segment by segment (no delayed ACKs), the ACK sent, the new bytes
+    /// (duplicate bytes) and the reordered count equal those of a model
+    /// that keeps the set of bytes received: in-order data with nothing
+    /// held (the receiver's path without its interval set) and the rest
+    /// agree with it.
+    #[test]
+    fn each_segment_matches_a_byte_set_model(
+        size in 1u64..20_000,
+        mss in 1u64..3000,
+        dups in prop::collection::vec(any::<prop::sample::Index>(), 0..20),
+        extra in prop::collection::vec((any::<u64>(), 1u64..4000), 0..10),
+        swaps in prop::collection::vec((any::<prop::sample::Index>(), any::<prop::sample::Index>()), 0..6),
+    ) {
+        let mut segs = segments(size, mss, &extra);
+        let n = segs.len();
+        for d in &dups {
+            segs.push(segs[d.index(n)]);
+        }
+        // Mostly in order, with a few swaps: both paths are taken.
+        let m = segs.len();
+        for (a, b) in &swaps {
+            segs.swap(a.index(m), b.index(m));
+        }
+        let mut rx = TcpReceiver::new(&cfg(), ends().reversed(), size);
+        let mut held = vec![false; size as usize];
+        let mut rcv_nxt = 0u64;
+        let (mut dup_bytes, mut reordered) = (0u64, 0u32);
+        for (k, &(seq, len)) in segs.iter().enumerate() {
+            let mut out = Vec::new();
+            rx.on_packet(us(k as u64), &data_pkt(seq, len, Ecn::NotEct), &mut out);
+            let mut new = 0u64;
+            for b in seq..seq + u64::from(len) {
+                if !held[b as usize] {
+                    held[b as usize] = true;
+                    new += 1;
+                }
+            }
+            dup_bytes += u64::from(len) - new;
+            if new > 0 && seq > rcv_nxt {
+                reordered += 1;
+            }
+            while rcv_nxt < size && held[rcv_nxt as usize] {
+                rcv_nxt += 1;
+            }
+            prop_assert_eq!(acks(&out).into_iter().map(|(a, _)| a).collect::<Vec<_>>(), vec![rcv_nxt]);
+            prop_assert_eq!(rx.rcv_nxt(), rcv_nxt);
+            prop_assert_eq!(rx.duplicate_bytes(), dup_bytes);
+            prop_assert_eq!(rx.reordered_packets(), reordered);
+            prop_assert_eq!(rx.delivered_bytes(), rcv_nxt);
+            let beyond = held[rcv_nxt as usize..].iter().filter(|&&h| h).count() as u64;
+            prop_assert_eq!(rx.stats().buffered_bytes, beyond);
+        }
+        prop_assert_eq!(rx.delivery_error(), None);
+    }
+}
+
+/// The receiver's first cache line holds the delayed-ACK deadline (read by
+/// every event of its flow) and the in-order state; see the note at
+/// `TcpReceiver`.
+#[test]
+fn the_receiver_reads_its_first_line_first() {
+    use std::mem::offset_of;
+    for off in [
+        offset_of!(TcpReceiver, delayed_ack_deadline) + 15,
+        offset_of!(TcpReceiver, rcv_nxt) + 7,
+        offset_of!(TcpReceiver, ooo) + 23,
+    ] {
+        assert!(off < 64, "{off}");
+    }
+}

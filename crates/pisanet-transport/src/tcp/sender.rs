@@ -124,137 +124,139 @@ pub struct SenderStats {
 
 /// The sender of one flow of `size` bytes. See the module docs.
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct TcpSender {
-    ends: FlowEnds,
-    size: u64,
-    mss: u64,
-    dupack_threshold: u32,
-    data_ecn: Ecn,
-
+    // NOTE: `repr(C)`, in the order an ACK reads it (docs/performance.md,
+    // "Session 10"): first what a flow's other events read too
+    // (`is_complete`, `timer_deadline`: 48 bytes, within the line the
+    // simulator's flow state starts it on), then what the new-ACK and send
+    // paths read, then what only options, loss recovery and the counters
+    // read. The options' state (token bucket, ns-3's board, the sent log)
+    // is boxed: a flow without them reads one word each.
     snd_una: u64,
-    snd_nxt: u64,
-    snd_max: u64,
-    /// Window of the latest acceptable ACK, as advertised.
-    last_window: u32,
-
-    win: Window,
-    cc: Cc,
-    rto: RtoEstimator,
-
-    dupacks: u32,
-    in_recovery: bool,
-    /// RFC 6582 `recover`, kept as the exclusive end of the data sent when
-    /// it was recorded. `None` plays the role of the initial send sequence.
-    recover: Option<u64>,
-    /// No partial ACK has yet arrived in this recovery (RFC 6582 section
-    /// 3.2 step 3: the first one resets the timer).
-    first_partial_ack: bool,
-    /// The segment at `snd_una` has been resent by the timer (RFC 5681
-    /// section 3.1 then holds ssthresh on a further timeout).
-    una_resent_by_timer: bool,
-    /// The segment being timed: (end of its bytes, when it was sent).
-    rtt_probe: Option<(u64, SimTime)>,
-    /// `TcpConfig::rtt_every_ack`: every segment sent and not yet
-    /// acknowledged, in sequence order (`None` when the option is off).
-    sent_log: Option<VecDeque<SentSeg>>,
-    /// `TcpConfig::ts_clock` (zero: the simulator's clock).
-    ts_clock: SimTime,
+    size: u64,
     /// RTO or persist deadline.
     timer: Option<SimTime>,
-    /// Set CWR on the next new data segment (RFC 3168 section 6.1.2).
-    cwr_pending: bool,
-
+    /// When the token bucket will let the next segment out, while it holds
+    /// the flow back.
+    app_timer: Option<SimTime>,
+    snd_nxt: u64,
+    snd_max: u64,
+    mss: u64,
     /// Wire bytes the host still lets this flow put into its NIC now.
     send_budget: u64,
-    /// The last send stopped because of `send_budget` while the windows
-    /// allowed more.
-    budget_blocked: bool,
-    /// Linux `tp->is_cwnd_limited`: the flow was cwnd-limited at some send
-    /// in the current tracking window.
-    is_cwnd_limited: bool,
+    /// Bytes above cwnd that limited transmit lets out now: one SMSS per
+    /// duplicate ACK below the threshold; 0 once recovery starts or new
+    /// data is acknowledged.
+    lt_allowance: u64,
     /// Linux `tp->max_packets_out`, in bytes: the largest flight in the
     /// current tracking window.
     max_flight: u64,
     /// Linux `tp->cwnd_usage_seq`: `snd_nxt` when the tracking window began;
     /// once `snd_una` reaches it, a new one starts.
     cwnd_usage_seq: u64,
-
     first_sent_at: Option<SimTime>,
-    completed_at: Option<SimTime>,
-
-    /// Open with a SYN (`TcpConfig::handshake`).
-    handshake: bool,
-    /// RFC 3042 limited transmit (`TcpConfig::limited_transmit`).
-    limited_transmit: bool,
+    /// A SYN is out and no SYN-ACK has come: (when the SYN was first sent,
+    /// whether it was resent). No data leaves meanwhile.
+    syn_sent: Option<(SimTime, bool)>,
     /// ns-3's CA_CWR (`TcpConfig::cwr_ignores_dupacks`): after an ECN
     /// window reduction, until an ACK passes this (the highest byte sent
     /// then), duplicate ACKs start neither limited transmit nor recovery.
     /// `None` when the option is off or no such reduction is pending.
     ns3_cwr_until: Option<u64>,
-    cwr_ignores_dupacks: bool,
     /// `TcpConfig::cwr_freeze`: after an ECN window reduction, cwnd does
     /// not grow until an ACK passes this (the highest byte sent at the
     /// cut), and is then set to ssthresh (ns-3's CA_CWR).
     cwr_freeze_until: Option<u64>,
+    /// The segment being timed: (end of its bytes, when it was sent).
+    rtt_probe: Option<(u64, SimTime)>,
+    win: Window,
+    cc: Cc,
+    rto: RtoEstimator,
+    /// The application's rate cap (`TcpConfig::app_rate_bps`).
+    app: Option<Box<AppBucket>>,
+    /// `TcpConfig::reno_scoreboard` (without SACK): ns-3's per-segment
+    /// send buffer; `None` when the option is off.
+    board: Option<Box<RenoBoard>>,
+    /// `TcpConfig::rtt_every_ack`: every segment sent and not yet
+    /// acknowledged, in sequence order (`None` when the option is off).
+    // NOTE: boxed so that a sender without the option (nearly all) holds
+    // one word here, among the fields an ACK reads, not the deque's 32
+    // bytes (docs/performance.md, "Session 10").
+    #[allow(clippy::box_collection)]
+    sent_log: Option<Box<VecDeque<SentSeg>>>,
+    ends: FlowEnds,
+    /// Window of the latest acceptable ACK, as advertised.
+    last_window: u32,
+    dupacks: u32,
+    ece_acks: u32,
+    retransmitted: u32,
+    ecn_cuts: u32,
+    in_recovery: bool,
+    /// The last send stopped because of `send_budget` while the windows
+    /// allowed more.
+    budget_blocked: bool,
+    /// Linux `tp->is_cwnd_limited`: the flow was cwnd-limited at some send
+    /// in the current tracking window.
+    is_cwnd_limited: bool,
+    /// Set CWR on the next new data segment (RFC 3168 section 6.1.2).
+    cwr_pending: bool,
+    /// SACK and RFC 6675 recovery (`TcpConfig::sack`).
+    sack: bool,
+    /// Classic ECN (RFC 3168) reactions (`TcpConfig::ecn`, not DCTCP).
+    classic_ecn: bool,
+    /// The ACK being processed arrived inside a frozen CWR window.
+    ack_in_cwr_freeze: bool,
+    /// The segment at `snd_una` has been resent by the timer (RFC 5681
+    /// section 3.1 then holds ssthresh on a further timeout).
+    una_resent_by_timer: bool,
+    /// `TcpConfig::ece_ends_recovery` (with `cwr_ignores_dupacks`).
+    ece_ends_recovery: bool,
+    cwr_ignores_dupacks: bool,
     cwr_freeze: bool,
     /// `TcpConfig::cwr_ends_at_timeout`.
     cwr_ends_at_timeout: bool,
     /// `TcpConfig::unvalidated_cwnd`.
     unvalidated_cwnd: bool,
-    /// The ACK being processed arrived inside a frozen CWR window.
-    ack_in_cwr_freeze: bool,
-    /// `TcpConfig::ece_ends_recovery` (with `cwr_ignores_dupacks`).
-    ece_ends_recovery: bool,
     /// `TcpConfig::dctcp_dupack_bytes`.
     dctcp_dupack_bytes: bool,
-    /// Bytes above cwnd that limited transmit lets out now: one SMSS per
-    /// duplicate ACK below the threshold; 0 once recovery starts or new
-    /// data is acknowledged.
-    lt_allowance: u64,
-    /// A SYN is out and no SYN-ACK has come: (when the SYN was first sent,
-    /// whether it was resent). No data leaves meanwhile.
-    syn_sent: Option<(SimTime, bool)>,
-
-    /// Classic ECN (RFC 3168) reactions (`TcpConfig::ecn`, not DCTCP).
-    classic_ecn: bool,
+    /// No partial ACK has yet arrived in this recovery (RFC 6582 section
+    /// 3.2 step 3: the first one resets the timer).
+    first_partial_ack: bool,
+    data_ecn: Ecn,
+    // Options, loss recovery and counters.
+    dupack_threshold: u32,
+    /// RFC 6582 `recover`, kept as the exclusive end of the data sent when
+    /// it was recorded. `None` plays the role of the initial send sequence.
+    recover: Option<u64>,
+    /// `TcpConfig::ts_clock` (zero: the simulator's clock).
+    ts_clock: SimTime,
+    completed_at: Option<SimTime>,
+    /// Open with a SYN (`TcpConfig::handshake`).
+    handshake: bool,
+    /// RFC 3042 limited transmit (`TcpConfig::limited_transmit`).
+    limited_transmit: bool,
     /// `snd_max` at the last window reduction under classic ECN: no ECE
     /// cut until `snd_una` passes it (RFC 3168 section 6.1.2).
     cwr_end: Option<u64>,
-
-    /// SACK and RFC 6675 recovery (`TcpConfig::sack`).
-    sack: bool,
     scoreboard: Scoreboard,
     /// RFC 6675 HighRxt (exclusive end of the highest byte retransmitted
     /// in this recovery).
     high_rxt: u64,
     /// RFC 6675 RescueRxt; `None` is "undefined".
     rescue_rxt: Option<u64>,
-
-    /// `TcpConfig::reno_scoreboard` (without SACK): ns-3's per-segment
-    /// send buffer; `None` when the option is off.
-    board: Option<RenoBoard>,
     /// With `board`: ns-3's CA_LOSS, from a timeout until the cumulative
     /// ACK reaches `recover` (duplicate ACKs are ignored meanwhile).
     loss: bool,
     /// With `board`: ns-3's `m_recoverActive` (set on entering recovery or
     /// at a timeout, cleared once the cumulative ACK reaches `recover`).
     recover_active: bool,
-
-    /// The application's rate cap (`TcpConfig::app_rate_bps`).
-    app: Option<AppBucket>,
-    /// When the token bucket will let the next segment out, while it holds
-    /// the flow back.
-    app_timer: Option<SimTime>,
     /// `close` was called: `size` is what had been sent then.
     closed: bool,
-
     timeouts: u32,
     fast_retransmits: u32,
-    retransmitted: u32,
     dup_acks: u32,
     window_updates: u32,
-    ecn_cuts: u32,
-    ece_acks: u32,
     window_probes: u32,
     classic_ecn_cuts: u32,
     sack_recoveries: u32,
@@ -293,7 +295,7 @@ impl TcpSender {
             first_partial_ack: false,
             una_resent_by_timer: false,
             rtt_probe: None,
-            sent_log: cfg.rtt_every_ack.then(VecDeque::new),
+            sent_log: cfg.rtt_every_ack.then(Box::default),
             ts_clock: cfg.ts_clock,
             timer: None,
             cwr_pending: false,
@@ -323,17 +325,17 @@ impl TcpSender {
             scoreboard: Scoreboard::default(),
             high_rxt: 0,
             rescue_rxt: None,
-            board: (cfg.reno_scoreboard && !cfg.sack).then(RenoBoard::default),
+            board: (cfg.reno_scoreboard && !cfg.sack).then(Box::default),
             loss: false,
             recover_active: false,
             app: cfg.app_rate_bps.map(|rate| {
                 let depth = u128::from(cfg.app_burst_bytes.max(mss)) * BYTE_CREDIT;
-                AppBucket {
+                Box::new(AppBucket {
                     rate_bps: rate.max(1),
                     depth,
                     credit: depth,
                     last: SimTime::ZERO,
-                }
+                })
             }),
             app_timer: None,
             closed: false,
@@ -750,6 +752,7 @@ impl TcpSender {
     /// `ece_ends_recovery`, turn an ECE in recovery into ns-3's CA_CWR.
     /// Returns the bytes newly acked, or `None` when the ACK was CA_CWR's
     /// and is fully handled.
+    #[inline(always)]
     pub(super) fn accept_new_ack(&mut self, now: SimTime, ack: u64, ece: bool) -> Option<u64> {
         self.leave_ns3_cwr(ack);
         self.leave_cwr_freeze(ack);
@@ -783,6 +786,7 @@ impl TcpSender {
         Some(acked)
     }
 
+    #[inline(always)]
     fn on_new_ack(&mut self, now: SimTime, ack: u64, ece: bool, out: &mut Vec<Packet>) {
         let Some(acked) = self.accept_new_ack(now, ack, ece) else {
             return;
@@ -867,6 +871,7 @@ impl TcpSender {
 
     /// The congestion controller's view of an ACK that acknowledged
     /// `acked` new bytes, with classic ECN's reaction (RFC 3168).
+    #[inline(always)]
     fn after_new_ack(&mut self, now: SimTime, acked: u64, ece: bool, was_in_recovery: bool) {
         if self.classic_ecn && ece {
             // RFC 3168 section 6.1.2: react to ECE as to a loss, but at most
@@ -1420,7 +1425,14 @@ impl TcpSender {
     /// covers; timed from the newest one it covers in full, whose
     /// timestamp the receiver echoes (RFC 7323 section 4.3: TS.Recent is
     /// the last in-order segment's).
+    #[inline]
     fn sample_every_ack(&mut self, now: SimTime, ack: u64) {
+        if self.sent_log.is_some() {
+            self.sample_logged(now, ack);
+        }
+    }
+
+    fn sample_logged(&mut self, now: SimTime, ack: u64) {
         let Some(log) = &mut self.sent_log else {
             return;
         };

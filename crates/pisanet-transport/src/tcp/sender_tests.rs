@@ -799,3 +799,18 @@ mod properties {
         }
     }
 }
+
+/// The sender's first cache line holds what every event of its flow reads
+/// (`is_complete`, `timer_deadline`); see the note at `TcpSender`.
+#[test]
+fn the_sender_reads_its_first_line_first() {
+    use std::mem::offset_of;
+    for off in [
+        offset_of!(TcpSender, snd_una),
+        offset_of!(TcpSender, size),
+        offset_of!(TcpSender, timer) + 15,
+        offset_of!(TcpSender, app_timer) + 15,
+    ] {
+        assert!(off < 64, "{off}");
+    }
+}

@@ -16,31 +16,35 @@ use pisanet_workload::Transport;
 /// A flow's record: kept in its `ActiveFlow` while it runs, then turned
 /// into its row of the flow table (`sim::records`) when it ends.
 #[derive(Clone, Copy, Debug)]
+#[repr(C)]
 pub struct FlowRecord {
-    pub src: HostId,
-    pub dst: HostId,
+    // NOTE: `repr(C)`, `finish` first: `ActiveFlow::sender_done` reads it
+    // at every packet, in the flow's second line (docs/performance.md,
+    // "Session 10").
+    pub finish: Option<SimTime>,
+    pub first_sent: Option<SimTime>,
+    pub arrival: SimTime,
+    pub ideal: SimTime,
     /// Payload bytes of the flow (for a duration-limited flow: what it sent).
     pub bytes: u64,
-    pub class: u8,
-    /// 0 = TCP, 1 = UDP.
-    pub transport: u8,
-    /// Strict-priority queue of its packets.
-    pub prio: u8,
-    pub group: u16,
-    pub arrival: SimTime,
-    pub first_sent: Option<SimTime>,
-    pub finish: Option<SimTime>,
+    /// Payload bytes of the packets lost (`lost_packets`).
+    pub lost_bytes: u64,
+    /// Bytes the receiver had in order when the flow completed or the run
+    /// stopped (reported per flow; not part of the digest).
+    pub delivered: u64,
+    pub src: HostId,
+    pub dst: HostId,
     pub retransmissions: u32,
     pub reordered: u32,
     /// Data packets lost: TCP, dropped in the network (retransmissions
     /// included); UDP, sent but not received when the flow ended.
     pub lost_packets: u32,
-    /// Payload bytes of those packets.
-    pub lost_bytes: u64,
-    pub ideal: SimTime,
-    /// Bytes the receiver had in order when the flow completed or the run
-    /// stopped (reported per flow; not part of the digest).
-    pub delivered: u64,
+    pub group: u16,
+    pub class: u8,
+    /// 0 = TCP, 1 = UDP.
+    pub transport: u8,
+    /// Strict-priority queue of its packets.
+    pub prio: u8,
 }
 
 /// A flow's congestion control or reaction point, by the name `cc` gives.
@@ -102,6 +106,9 @@ pub(crate) enum Plan {
 // NOTE: the TCP variant is the large one and by far the common one; the
 // whole flow state is boxed (ActiveFlow), so the UDP variant wastes nothing.
 #[allow(clippy::large_enum_variant)]
+// NOTE: `repr(C)`: the sender's first line (read by every event of the
+// flow) right after the tag, the receiver behind it.
+#[repr(C)]
 pub(crate) enum Endpoints {
     Tcp {
         tx: TcpSender,
@@ -120,22 +127,29 @@ pub(crate) enum Endpoints {
 }
 
 /// The transport state of a flow still running (freed when it completes).
+#[repr(C, align(64))]
 pub(crate) struct ActiveFlow {
-    /// The flow's record, until it ends (`sim::records`).
-    pub(crate) rec: FlowRecord,
-    pub(crate) ends: Endpoints,
+    // NOTE: `repr(C)`, in the order a packet of the flow reads it at its
+    // hosts: the first line (address, TSQ, timers), then the measurement,
+    // the receiver's reordering and the record's `finish` (`sender_done`),
+    // then the endpoints, whose tag ends 8 bytes into the fourth line: the
+    // sender's completion and timer fields fill the rest of it. Aligned,
+    // so that the box's lines are these (docs/performance.md, "Session
+    // 10").
     pub(crate) src_addr: u32,
-    /// A duration-limited TCP flow: when its application closes it
-    /// (`TcpSender::close`); `None` once closed or without a duration.
-    pub(crate) close_at: Option<SimTime>,
-    pub(crate) tx_timer: Option<SimTime>,
-    pub(crate) rx_timer: Option<SimTime>,
-    /// TSQ: wire bytes of the sender's packets waiting in its host's NIC
-    /// queue (counted only when `World::tsq_bytes` is set).
-    pub(crate) nic_bytes: u64,
     /// TSQ: the send budget, not a window, stopped the sender's last send;
     /// it is offered budget again when one of its packets leaves the NIC.
     pub(crate) tsq_blocked: bool,
+    /// TSQ: wire bytes of the sender's packets waiting in its host's NIC
+    /// queue (counted only when `World::tsq_bytes` is set).
+    pub(crate) nic_bytes: u64,
+    pub(crate) tx_timer: Option<SimTime>,
+    pub(crate) rx_timer: Option<SimTime>,
+    /// A duration-limited TCP flow: when its application closes it
+    /// (`TcpSender::close`); `None` once closed or without a duration.
+    pub(crate) close_at: Option<SimTime>,
+    /// Measurement state, only when `metrics.flow_stats` or goodput is on.
+    pub(crate) meter: Option<Box<FlowMeter>>,
     /// Latest send time among the data packets that reached the receiver.
     pub(crate) max_sent_seen: SimTime,
     /// Data packets that reached the receiver after a packet of the same flow
@@ -144,9 +158,10 @@ pub(crate) struct ActiveFlow {
     pub(crate) reordered: u32,
     /// TCP data packets of the sender dropped in the network.
     pub(crate) lost_packets: u32,
+    /// The flow's record, until it ends (`sim::records`).
+    pub(crate) rec: FlowRecord,
+    pub(crate) ends: Endpoints,
     pub(crate) lost_bytes: u64,
-    /// Measurement state, only when `metrics.flow_stats` or goodput is on.
-    pub(crate) meter: Option<Box<FlowMeter>>,
     /// The measurement closed when the sender completed, kept for the
     /// row written when the receiver is released.
     pub(crate) stats: Option<Box<FlowStats>>,
@@ -536,22 +551,25 @@ impl World {
 
     /// Completes the flow if it is done, else makes sure its timers are armed.
     pub(crate) fn after_flow_event(&mut self, now: SimTime, id: FlowId) {
-        let Some(Some(af)) = self.active.get(id as usize) else {
+        let Some(Some(af)) = self.active.get_mut(id as usize) else {
             return;
         };
-        if af.sender_done() {
-            // A lingering receiver: only its own timer.
-            return self.arm_timers(id);
+        // A lingering receiver (its sender done): only its own timer.
+        if !af.sender_done() {
+            let done = match &af.ends {
+                Endpoints::Tcp { tx, .. } => tx.is_complete(),
+                Endpoints::Udp { .. } => {
+                    if self.udp_done(now, id) {
+                        return self.complete_flow(now, id);
+                    }
+                    return self.arm_timers(id);
+                }
+            };
+            if done {
+                return self.complete_flow(now, id);
+            }
         }
-        let done = match &af.ends {
-            Endpoints::Tcp { tx, .. } => tx.is_complete(),
-            Endpoints::Udp { .. } => self.udp_done(now, id),
-        };
-        if done {
-            self.complete_flow(now, id);
-        } else {
-            self.arm_timers(id);
-        }
+        Self::arm_flow_timers(&mut self.q, id, af);
     }
 
     /// A UDP flow is done when its receiver has every byte sent, or when its
@@ -600,9 +618,19 @@ impl World {
     }
 
     pub(crate) fn arm_timers(&mut self, id: FlowId) {
-        let Some(Some(af)) = self.active.get_mut(id as usize) else {
-            return;
-        };
+        if let Some(Some(af)) = self.active.get_mut(id as usize) {
+            Self::arm_flow_timers(&mut self.q, id, af);
+        }
+    }
+
+    /// `arm_timers` of flow `id`, whose state is `af`.
+    // NOTE: after nearly every event of a flow both timers are already
+    // armed early enough (a restarted RTO is later than the event pending
+    // for it, which finds it early and re-arms): the scheduling is out of
+    // line, so that this check saves no registers (docs/performance.md,
+    // "Session 10").
+    #[inline(always)]
+    fn arm_flow_timers(q: &mut Events, id: FlowId, af: &mut ActiveFlow) {
         let (tx_deadline, rx_deadline) = match &af.ends {
             Endpoints::Tcp { tx, rx } => (
                 match (tx.timer_deadline(), af.close_at) {
@@ -620,22 +648,27 @@ impl World {
         // that event fires. Recording a past deadline instead left it set
         // forever, and no later, earlier-only deadline was ever scheduled (a
         // duration-limited flow held back by TSQ never closed).
-        let now = self.q.now();
+        let now = q.now();
         let tx_deadline = tx_deadline.filter(|_| !af.sender_done());
         if let Some(d) = tx_deadline {
             let d = d.max(now);
             if af.tx_timer.is_none_or(|t| d < t) {
                 af.tx_timer = Some(d);
-                self.q.schedule(d, Ev::SenderTimer(id));
+                Self::schedule_timer(q, d, Ev::SenderTimer(id));
             }
         }
         if let Some(d) = rx_deadline {
             let d = d.max(now);
             if af.rx_timer.is_none_or(|t| d < t) {
                 af.rx_timer = Some(d);
-                self.q.schedule(d, Ev::ReceiverTimer(id));
+                Self::schedule_timer(q, d, Ev::ReceiverTimer(id));
             }
         }
+    }
+
+    #[inline(never)]
+    fn schedule_timer(q: &mut Events, at: SimTime, ev: Ev) {
+        q.schedule(at, ev);
     }
 
     /// The flow is done (its TCP sender has every byte acknowledged, or
@@ -828,5 +861,29 @@ impl World {
                 None => self.records.end(id as FlowId, &af.rec, &stats),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::*;
+    use std::mem::{align_of, offset_of};
+
+    /// The cache lines of a flow's state (see the note at `ActiveFlow`):
+    /// the timers in the first line, `finish` in the second, and the
+    /// endpoints at a line, so that the sender's completion and timer
+    /// fields share it with the tag.
+    #[test]
+    fn a_flow_reads_by_cache_line() {
+        assert_eq!(align_of::<ActiveFlow>(), 64);
+        for off in [
+            offset_of!(ActiveFlow, src_addr),
+            offset_of!(ActiveFlow, close_at) + 15,
+        ] {
+            assert!(off < 64, "{off}");
+        }
+        let finish = offset_of!(ActiveFlow, rec) + offset_of!(FlowRecord, finish);
+        assert_eq!(finish / 64, 1);
+        assert_eq!(offset_of!(ActiveFlow, ends) % 64, 0);
     }
 }

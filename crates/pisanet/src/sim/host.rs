@@ -21,6 +21,9 @@ impl World {
         host: HostId,
         out: &mut Vec<Packet>,
     ) -> Option<FlowId> {
+        if out.is_empty() {
+            return None;
+        }
         let mut charged = None;
         if self.tsq_bytes.is_some() {
             // Charge all first: the first packet may leave at once (idle NIC).
@@ -33,14 +36,26 @@ impl World {
         }
         let p = self.port_base[host as usize];
         self.host_queueing = true;
-        for mut pkt in out.drain(..) {
-            pkt.uid = self.next_uid;
-            self.next_uid += 1;
-            self.counts.injected += 1;
-            self.enqueue(now, p, pkt);
+        if let [_] = out.as_slice() {
+            // One packet (most events): no drain.
+            let pkt = out.pop().expect("one packet");
+            self.inject(now, p, pkt);
+        } else {
+            for pkt in out.drain(..) {
+                self.inject(now, p, pkt);
+            }
         }
         self.host_queueing = false;
         charged
+    }
+
+    /// A host's packet enters the network at its NIC, port `p`.
+    #[inline(always)]
+    fn inject(&mut self, now: SimTime, p: PortIdx, mut pkt: Packet) {
+        pkt.uid = self.next_uid;
+        self.next_uid += 1;
+        self.counts.injected += 1;
+        self.enqueue(now, p, pkt);
     }
 
     /// The active TCP flow whose sender emitted a packet of `flow` from
@@ -48,7 +63,9 @@ impl World {
     #[inline]
     pub(crate) fn tsq_flow(&mut self, flow: FlowId, src: u32) -> Option<&mut ActiveFlow> {
         let af = self.active.get_mut(flow as usize)?.as_deref_mut()?;
-        (matches!(af.ends, Endpoints::Tcp { .. }) && src == af.src_addr && !af.sender_done())
+        // NOTE: the source first: a receiver's ACK is told apart by the
+        // line its host's arrival already read, not by the endpoints' tag.
+        (src == af.src_addr && matches!(af.ends, Endpoints::Tcp { .. }) && !af.sender_done())
             .then_some(af)
     }
 
@@ -106,18 +123,22 @@ impl World {
     }
 
     pub(crate) fn host_receive(&mut self, now: SimTime, host: HostId, pkt_id: PktId) {
-        let pkt = self.arena.remove(pkt_id);
+        // NOTE: the packet is read where it is, in the arena (not copied
+        // out), and its slot freed once the endpoint has read it, before
+        // what it sends is queued: that takes the same slot, as it did when
+        // the packet was removed first (docs/performance.md, "Session 10").
+        let pkt = self.arena.get(pkt_id);
         let id = pkt.flow;
         let Some(Some(af)) = self.active.get_mut(id as usize) else {
             // A straggler for a finished flow (e.g. a late duplicate): delivered, ignored.
+            self.arena.free(pkt_id);
             self.counts.late_packets += 1;
             return;
         };
-        let mut out = std::mem::take(&mut self.out);
-        out.clear();
         let to_sender = pkt.ip.dst == af.src_addr;
         if to_sender && af.sender_done() {
             // The sender completed (its receiver lingers): as for a finished flow.
+            self.arena.free(pkt_id);
             self.counts.late_packets += 1;
             return;
         }
@@ -131,23 +152,38 @@ impl World {
         let budget = self
             .tsq_bytes
             .map(|limit| limit.saturating_sub(af.nic_bytes));
+        let mut out = std::mem::take(&mut self.out);
+        out.clear();
         // NOTE: TCP without measurement, the common case, stays this lean;
         // measured and UDP flows take the out-of-line path.
-        match (&mut af.ends, &af.meter) {
+        let blocked = match (&mut af.ends, &af.meter) {
             (Endpoints::Tcp { tx, rx }, None) => {
                 if to_sender {
                     if let Some(b) = budget {
                         tx.set_send_budget(b);
                     }
-                    tx.on_packet(now, &pkt, &mut out);
+                    tx.on_packet(now, pkt, &mut out);
                     af.tsq_blocked = tx.is_budget_blocked();
                 } else {
-                    rx.on_packet(now, &pkt, &mut out);
+                    rx.on_packet(now, pkt, &mut out);
                 }
+                self.arena.free(pkt_id);
+                af.tsq_blocked
             }
-            _ => self.receive_measured_or_udp(now, &pkt, to_sender, budget, &mut out),
+            _ => {
+                let pkt = self.arena.remove(pkt_id);
+                self.receive_measured_or_udp(now, &pkt, to_sender, budget, &mut out);
+                true
+            }
+        };
+        // Queueing at the NIC changes no flow's `tsq_blocked` (a TSQ
+        // wake-up waits until it is done): a flow not blocked now would
+        // not be offered budget (`tsq_offer` does nothing for it).
+        if let Some(flow) = self.queue_at_host(now, host, &mut out) {
+            if blocked || flow != id {
+                self.tsq_offer(now, flow);
+            }
         }
-        self.send_from_host(now, host, &mut out);
         self.out = out;
         self.after_flow_event(now, id);
     }
