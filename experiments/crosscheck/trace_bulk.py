@@ -15,9 +15,6 @@ Not part of the test suite.
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -63,23 +60,8 @@ def main() -> None:
                 "trace": str(trace),
                 "trace_nics": ["h0"],
             }
-            (Path(tmp) / "spec.json").write_text(json.dumps(spec))
-            out = Path(tmp) / "out.json"
-            py = xc.ensure_ns3()
-            proc = subprocess.run(
-                [
-                    *xc.nice10(),
-                    str(py),
-                    str(xc.HERE / "ns3_sim.py"),
-                    str(Path(tmp) / "spec.json"),
-                    str(out),
-                ],
-                capture_output=True,
-                text=True,
-            )
-            if proc.returncode != 0:
-                sys.exit(proc.stderr[-3000:])
-            print("ns-3:", json.loads(out.read_text())["fct_us"])
+            res = xc.run_ns3_spec(spec, Path(tmp))
+            print("ns-3:", res["fct_us"])
             text = trace.read_text()
         if args.save_ns3_trace:
             Path(args.save_ns3_trace).write_text(text)

@@ -17,9 +17,6 @@ segments each simulator sent. Not part of the test suite.
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
 import tempfile
 from collections import defaultdict
 from pathlib import Path
@@ -41,7 +38,6 @@ def ns3_trace(
     if sc.cc == "dctcp":
         attrs["ns3::TcpSocketBase::UseEcn"] = "On"
         queue["ecn_k_pkts"] = xc.K_PKTS
-    py = xc.ensure_ns3()
     with tempfile.TemporaryDirectory() as tmp:
         trace = Path(tmp) / "trace.txt"
         spec = {
@@ -55,23 +51,7 @@ def ns3_trace(
             "trace": str(trace),
             "trace_nics": [f"h{host}"],
         }
-        (Path(tmp) / "spec.json").write_text(json.dumps(spec))
-        out = Path(tmp) / "out.json"
-        proc = subprocess.run(
-            [
-                "nice",
-                "-n",
-                "10",
-                str(py),
-                str(xc.HERE / "ns3_sim.py"),
-                str(Path(tmp) / "spec.json"),
-                str(out),
-            ],
-            capture_output=True,
-            text=True,
-        )
-        if proc.returncode != 0:
-            sys.exit(proc.stderr[-3000:])
+        xc.run_ns3_spec(spec, Path(tmp))
         return trace.read_text()
 
 

@@ -15,9 +15,6 @@ Not part of the test suite (ns-3 is slow and installed on demand).
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
 import tempfile
 from collections import defaultdict
 from pathlib import Path
@@ -39,7 +36,6 @@ def ns3_round(
     if cc == "dctcp":
         attrs["ns3::TcpSocketBase::UseEcn"] = "On"
         queue["ecn_k_pkts"] = xc.K_PKTS
-    py = xc.ensure_ns3()
     with tempfile.TemporaryDirectory() as tmp:
         global NS3_TRACE_TEXT
         trace = Path(tmp) / "trace.txt"
@@ -53,16 +49,7 @@ def ns3_round(
             "stop_s": 0.1,
             "trace": str(trace),
         }
-        (Path(tmp) / "spec.json").write_text(json.dumps(spec))
-        out = Path(tmp) / "out.json"
-        proc = subprocess.run(
-            [str(py), str(xc.HERE / "ns3_sim.py"), str(Path(tmp) / "spec.json"), str(out)],
-            capture_output=True,
-            text=True,
-        )
-        if proc.returncode != 0:
-            sys.exit(proc.stderr[-3000:])
-        res = json.loads(out.read_text())
+        res = xc.run_ns3_spec(spec, Path(tmp))
         NS3_TRACE_TEXT = trace.read_text()
         per: dict[int, dict[str, Any]] = defaultdict(
             lambda: {

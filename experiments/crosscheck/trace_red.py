@@ -14,9 +14,6 @@ the ECN bits of the SYNs and SYN-ACKs enqueued. Not part of the test suite.
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -41,7 +38,6 @@ def ns3_trace(sc: xc.Scenario, flows: list[dict[str, Any]], extra: dict[str, str
     if sc.cc == "dctcp":
         attrs["ns3::TcpSocketBase::UseEcn"] = "On"
         queue["ecn_k_pkts"] = xc.K_PKTS
-    py = xc.ensure_ns3()
     with tempfile.TemporaryDirectory() as tmp:
         trace = Path(tmp) / "trace.txt"
         spec = {
@@ -55,22 +51,8 @@ def ns3_trace(sc: xc.Scenario, flows: list[dict[str, Any]], extra: dict[str, str
             "trace": str(trace),
             "trace_qdisc": True,
         }
-        (Path(tmp) / "spec.json").write_text(json.dumps(spec))
-        out = Path(tmp) / "out.json"
-        proc = subprocess.run(
-            [
-                *xc.nice10(),
-                str(py),
-                str(xc.HERE / "ns3_sim.py"),
-                str(Path(tmp) / "spec.json"),
-                str(out),
-            ],
-            capture_output=True,
-            text=True,
-        )
-        if proc.returncode != 0:
-            sys.exit(proc.stderr[-3000:])
-        print("ns-3 summary:", json.loads(out.read_text()).get("reasons"))
+        res = xc.run_ns3_spec(spec, Path(tmp))
+        print("ns-3 summary:", res.get("reasons"))
         # Only the queue-disc lines (the per-socket ones are not needed here).
         return "".join(
             ln + "\n"
