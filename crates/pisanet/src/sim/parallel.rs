@@ -556,17 +556,7 @@ impl World {
                     None => part.lost_on_wire.push((p, sent)),
                 }
             }
-            let port = &mut self.ports[p as usize];
-            port.up = up;
-            let node = port.node;
-            let port_no = port.port_no;
-            if !self.topo.is_host(node) {
-                let sw = node - self.topo.n_hosts;
-                if let Forwarding::Pisa(switches) = &mut self.fwd {
-                    switches[sw as usize].port_status(now, port_no, up);
-                    self.arm_switch(sw);
-                }
-            }
+            self.set_port_up(now, p, up);
         }
     }
 

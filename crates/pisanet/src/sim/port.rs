@@ -464,19 +464,26 @@ impl World {
             (e.up, e.ports)
         };
         for p in ends {
-            let port = &mut self.ports[p as usize];
-            port.up = up;
             if !up {
-                port.wire.lost = port.wire.len() as u32;
+                let wire = &mut self.ports[p as usize].wire;
+                wire.lost = wire.len() as u32;
             }
-            let node = port.node;
-            let port_no = port.port_no;
-            if !self.topo.is_host(node) {
-                let sw = node - self.topo.n_hosts;
-                if let Forwarding::Pisa(switches) = &mut self.fwd {
-                    switches[sw as usize].port_status(now, port_no, up);
-                    self.arm_switch(sw);
-                }
+            self.set_port_up(now, p, up);
+        }
+    }
+
+    /// A port goes up or down; a switch's program is told (its
+    /// `port_status`) and its timers re-armed. What the wire carries is the
+    /// caller's (single-thread and parallel modes count it differently).
+    pub(crate) fn set_port_up(&mut self, now: SimTime, p: PortIdx, up: bool) {
+        let port = &mut self.ports[p as usize];
+        port.up = up;
+        let (node, port_no) = (port.node, port.port_no);
+        if !self.topo.is_host(node) {
+            let sw = node - self.topo.n_hosts;
+            if let Forwarding::Pisa(switches) = &mut self.fwd {
+                switches[sw as usize].port_status(now, port_no, up);
+                self.arm_switch(sw);
             }
         }
     }
