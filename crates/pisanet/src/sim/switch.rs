@@ -16,15 +16,7 @@ impl World {
         id: PktId,
         meta: QueueMeta,
     ) {
-        // Port count from the compact port index (not the topology's node
-        // records, which the hot path should not touch).
-        let base = self.port_base[node as usize];
-        let end = self
-            .port_base
-            .get(node as usize + 1)
-            .copied()
-            .unwrap_or(self.ports.len() as PortIdx);
-        if base + port as PortIdx >= end {
+        if self.port_base[node as usize] + port as PortIdx >= self.port_end(node) {
             self.lose_id(id);
             return;
         }
@@ -44,14 +36,7 @@ impl World {
         meta: QueueMeta,
     ) {
         let base = self.port_base[node as usize];
-        debug_assert!(
-            base + (port as PortIdx)
-                < self
-                    .port_base
-                    .get(node as usize + 1)
-                    .copied()
-                    .unwrap_or(self.ports.len() as PortIdx)
-        );
+        debug_assert!(base + (port as PortIdx) < self.port_end(node));
         self.arena.slot_mut(id).tm = TmMeta {
             enq_time: now,
             enq_qdepth: 0,
@@ -62,6 +47,16 @@ impl World {
             instance_type: meta.instance_type as u8,
         };
         self.enqueue_queued(now, base + port as PortIdx, id);
+    }
+
+    /// One past `node`'s last port in the compact port index (not the
+    /// topology's node records, which the hot path should not touch).
+    #[inline]
+    fn port_end(&self, node: NodeId) -> PortIdx {
+        self.port_base
+            .get(node as usize + 1)
+            .copied()
+            .unwrap_or(self.ports.len() as PortIdx)
     }
 
     /// Carries out what a switch emitted (queueing, drops, consumption).
