@@ -333,11 +333,34 @@ def nice10() -> list[str]:
     return ["nice", "-n", str(max(0, 10 - os.nice(0)))]
 
 
-def run_ns3_spec(spec: dict[str, Any], tmp: Path) -> dict[str, Any]:
+def ns3_spec(
+    kind: str, cc: str, flows: list[dict[str, Any]], attrs: dict[str, str], stop_s: float
+) -> dict[str, Any]:
+    """ns3_sim.py's input for FLOWS on topology KIND with CC: the cross-check's
+    attributes (ATTRS over NS3_ATTRS), 100-packet queue discs, and for DCTCP
+    ECN in the sockets and RED marking at K_PKTS."""
+    nodes, links = topology(kind)
+    all_attrs = {**NS3_ATTRS, **attrs}
+    queue: dict[str, Any] = {"limit_pkts": BUFFER_PKTS}
+    if cc == "dctcp":
+        all_attrs["ns3::TcpSocketBase::UseEcn"] = "On"
+        queue["ecn_k_pkts"] = K_PKTS
+    return {
+        "nodes": nodes,
+        "links": links,
+        "flows": flows,
+        "cc": cc,
+        "queue": queue,
+        "attrs": all_attrs,
+        "stop_s": stop_s,
+    }
+
+
+def run_ns3_spec(spec: dict[str, Any], tmp: Path, name: str = "a trace run") -> dict[str, Any]:
     """Runs ns3_sim.py (niced) on SPEC in the directory TMP and returns its output.
 
-    The trace scripts' one way to run ns-3 outside the cache; exits with
-    ns-3's error output if the run fails.
+    The one way to run ns-3 (the cached runs and the trace scripts); exits
+    with ns-3's error output if the run fails.
     """
     py = ensure_ns3()
     spec_path, out = tmp / "spec.json", tmp / "out.json"
@@ -347,8 +370,8 @@ def run_ns3_spec(spec: dict[str, Any], tmp: Path) -> dict[str, Any]:
         capture_output=True,
         text=True,
     )
-    if proc.returncode != 0:
-        sys.exit(proc.stderr[-3000:])
+    if proc.returncode != 0 or not out.exists():
+        sys.exit(f"crosscheck: ns-3 failed on {name}:\n{proc.stderr[-3000:]}")
     result: dict[str, Any] = json.loads(out.read_text())
     return result
 
@@ -356,23 +379,7 @@ def run_ns3_spec(spec: dict[str, Any], tmp: Path) -> dict[str, Any]:
 def run_ns3(
     sc: Scenario, flows: list[dict[str, Any]], attrs: dict[str, str]
 ) -> dict[str, Any] | None:
-    nodes, links = topology(sc.kind)
-    all_attrs = {**NS3_ATTRS, **attrs}
-    if sc.cc == "dctcp":
-        all_attrs["ns3::TcpSocketBase::UseEcn"] = "On"
-    stop_s = flows[-1]["start_us"] / 1e6 + 5.0
-    queue: dict[str, Any] = {"limit_pkts": BUFFER_PKTS}
-    if sc.cc == "dctcp":
-        queue["ecn_k_pkts"] = K_PKTS
-    spec: dict[str, Any] = {
-        "nodes": nodes,
-        "links": links,
-        "flows": flows,
-        "cc": sc.cc,
-        "queue": queue,
-        "attrs": all_attrs,
-        "stop_s": stop_s,
-    }
+    spec = ns3_spec(sc.kind, sc.cc, flows, attrs, flows[-1]["start_us"] / 1e6 + 5.0)
     if sc.routing:
         spec.update(routing=sc.routing, hash_salt=sc.salt, count_tcp=True)
     key = hashlib.sha256((json.dumps(spec, sort_keys=True) + NS3_VERSION).encode()).hexdigest()[:16]
@@ -394,24 +401,13 @@ def run_ns3(
     if CACHED_ONLY:
         return None
     CACHE.mkdir(exist_ok=True)
-    py = ensure_ns3()
+    print(
+        f"crosscheck: ns-3 {sc.name} {attrs or ''} ({len(flows)} flows)",
+        file=sys.stderr,
+        flush=True,
+    )
     with tempfile.TemporaryDirectory() as tmp:
-        spec_path = Path(tmp) / "spec.json"
-        spec_path.write_text(json.dumps(spec))
-        out_path = Path(tmp) / "out.json"
-        print(
-            f"crosscheck: ns-3 {sc.name} {attrs or ''} ({len(flows)} flows)",
-            file=sys.stderr,
-            flush=True,
-        )
-        proc = subprocess.run(
-            [*nice10(), str(py), str(HERE / "ns3_sim.py"), str(spec_path), str(out_path)],
-            capture_output=True,
-            text=True,
-        )
-        if proc.returncode != 0 or not out_path.exists():
-            sys.exit(f"crosscheck: ns-3 failed on {sc.name}:\n{proc.stderr[-3000:]}")
-        result = json.loads(out_path.read_text())
+        result = run_ns3_spec(spec, Path(tmp), sc.name)
     cached.write_text(json.dumps(result))
     return result
 

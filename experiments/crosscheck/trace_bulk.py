@@ -41,22 +41,12 @@ def main() -> None:
     if args.load_ns3_trace:
         text = Path(args.load_ns3_trace).read_text()
     else:
-        nodes, links = xc.topology("dumbbell")
-        attrs = {**xc.NS3_ATTRS, **dict(kv.split("=", 1) for kv in args.ns3)}
-        queue: dict[str, Any] = {"limit_pkts": xc.BUFFER_PKTS}
-        if args.cc == "dctcp":
-            attrs["ns3::TcpSocketBase::UseEcn"] = "On"
-            queue["ecn_k_pkts"] = xc.K_PKTS
         with tempfile.TemporaryDirectory() as tmp:
             trace = Path(tmp) / "trace.txt"
             spec = {
-                "nodes": nodes,
-                "links": links,
-                "flows": flows,
-                "cc": args.cc,
-                "queue": queue,
-                "attrs": attrs,
-                "stop_s": 1.0,
+                **xc.ns3_spec(
+                    "dumbbell", args.cc, flows, dict(kv.split("=", 1) for kv in args.ns3), 1.0
+                ),
                 "trace": str(trace),
                 "trace_nics": ["h0"],
             }

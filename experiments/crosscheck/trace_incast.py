@@ -29,24 +29,12 @@ import pisanet
 def ns3_round(
     cc: str, size: int, extra: dict[str, str]
 ) -> tuple[list[float], dict[int, dict[str, Any]], int]:
-    nodes, links = xc.topology("incast")
     flows = incast_flows(size)
-    attrs = {**xc.NS3_ATTRS, **extra}
-    queue: dict[str, Any] = {"limit_pkts": xc.BUFFER_PKTS}
-    if cc == "dctcp":
-        attrs["ns3::TcpSocketBase::UseEcn"] = "On"
-        queue["ecn_k_pkts"] = xc.K_PKTS
     with tempfile.TemporaryDirectory() as tmp:
         global NS3_TRACE_TEXT
         trace = Path(tmp) / "trace.txt"
         spec = {
-            "nodes": nodes,
-            "links": links,
-            "flows": flows,
-            "cc": cc,
-            "queue": queue,
-            "attrs": attrs,
-            "stop_s": 0.1,
+            **xc.ns3_spec("incast", cc, flows, extra, 0.1),
             "trace": str(trace),
         }
         res = xc.run_ns3_spec(spec, Path(tmp))

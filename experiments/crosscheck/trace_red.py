@@ -32,22 +32,10 @@ def kind(flags: int, payload: int) -> str:
 
 
 def ns3_trace(sc: xc.Scenario, flows: list[dict[str, Any]], extra: dict[str, str]) -> str:
-    nodes, links = xc.topology(sc.kind)
-    attrs = {**xc.NS3_ATTRS, **extra}
-    queue: dict[str, Any] = {"limit_pkts": xc.BUFFER_PKTS}
-    if sc.cc == "dctcp":
-        attrs["ns3::TcpSocketBase::UseEcn"] = "On"
-        queue["ecn_k_pkts"] = xc.K_PKTS
     with tempfile.TemporaryDirectory() as tmp:
         trace = Path(tmp) / "trace.txt"
         spec = {
-            "nodes": nodes,
-            "links": links,
-            "flows": flows,
-            "cc": sc.cc,
-            "queue": queue,
-            "attrs": attrs,
-            "stop_s": flows[-1]["start_us"] / 1e6 + 5.0,
+            **xc.ns3_spec(sc.kind, sc.cc, flows, extra, flows[-1]["start_us"] / 1e6 + 5.0),
             "trace": str(trace),
             "trace_qdisc": True,
         }
