@@ -3,7 +3,7 @@
 //! application rate cap and `close`.
 
 use super::cc::Cubic;
-use super::test_util::{ack_pkt, data_pkt, ends, segs, us, MSS};
+use super::test_util::{ack_pkt, data_pkt, ends, segs, started, us, MSS};
 use super::{CcKind, TcpConfig, TcpReceiver, TcpSender};
 use pisanet_engine::SimTime;
 use pisanet_net::packet::{tcp_flags, Ecn, Packet, SackBlock, SackOption};
@@ -50,9 +50,7 @@ fn has(p: &Packet, flag: u8) -> bool {
 fn classic_ecn_data_is_ect0_only_when_asked() {
     for (ecn, want) in [(false, Ecn::NotEct), (true, Ecn::Ect0)] {
         let c = TcpConfig { ecn, ..cfg() };
-        let mut tx = TcpSender::new(&c, ends(), BIG);
-        let mut out = Vec::new();
-        tx.on_start(SimTime::ZERO, &mut out);
+        let (_, out) = started(&c, BIG);
         assert!(out.iter().all(|p| p.ip.ecn == want));
     }
 }
@@ -60,9 +58,7 @@ fn classic_ecn_data_is_ect0_only_when_asked() {
 #[test]
 fn classic_ecn_halves_newreno_once_per_window_and_sets_cwr() {
     let c = TcpConfig { ecn: true, ..cfg() };
-    let mut tx = TcpSender::new(&c, ends(), BIG);
-    let mut out = Vec::new();
-    tx.on_start(SimTime::ZERO, &mut out);
+    let (mut tx, _) = started(&c, BIG);
     // Grow to 20 segments in slow start: 10 ACKs of one segment each.
     for i in 1..=10 {
         send(&mut tx, us(10), &ack_pkt(i * MSS, RWND, false));
@@ -106,9 +102,7 @@ fn classic_ecn_cuts_cubic_by_beta() {
         cc: CcKind::CUBIC,
         ..cfg()
     };
-    let mut tx = TcpSender::new(&c, ends(), BIG);
-    let mut out = Vec::new();
-    tx.on_start(SimTime::ZERO, &mut out);
+    let (mut tx, _) = started(&c, BIG);
     for i in 1..=10 {
         send(&mut tx, us(10), &ack_pkt(i * MSS, RWND, false));
     }
@@ -244,9 +238,7 @@ fn receiver_reports_sack_blocks_most_recent_first() {
 /// A SACK sender that sent segments 0..10 and lost 1 and 3.
 fn sack_sender_with_two_losses(sack: bool) -> (TcpSender, Vec<Packet>) {
     let c = TcpConfig { sack, ..cfg() };
-    let mut tx = TcpSender::new(&c, ends(), 10 * MSS);
-    let mut out = Vec::new();
-    tx.on_start(SimTime::ZERO, &mut out);
+    let (tx, out) = started(&c, 10 * MSS);
     assert_eq!(segs(&out).len(), 10);
     (tx, out)
 }
@@ -359,9 +351,7 @@ fn sack_rescue_retransmits_the_unsacked_tail_once() {
         sack: true,
         ..cfg()
     };
-    let mut tx = TcpSender::new(&c, ends(), 10 * MSS);
-    let mut out = Vec::new();
-    tx.on_start(SimTime::ZERO, &mut out);
+    let (mut tx, _) = started(&c, 10 * MSS);
     send(&mut tx, us(20), &sack_ack(0, &[(MSS, 2 * MSS)]));
     send(&mut tx, us(20), &sack_ack(0, &[(MSS, 3 * MSS)]));
     // The third duplicate ACK: recovery, segment 0 resent.
@@ -401,9 +391,7 @@ fn fin_rides_on_the_last_segment_and_the_receiver_sees_it() {
     assert!(rx.is_complete());
     assert_eq!(rx.delivery_error(), None);
     // A resend of the last segment carries FIN again.
-    let mut tx = TcpSender::new(&cfg(), ends(), 2500);
-    let mut out = Vec::new();
-    tx.on_start(SimTime::ZERO, &mut out);
+    let (mut tx, _) = started(&cfg(), 2500);
     let at = tx.timer_deadline().unwrap();
     send(&mut tx, us(10), &ack_pkt(2000, RWND, false));
     let mut again = Vec::new();
@@ -440,9 +428,7 @@ fn app_rate_cap_paces_new_data_with_its_own_timer() {
         app_rate_bps: Some(8_000_000),
         ..cfg()
     };
-    let mut tx = TcpSender::new(&c, ends(), BIG);
-    let mut out = Vec::new();
-    tx.on_start(SimTime::ZERO, &mut out);
+    let (mut tx, out) = started(&c, BIG);
     assert_eq!(segs(&out), vec![(0, MSS as u32)]);
     assert_eq!(tx.timer_deadline(), Some(SimTime::from_ms(1)));
     // An ACK before the credit is back sends nothing.
@@ -458,17 +444,13 @@ fn app_rate_cap_paces_new_data_with_its_own_timer() {
         app_burst_bytes: 5 * MSS,
         ..cfg()
     };
-    let mut tx = TcpSender::new(&c, ends(), BIG);
-    let mut out = Vec::new();
-    tx.on_start(SimTime::ZERO, &mut out);
+    let (_, out) = started(&c, BIG);
     assert_eq!(segs(&out).len(), 5, "a full bucket of 5 segments");
 }
 
 #[test]
 fn close_stops_new_data_sends_fin_and_completes_on_ack() {
-    let mut tx = TcpSender::new(&cfg(), ends(), u64::MAX);
-    let mut out = Vec::new();
-    tx.on_start(SimTime::ZERO, &mut out);
+    let (mut tx, out) = started(&cfg(), u64::MAX);
     assert_eq!(segs(&out).len(), 10);
     let mut fin = Vec::new();
     tx.close(us(5), &mut fin);
@@ -502,9 +484,7 @@ fn close_after_everything_is_acked_completes_at_once() {
         app_rate_bps: Some(8_000_000),
         ..cfg()
     };
-    let mut tx = TcpSender::new(&c, ends(), u64::MAX);
-    let mut out = Vec::new();
-    tx.on_start(SimTime::ZERO, &mut out);
+    let (mut tx, _) = started(&c, u64::MAX);
     send(&mut tx, us(20), &ack_pkt(MSS, RWND, false));
     assert!(!tx.is_complete());
     let mut fin = Vec::new();

@@ -1,7 +1,7 @@
 //! The options that select ns-3's behaviour: the SYN / SYN-ACK handshake
 //! (`TcpConfig::handshake`) and RFC 3042 limited transmit.
 
-use super::test_util::{ends, segs, us, MSS};
+use super::test_util::{dupacks, ends, segs, started, us, MSS};
 use super::{TcpConfig, TcpReceiver, TcpSender};
 use pisanet_engine::SimTime;
 use pisanet_net::packet::{tcp_flags, Ecn, Packet};
@@ -59,9 +59,7 @@ fn syn_then_data_one_rtt_later_with_first_rtt_sample() {
 #[test]
 fn lost_syn_is_resent_with_backoff_and_gives_no_sample() {
     let c = cfg(true);
-    let mut tx = TcpSender::new(&c, ends(), 3 * MSS);
-    let mut out = Vec::new();
-    tx.on_start(SimTime::ZERO, &mut out);
+    let (mut tx, mut out) = started(&c, 3 * MSS);
     // Early timer calls and plain ACKs change nothing.
     tx.on_timer(SimTime::from_ms(2), &mut out);
     tx.on_packet(us(1), &super::test_util::ack_pkt(0, 1000, false), &mut out);
@@ -86,9 +84,7 @@ fn lost_syn_is_resent_with_backoff_and_gives_no_sample() {
 #[test]
 fn without_handshake_data_leaves_at_once() {
     let c = cfg(false);
-    let mut tx = TcpSender::new(&c, ends(), 3 * MSS);
-    let mut out = Vec::new();
-    tx.on_start(SimTime::ZERO, &mut out);
+    let (_, out) = started(&c, 3 * MSS);
     assert_eq!(segs(&out).len(), 3);
     assert!(out.iter().all(|p| flags(p) & tcp_flags::SYN == 0));
 }
@@ -104,9 +100,7 @@ fn limited_transmit_sends_one_new_segment_per_early_dup_ack() {
             init_cwnd_segments: 4,
             ..cfg(false)
         };
-        let mut tx = TcpSender::new(&c, ends(), 20 * MSS);
-        let mut out = Vec::new();
-        tx.on_start(SimTime::ZERO, &mut out);
+        let (mut tx, out) = started(&c, 20 * MSS);
         assert_eq!(segs(&out).len(), 4);
         // Segment 0 is lost: the ACKs of 1..3 are duplicates of ack 0.
         let window = c.rwnd_bytes;
@@ -147,9 +141,7 @@ fn cwr_ignores_dupacks_defers_fast_retransmit_past_the_cut_window() {
             init_cwnd_segments: 10,
             ..cfg(false)
         };
-        let mut tx = TcpSender::new(&c, ends(), 40 * MSS);
-        let mut out = Vec::new();
-        tx.on_start(SimTime::ZERO, &mut out);
+        let (mut tx, _) = started(&c, 40 * MSS);
         let window = c.rwnd_bytes;
         // The first segment's ACK carries ECE: classic ECN cuts the window.
         let mut o = Vec::new();
@@ -157,10 +149,7 @@ fn cwr_ignores_dupacks_defers_fast_retransmit_past_the_cut_window() {
         assert_eq!(tx.stats().ecn_cuts, 1);
         let sent_at_cut = tx.stats().snd_max;
         // Segment 1 is lost: three duplicate ACKs of MSS.
-        let mut o = Vec::new();
-        for i in 0..3 {
-            tx.on_packet(us(11 + i), &ack_pkt(MSS, window, false), &mut o);
-        }
+        let o = dupacks(&mut tx, us(11), 3, MSS, window, false);
         assert_eq!(tx.stats().dup_acks, 3);
         if ns3 {
             assert_eq!(tx.stats().fast_retransmits, 0);
@@ -198,9 +187,7 @@ fn cwr_freeze_keeps_cwnd_at_the_cut_until_the_window_is_acked() {
             init_cwnd_segments: 10,
             ..cfg(false)
         };
-        let mut tx = TcpSender::new(&c, ends(), 100 * MSS);
-        let mut out = Vec::new();
-        tx.on_start(SimTime::ZERO, &mut out);
+        let (mut tx, _) = started(&c, 100 * MSS);
         let window = c.rwnd_bytes;
         // The first segment's ACK carries ECE: classic ECN halves the flight.
         let mut o = Vec::new();
@@ -243,9 +230,7 @@ fn rtt_every_ack_takes_a_sample_from_each_ack() {
             init_cwnd_segments: 4,
             ..cfg(false)
         };
-        let mut tx = TcpSender::new(&c, ends(), 20 * MSS);
-        let mut out = Vec::new();
-        tx.on_start(SimTime::ZERO, &mut out);
+        let (mut tx, out) = started(&c, 20 * MSS);
         assert_eq!(segs(&out).len(), 4);
         for i in 1..=4 {
             tx.on_packet(
@@ -314,15 +299,10 @@ fn rtt_every_ack_skips_acks_of_retransmitted_data() {
         init_cwnd_segments: 6,
         ..cfg(false)
     };
-    let mut tx = TcpSender::new(&c, ends(), 40 * MSS);
-    let mut out = Vec::new();
-    tx.on_start(SimTime::ZERO, &mut out);
+    let (mut tx, _) = started(&c, 40 * MSS);
     let w = c.rwnd_bytes;
     // Segment 0 lost: three duplicate ACKs, fast retransmit.
-    let mut o = Vec::new();
-    for i in 0..3 {
-        tx.on_packet(us(10 + i), &ack_pkt(0, w, false), &mut o);
-    }
+    dupacks(&mut tx, us(10), 3, 0, w, false);
     assert_eq!(tx.stats().fast_retransmits, 1);
     assert_eq!(tx.rtt_samples().0, 0);
     // The resend fills the hole: the ACK covers segment 0 (resent) and
@@ -357,15 +337,10 @@ fn ece_on_a_partial_ack_ends_recovery_only_with_the_option() {
             init_cwnd_segments: 10,
             ..cfg(false)
         };
-        let mut tx = TcpSender::new(&c, ends(), 40 * MSS);
-        let mut out = Vec::new();
-        tx.on_start(SimTime::ZERO, &mut out);
+        let (mut tx, _) = started(&c, 40 * MSS);
         let w = c.rwnd_bytes;
         // Segments 0 and 2 lost: duplicate ACKs of 0 from 1, 3, 4.
-        let mut o = Vec::new();
-        for i in 0..3 {
-            tx.on_packet(us(10 + i), &ack_pkt(0, w, false), &mut o);
-        }
+        dupacks(&mut tx, us(10), 3, 0, w, false);
         assert_eq!(tx.stats().fast_retransmits, 1);
         let ssthresh = tx.stats().ssthresh_bytes;
         // The resent segment 0 arrives: a partial ACK of 2 * MSS, with ECE.
@@ -405,8 +380,7 @@ fn dctcp_dupack_bytes_counts_marked_duplicate_acks_in_alpha() {
             init_cwnd_segments: 10,
             ..cfg(false)
         };
-        let mut tx = TcpSender::new(&c, ends(), 40 * MSS);
-        tx.on_start(SimTime::ZERO, &mut Vec::new());
+        let (mut tx, _) = started(&c, 40 * MSS);
         let w = c.rwnd_bytes;
         // The first ACK ends the first observation window: alpha = 15/16.
         tx.on_packet(us(10), &ack_pkt(MSS, w, false), &mut Vec::new());
@@ -438,9 +412,7 @@ fn reno_board_sender(on: bool, n: u64) -> (TcpSender, Vec<Packet>) {
         reno_scoreboard: on,
         ..cfg(false)
     };
-    let mut tx = TcpSender::new(&c, ends(), n * MSS);
-    let mut out = Vec::new();
-    tx.on_start(SimTime::ZERO, &mut out);
+    let (tx, out) = started(&c, n * MSS);
     (tx, out)
 }
 
@@ -554,8 +526,7 @@ fn cwr_ends_at_timeout_lets_the_next_ece_cut_at_once() {
                 init_cwnd_segments: 10,
                 ..cfg(false)
             };
-            let mut tx = TcpSender::new(&c, ends(), 40 * MSS);
-            tx.on_start(SimTime::ZERO, &mut Vec::new());
+            let (mut tx, _) = started(&c, 40 * MSS);
             // The first segment's ACK carries ECE: DCTCP cuts; what was sent
             // then (11 segments) is the cut's window.
             tx.on_packet(us(10), &ack_pkt(MSS, w, true), &mut Vec::new());
@@ -606,9 +577,7 @@ fn unvalidated_cwnd_grows_while_the_receive_window_limits_the_flight() {
             init_cwnd_segments: 10,
             ..cfg(false)
         };
-        let mut tx = TcpSender::new(&c, ends(), 100 * MSS);
-        let mut out = Vec::new();
-        tx.on_start(SimTime::ZERO, &mut out);
+        let (mut tx, out) = started(&c, 100 * MSS);
         assert_eq!(segs(&out).len(), 2);
         for i in 1..=20u64 {
             let mut o = Vec::new();

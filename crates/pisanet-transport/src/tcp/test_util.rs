@@ -1,7 +1,7 @@
 //! Script helpers shared by the TCP state-machine tests: packet builders for
 //! what the other end would send, and views of what an endpoint emitted.
 
-use super::{build_packet, FlowEnds, SegmentSpec};
+use super::{build_packet, FlowEnds, SegmentSpec, TcpConfig, TcpSender};
 use pisanet_engine::SimTime;
 use pisanet_net::packet::{tcp_flags, Ecn, Packet};
 
@@ -72,4 +72,29 @@ pub fn acks(pkts: &[Packet]) -> Vec<(u64, bool)> {
     pkts.iter()
         .filter_map(|p| p.tcp().map(|t| (t.ack, t.has(tcp_flags::ECE))))
         .collect()
+}
+
+/// A sender of `bytes` under `c`, started at time zero, and what it sent.
+pub fn started(c: &TcpConfig, bytes: u64) -> (TcpSender, Vec<Packet>) {
+    let mut tx = TcpSender::new(c, ends(), bytes);
+    let mut out = Vec::new();
+    tx.on_start(SimTime::ZERO, &mut out);
+    (tx, out)
+}
+
+/// `n` ACKs of `ack` (window `window`, ECE as `ece`) at `at`, `at` + 1 us,
+/// ...: the duplicate ACKs of a loss. Returns what the sender sent.
+pub fn dupacks(
+    tx: &mut TcpSender,
+    at: SimTime,
+    n: u64,
+    ack: u64,
+    window: u32,
+    ece: bool,
+) -> Vec<Packet> {
+    let mut out = Vec::new();
+    for i in 0..n {
+        tx.on_packet(at + us(i), &ack_pkt(ack, window, ece), &mut out);
+    }
+    out
 }
