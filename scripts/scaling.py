@@ -14,7 +14,7 @@ points must not share one) calling `pisanet.run`:
 Each point writes its result directory to a temp directory (`pisanet.run`
 with `out`, as `pisanet run` does): the flow table is streamed to Parquet.
 
-Usage: python scripts/scaling.py [--quick] [--json OUT.json]
+Usage: python scripts/scaling.py [--quick] [--setup-only] [--json OUT.json]
 `--quick` takes fewer, smaller points (about a minute on a 2-core machine);
 the full run took 6 minutes of wall time on a busy 2-core machine (about 2
 of CPU). "run wall" is the summary's `wall_time_s` (set-up and run, inside
@@ -112,6 +112,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer, smaller points")
     ap.add_argument("--json", type=Path, help="also write every point's figures here")
+    ap.add_argument("--setup-only", action="store_true", help="only the set-up table")
     args = ap.parse_args()
     if args.quick:
         hosts_k, hosts_flows = [4, 8, 16], 2000
@@ -128,37 +129,38 @@ def main() -> None:
         ]
     record: dict[str, list[dict[str, object]]] = {"hosts": [], "flows": [], "setup": []}
 
-    print(f"### Throughput and memory against hosts ({hosts_flows} flows)\n")
-    print("| topology | hosts | events | events/s | packet-hops/s | peak RSS (MB) |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for k in hosts_k:
-        r = point(fat_tree(k), hosts_flows)
-        record["hosts"].append({"k": k, **r})
-        print(
-            f"| fat_tree k={k} | {k**3 // 4} | {r['events']:,.0f} "
-            f"| {r['events_per_s'] / 1e6:.2f} M | {r['packet_hops_per_s'] / 1e6:.2f} M "
-            f"| {r['peak_rss_mb']:.0f} |"
-        )
+    if not args.setup_only:
+        print(f"### Throughput and memory against hosts ({hosts_flows} flows)\n")
+        print("| topology | hosts | events | events/s | packet-hops/s | peak RSS (MB) |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for k in hosts_k:
+            r = point(fat_tree(k), hosts_flows)
+            record["hosts"].append({"k": k, **r})
+            print(
+                f"| fat_tree k={k} | {k**3 // 4} | {r['events']:,.0f} "
+                f"| {r['events_per_s'] / 1e6:.2f} M | {r['packet_hops_per_s'] / 1e6:.2f} M "
+                f"| {r['peak_rss_mb']:.0f} |"
+            )
 
-    print("\n### Throughput and memory against flows (fat_tree k=8)\n")
-    print(
-        "| flows | events | events/s | packet-hops/s | peak RSS (MB) "
-        "| bytes per flow over the first |"
-    )
-    print("|---:|---:|---:|---:|---:|---:|")
-    first: dict[str, float] | None = None
-    for n in flow_counts:
-        r = point(fat_tree(8), n)
-        record["flows"].append({"flows": n, **r})
-        per = ""
-        if first is not None:
-            grown = (r["peak_rss_mb"] - first["peak_rss_mb"]) * 2**20
-            per = f"{grown / (n - flow_counts[0]):.0f}"
-        first = first or r
+        print("\n### Throughput and memory against flows (fat_tree k=8)\n")
         print(
-            f"| {n:,} | {r['events']:,.0f} | {r['events_per_s'] / 1e6:.2f} M "
-            f"| {r['packet_hops_per_s'] / 1e6:.2f} M | {r['peak_rss_mb']:.0f} | {per} |"
+            "| flows | events | events/s | packet-hops/s | peak RSS (MB) "
+            "| bytes per flow over the first |"
         )
+        print("|---:|---:|---:|---:|---:|---:|")
+        first: dict[str, float] | None = None
+        for n in flow_counts:
+            r = point(fat_tree(8), n)
+            record["flows"].append({"flows": n, **r})
+            per = ""
+            if first is not None:
+                grown = (r["peak_rss_mb"] - first["peak_rss_mb"]) * 2**20
+                per = f"{grown / (n - flow_counts[0]):.0f}"
+            first = first or r
+            print(
+                f"| {n:,} | {r['events']:,.0f} | {r['events_per_s'] / 1e6:.2f} M "
+                f"| {r['packet_hops_per_s'] / 1e6:.2f} M | {r['peak_rss_mb']:.0f} | {per} |"
+            )
 
     print("\n### Set-up (10 flows)\n")
     print("| topology | run wall (s) | process wall (s) | peak RSS (MB) |")

@@ -46,7 +46,8 @@ directory, then `os.replace`, so a reader never sees a half-written file):
   ecn_mark, clone, recirculate, replicate, to_cpu, program_drop), `depth_bytes`
   (the port's queue then), `packet` (packet id), `flow` (-1 for none), `seq`,
   `size` (bytes).
-- `ports.json`: per-port counters (name, tx_packets, tx_bytes, drops, ecn_marks;
+- `ports.json`: per-port counters, a JSON array of objects, one port a line
+  (name, tx_packets, tx_bytes, drops, ecn_marks;
   with `topology.pfc.enabled` also pause_sent, xon_sent, pause_received,
   xon_received, paused_us, lossless_drops, in total and per lossless priority
   with a `_p<i>` suffix).
@@ -169,7 +170,8 @@ class Result:
       (times in microseconds). A run that wrote a result directory streamed its
       flows there: they are read from its `flows.parquet` when first asked for.
     - `queues`: queue-depth samples, or None when queues were not sampled.
-    - `ports`: per-port counters (the contents of `ports.json`).
+    - `ports`: per-port counters (the contents of `ports.json`), parsed when
+      first asked for (a large fabric has hundreds of thousands of ports).
     - `resolved_config`: the config as run, every default filled in (TOML).
     - `port_rates`: per-port transmit rates, or None when not sampled.
     - `pcaps`: pcap file contents by port name (`[metrics.pcap]`), empty when
@@ -181,7 +183,6 @@ class Result:
 
     summary: dict[str, Any]
     queues: pd.DataFrame | None
-    ports: Any
     resolved_config: str
     port_rates: pd.DataFrame | None
     pcaps: Mapping[str, bytes]
@@ -201,15 +202,19 @@ class Result:
         goodput: pd.DataFrame | None = None,
         *,
         flows_file: Path | None = None,
+        ports_json: str | None = None,
     ) -> None:
         if flows is None and flows_file is None:
             raise TypeError("Result: give flows or flows_file")
+        if ports is None and ports_json is None:
+            raise TypeError("Result: give ports or ports_json")
         values = {
             "summary": summary,
             "_flows": flows,
             "_flows_file": flows_file,
             "queues": queues,
-            "ports": ports,
+            "_ports": ports,
+            "_ports_json": ports_json,
             "resolved_config": resolved_config,
             "port_rates": port_rates,
             "pcaps": dict(pcaps or {}),
@@ -232,6 +237,22 @@ class Result:
         return frame
 
     @property
+    def ports(self) -> Any:
+        """Per-port counters (the contents of `ports.json`)."""
+        ports = self.__dict__["_ports"]
+        if ports is None:
+            ports = json.loads(self.__dict__["_ports_json"])
+            object.__setattr__(self, "_ports", ports)
+        return ports
+
+    def ports_json(self) -> str:
+        """The text of `ports.json`: a JSON array, one port a line."""
+        text: str | None = self.__dict__["_ports_json"]
+        if text is None:
+            text = ports_text(self.ports)
+        return text + "\n"
+
+    @property
     def flows_file(self) -> Path | None:
         """The `flows.parquet` the run streamed its flows to, if it did."""
         path: Path | None = self.__dict__["_flows_file"]
@@ -239,6 +260,13 @@ class Result:
 
     def __repr__(self) -> str:
         return f"Result(digest={self.summary.get('digest')!r}, flows={self.summary.get('flows')})"
+
+
+def ports_text(ports: Any) -> str:
+    """`ports` as the native module writes ports.json: compact, one port a line."""
+    if isinstance(ports, list) and ports:
+        return "[\n" + ",\n".join(json.dumps(p, separators=(",", ":")) for p in ports) + "\n]"
+    return json.dumps(ports)
 
 
 def _array(dtype: str, buffer: bytes) -> np.ndarray:
@@ -306,7 +334,8 @@ def from_native(payload: tuple[Any, ...], resolved: str, flows_file: Path | None
         flows=None if flows_file is not None else flows_frame(flows),
         flows_file=flows_file,
         queues=queues_frame(queues),
-        ports=json.loads(ports),
+        ports=None,
+        ports_json=ports,
         resolved_config=resolved,
         port_rates=port_rates_frame(port_rates),
         pcaps=dict(capture["pcap"]),
@@ -616,7 +645,7 @@ def write(
         path = directory / pcap_file_name(port)
         write_atomic(path, partial(Path.write_bytes, data=content))
         written.append(path)
-    text("ports.json", json.dumps(result.ports, indent=2) + "\n")
+    text("ports.json", result.ports_json())
     # NOTE: the summary goes last: its presence marks a complete result directory.
     text("summary.json", json.dumps(result.summary, indent=2) + "\n")
     return written

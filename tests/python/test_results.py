@@ -170,3 +170,43 @@ def test_a_rewrite_drops_the_samples_the_new_run_does_not_have(tmp_path: Path) -
         "ports.json",
         "summary.json",
     ]
+
+
+def test_ports_json_is_written_as_the_core_made_it_and_parsed_when_asked(tmp_path: Path) -> None:
+    import json
+
+    import pisanet
+
+    toml = tmp_path / "tiny.toml"
+    toml.write_text(
+        '[topology]\nkind = "leaf_spine"\nleaves = 2\nspines = 2\nhosts_per_leaf = 2\n'
+        '[workload]\ncdf = "websearch"\nflows = 5\nload = 0.3\n'
+    )
+    res = pisanet.run(toml, out=tmp_path / "out")
+    # Not parsed until asked for: the core's text goes to the file as it is.
+    assert res.__dict__["_ports"] is None
+    text = (tmp_path / "out" / "ports.json").read_text()
+    assert text == res.ports_json()
+    lines = text.splitlines()
+    # One port a line, between the brackets; 2 leaves x (2 hosts + 2 spines)
+    # ports, 2 spines x 2 leaves, 4 hosts x 1.
+    assert lines[0] == "[" and lines[-1] == "]"
+    assert len(lines) == 2 + 2 * 4 + 2 * 2 + 4
+    assert json.loads(text) == res.ports
+    assert {"name", "tx_packets", "drops"} <= set(res.ports[0])
+
+
+def test_ports_given_parsed_are_written_in_the_same_layout(tmp_path: Path) -> None:
+    import json
+
+    ports = [{"name": "a->b", "drops": 1}, {"name": "b->a", "drops": 0}]
+    flows = pd.DataFrame({name: [1] for name in results.FLOW_COLUMNS.values()})
+    result = Result(
+        summary={"digest": "x"}, flows=flows, queues=None, ports=ports, resolved_config=""
+    )
+    results.write(tmp_path / "out", result)
+    text = (tmp_path / "out" / "ports.json").read_text()
+    assert text == '[\n{"name":"a->b","drops":1},\n{"name":"b->a","drops":0}\n]\n'
+    assert json.loads(text) == ports
+    with pytest.raises(TypeError, match="ports"):
+        Result(summary={}, flows=flows, queues=None, ports=None, resolved_config="")

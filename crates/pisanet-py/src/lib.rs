@@ -289,11 +289,24 @@ fn run<'py>(
         out.summary.to_string(),
         flow_columns(py, &out.flows)?,
         queue_columns(py, &out.queues)?,
-        out.ports.to_string(),
+        ports_json(&out.ports),
         port_rate_columns(py, &out.port_rates)?,
         capture_columns(py, &out.capture)?,
         goodput_columns(py, &out.goodput)?,
     ))
+}
+
+/// ports.json's text: the array of per-port objects, one port a line
+/// (compact, so that a fabric of 400 000 ports is written and read in a
+/// moment, and readable with line tools); any other value as serde writes it.
+fn ports_json(ports: &serde_json::Value) -> String {
+    match ports {
+        serde_json::Value::Array(items) if !items.is_empty() => {
+            let lines: Vec<String> = items.iter().map(|p| p.to_string()).collect();
+            format!("[\n{}\n]", lines.join(",\n"))
+        }
+        other => other.to_string(),
+    }
 }
 
 /// Keeps the first exception raised during a run.
