@@ -939,6 +939,7 @@ def noise_floor_section(quick: bool, jitter_ns: int, draws: list[int], only: lis
     pisanet / ns-3 on the original list and on each jittered one."""
     rows = []
     missing = []
+    gave_up: list[str] = []
     for sc in scenarios(quick):
         if only and sc.name not in only:
             continue
@@ -958,6 +959,14 @@ def noise_floor_section(quick: bool, jitter_ns: int, draws: list[int], only: lis
             class_stats(every, [x for r in runs if r for x in r["fct_us"]]) for runs in (ns3, pis)
         ]
         rows.append((sc, n3, ps, pooled))
+        # Flows ns-3 gave up on (no FCT, so their class has no mean or p99 there).
+        for i, r in enumerate(ns3):
+            for k in (r or {}).get("incomplete", []):
+                f = lists[i][k]
+                gave_up.append(
+                    f"{sc.name}, {'original list' if i == 0 else f'draw {draws[i - 1]}'}: "
+                    f"{f['bytes']} B from h{f['src']} to h{f['dst']} at {f['start_us'] / 1000:.3f} ms"
+                )
     tag = f"{jitter_ns} ns"
     lines = [
         "| scenario | class | flows | ns-3 self, mean | ns-3 self, p99 | pisanet self, mean | "
@@ -979,19 +988,19 @@ def noise_floor_section(quick: bool, jitter_ns: int, draws: list[int], only: lis
                 continue
             total += 1
 
-            def r(a: list[Any], b: list[Any], k: int, c: int = c) -> list[float]:
+            def rat(a: list[Any], b: list[Any], k: int, c: int = c) -> list[float]:
                 # Ratio of quantity k (1 mean, 2 p99) of list a[i] to b[i].
                 return [
                     x[c][k] / y[c][k] if y[c][k] == y[c][k] and y[c][k] else math.nan
                     for x, y in zip(a, b, strict=True)
                 ]
 
-            self3_m = r(n3[1:], [n3[0]] * len(draws), 1)
-            self3_p = r(n3[1:], [n3[0]] * len(draws), 2)
-            selfp_m = r(ps[1:], [ps[0]] * len(draws), 1)
-            selfp_p = r(ps[1:], [ps[0]] * len(draws), 2)
-            vs_m = r(ps, n3, 1)
-            vs_p = r(ps, n3, 2)
+            self3_m = rat(n3[1:], [n3[0]] * len(draws), 1)
+            self3_p = rat(n3[1:], [n3[0]] * len(draws), 2)
+            selfp_m = rat(ps[1:], [ps[0]] * len(draws), 1)
+            selfp_p = rat(ps[1:], [ps[0]] * len(draws), 2)
+            vs_m = rat(ps, n3, 1)
+            vs_p = rat(ps, n3, 2)
             for i, (m, p) in enumerate(zip(vs_m, vs_p, strict=True)):
                 met[i] += abs(m - 1) <= 0.15 and abs(p - 1) <= 0.25
             out_m = [x for x in self3_m if not abs(x - 1) <= 0.15]
@@ -1044,6 +1053,15 @@ def noise_floor_section(quick: bool, jitter_ns: int, draws: list[int], only: lis
         ),
         "\n".join(lines),
         "",
+        *(
+            [
+                "ns-3 gave up a connection (6 SYN retries or 6 resends of one segment; "
+                'its class has no ns-3 mean or p99 on that list, "-"): ' + "; ".join(gave_up) + ".",
+                "",
+            ]
+            if gave_up
+            else []
+        ),
         f"pisanet ns-3-like / ns-3 within the goal: {met[0]} of {total} classes on the original "
         f"lists, {', '.join(str(x) for x in met[1:])} of {total} on draws {dr}, {met_pooled} of {total} "
         f"with the {1 + len(draws)} lists pooled.",
