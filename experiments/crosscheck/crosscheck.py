@@ -1022,6 +1022,9 @@ def noise_floor_section(quick: bool, jitter_ns: int, draws: list[int], only: lis
                 moves = [abs(math.log(x)) for x in own if x == x and x > 0]
                 return max(moves) if moves else math.nan
 
+            def times(log_move: float) -> str:
+                return "-" if math.isnan(log_move) else f"x{math.exp(log_move):.2f}"
+
             judged = []
             for q, vs, own3, ownp, tol, on_draws in (
                 ("mean", vs_m[0], self3_m, selfp_m, 0.15, vs_m[1:]),
@@ -1036,7 +1039,7 @@ def noise_floor_section(quick: bool, jitter_ns: int, draws: list[int], only: lis
                     (
                         off <= b3,
                         off <= b3 or off <= bp,
-                        f"{q} {vs:.2f}, ns-3's own x{math.exp(b3):.2f}, pisanet's x{math.exp(bp):.2f}, "
+                        f"{q} {vs:.2f}, ns-3's own {times(b3)}, pisanet's {times(bp)}, "
                         f"within the goal on {k} of {len(on_draws)} draws",
                     )
                 )
