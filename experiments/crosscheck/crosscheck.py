@@ -300,6 +300,20 @@ def flow_list(sc: Scenario, seed: int = 1) -> list[dict[str, Any]]:
     return flows
 
 
+def jittered(flows: list[dict[str, Any]], jitter_ns: int, draw: int) -> list[dict[str, Any]]:
+    """FLOWS with every start moved later by a whole number of ns drawn
+    uniformly from [0, JITTER_NS] (draw DRAW of a generator of its own, so
+    the list's sizes, hosts and order of draws are those of FLOWS), in start
+    order (both simulators number flows by start; equal starts keep list
+    order). The noise floor of the cross-check: how far each simulator moves
+    from itself when the flows start a fraction of a packet time later."""
+    rng = random.Random(f"jitter {jitter_ns} ns, draw {draw}")
+    out = [
+        {**f, "start_us": round(f["start_us"] + rng.randint(0, jitter_ns) / 1000, 3)} for f in flows
+    ]
+    return sorted(out, key=lambda f: f["start_us"])
+
+
 def leafspine_flows(sc: Scenario, seed: int) -> list[dict[str, Any]]:
     """Poisson arrivals at `sc.load` of the hosts' aggregate capacity (16 x
     10 Gb/s, as pisanet's `workload.load`: per sending host, a fraction of its
@@ -910,6 +924,205 @@ def write_seeds(
     print(f"crosscheck: wrote the pooled tables to {DOC.relative_to(ROOT)}", file=sys.stderr)
 
 
+NOISE_BEGIN, NOISE_END = "<!-- crosscheck-noise:begin -->", "<!-- crosscheck-noise:end -->"
+
+
+def spread(xs: list[float]) -> str:
+    """Ratios of one class over the jitter draws, in draw order."""
+    return ", ".join("-" if math.isnan(x) else f"{x:.2f}" for x in xs)
+
+
+def noise_floor_section(quick: bool, jitter_ns: int, draws: list[int], only: list[str]) -> str:
+    """Per scenario (flow-list seed 1) and class: how far ns-3 and pisanet
+    ns-3-like each move from their own FCTs on the original list when every
+    flow starts up to JITTER_NS later (`jittered`, draws DRAWS), and
+    pisanet / ns-3 on the original list and on each jittered one."""
+    rows = []
+    missing = []
+    gave_up: list[str] = []
+    for sc in scenarios(quick):
+        if only and sc.name not in only:
+            continue
+        flows = flow_list(sc)
+        lists = [flows] + [jittered(flows, jitter_ns, d) for d in draws]
+        ns3 = [run_ns3(sc, fl, {}) for fl in lists]
+        if any(r is None for r in ns3):
+            missing.append(sc.name)
+            continue
+        pis = [run_pisanet(sc, fl, NS3_LIKE) for fl in lists]
+        n3 = [class_stats(fl, r["fct_us"]) for fl, r in zip(lists, ns3, strict=True) if r]
+        ps = [class_stats(fl, r["fct_us"]) for fl, r in zip(lists, pis, strict=True)]
+        # All the lists pooled (as `--seeds` pools seeds): each class's
+        # flows once per list.
+        every = [f for fl in lists for f in fl]
+        pooled = [
+            class_stats(every, [x for r in runs if r for x in r["fct_us"]]) for runs in (ns3, pis)
+        ]
+        rows.append((sc, n3, ps, pooled))
+        # Flows ns-3 gave up on (no FCT, so their class has no mean or p99 there).
+        for i, r in enumerate(ns3):
+            for k in (r or {}).get("incomplete", []):
+                f = lists[i][k]
+                gave_up.append(
+                    f"{sc.name}, {'original list' if i == 0 else f'draw {draws[i - 1]}'}: "
+                    f"{f['bytes']} B from h{f['src']} to h{f['dst']} at {f['start_us'] / 1000:.3f} ms"
+                )
+    tag = f"{jitter_ns} ns"
+    lines = [
+        "| scenario | class | flows | ns-3 self, mean | ns-3 self, p99 | pisanet self, mean | "
+        "pisanet self, p99 | pisanet / ns-3, mean: original; draws | pisanet / ns-3, p99: original; draws | "
+        "pisanet / ns-3, all lists: pooled mean / mean p99 |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    total = 0
+    # Classes ns-3 itself moves out of the goal; classes pisanet / ns-3
+    # meets per list (original, then each draw).
+    floor: list[str] = []
+    met = [0] * (1 + len(draws))
+    met_pooled = 0
+    inside: list[str] = []
+    for sc, n3, ps, pooled in rows:
+        for c, (cname, _, _) in enumerate(CLASSES):
+            n = n3[0][c][0]
+            if n == 0:
+                continue
+            total += 1
+
+            def rat(a: list[Any], b: list[Any], k: int, c: int = c) -> list[float]:
+                # Ratio of quantity k (1 mean, 2 p99) of list a[i] to b[i].
+                return [
+                    x[c][k] / y[c][k] if y[c][k] == y[c][k] and y[c][k] else math.nan
+                    for x, y in zip(a, b, strict=True)
+                ]
+
+            self3_m = rat(n3[1:], [n3[0]] * len(draws), 1)
+            self3_p = rat(n3[1:], [n3[0]] * len(draws), 2)
+            selfp_m = rat(ps[1:], [ps[0]] * len(draws), 1)
+            selfp_p = rat(ps[1:], [ps[0]] * len(draws), 2)
+            vs_m = rat(ps, n3, 1)
+            vs_p = rat(ps, n3, 2)
+            # Over all the lists: the mean of the pooled flows; the p99s
+            # averaged (a pooled p99 of one list repeated is its slowest
+            # flow, not a p99).
+            pm = pooled[1][c][1] / pooled[0][c][1]
+            pp = sum(x[c][2] for x in ps) / sum(x[c][2] for x in n3)
+            for i, (m, p) in enumerate(zip(vs_m, vs_p, strict=True)):
+                met[i] += abs(m - 1) <= 0.15 and abs(p - 1) <= 0.25
+            out_m = [x for x in self3_m if not abs(x - 1) <= 0.15]
+            out_p = [x for x in self3_p if not abs(x - 1) <= 0.25]
+            what = ", ".join(w for w, o in (("mean", out_m), ("p99", out_p)) if o)
+            if what:
+                floor.append(f"{sc.name} {cname} ({what})")
+
+            # A miss on the original list against each simulator's own move:
+            # inside a simulator's if each quantity missed (mean, p99) is off
+            # by no larger a factor than the largest by which a jitter moved
+            # that simulator's same quantity of the class.
+            def largest(own: list[float]) -> float:
+                moves = [abs(math.log(x)) for x in own if x == x and x > 0]
+                return max(moves) if moves else math.nan
+
+            def times(log_move: float) -> str:
+                return "-" if math.isnan(log_move) else f"x{math.exp(log_move):.2f}"
+
+            judged = []
+            for q, vs, own3, ownp, tol, on_draws in (
+                ("mean", vs_m[0], self3_m, selfp_m, 0.15, vs_m[1:]),
+                ("p99", vs_p[0], self3_p, selfp_p, 0.25, vs_p[1:]),
+            ):
+                if abs(vs - 1) <= tol:
+                    continue
+                k = sum(abs(x - 1) <= tol for x in on_draws)
+                off = abs(math.log(vs)) if vs == vs and vs > 0 else math.inf
+                b3, bp = largest(own3), largest(ownp)
+                judged.append(
+                    (
+                        off <= b3,
+                        off <= b3 or off <= bp,
+                        f"{q} {vs:.2f}, ns-3's own {times(b3)}, pisanet's {times(bp)}, "
+                        f"within the goal on {k} of {len(on_draws)} draws",
+                    )
+                )
+            if judged:
+                if all(a for a, _, _ in judged):
+                    verdict = "inside ns-3's own move"
+                elif all(b for _, b, _ in judged):
+                    verdict = "inside pisanet's own move only"
+                else:
+                    verdict = "outside both"
+                inside.append(
+                    f"{sc.name} {cname} ({verdict}: {'; '.join(t for _, _, t in judged)})"
+                )
+            lines.append(
+                f"| {sc.name} | {cname} | {n} | {spread(self3_m)} | {spread(self3_p)} | "
+                f"{spread(selfp_m)} | {spread(selfp_p)} | "
+                f"{spread(vs_m[:1])}; {spread(vs_m[1:])} | {spread(vs_p[:1])}; {spread(vs_p[1:])} | "
+                f"{ratio(pm, 1.0)} / {ratio(pp, 1.0)} |"
+            )
+            met_pooled += abs(pm - 1) <= 0.15 and abs(pp - 1) <= 0.25
+    dr = f"{draws[0]}-{draws[-1]}" if len(draws) > 1 else f"{draws[0]}"
+    parts = [
+        f"### Flow starts up to {tag} later (draws {dr})",
+        "",
+        *(
+            [f"Left out (an ns-3 run not in the cache): {', '.join(missing)}.", ""]
+            if missing
+            else []
+        ),
+        "\n".join(lines),
+        "",
+        *(
+            [
+                "ns-3 gave up a connection (6 SYN retries or 6 resends of one segment; "
+                'its class has no ns-3 mean or p99 on that list, "-"): ' + "; ".join(gave_up) + ".",
+                "",
+            ]
+            if gave_up
+            else []
+        ),
+        f"pisanet ns-3-like / ns-3 within the goal: {met[0]} of {total} classes on the original "
+        f"lists, {', '.join(str(x) for x in met[1:])} of {total} on draws {dr}, {met_pooled} of {total} "
+        f"over the {1 + len(draws)} lists (pooled mean, mean p99).",
+        "",
+        f"ns-3 against itself: {total - len(floor)} of {total} classes stay within the goal "
+        "(mean within 15 %, p99 within 25 % of its own) on every draw"
+        + (": moved out: " + "; ".join(floor) + "." if floor else "."),
+        "",
+        "Misses on the original list against each simulator's own move (inside a "
+        "simulator's: each quantity missed, mean or p99, is off by no larger a factor than "
+        "the largest by which a jitter moved that simulator's own value of it): "
+        + ("; ".join(inside) + "." if inside else "none."),
+    ]
+    return "\n".join(parts)
+
+
+def write_noise_floor(
+    quick: bool, jitters_ns: list[int], draws: list[int], only: list[str]
+) -> None:
+    text = DOC.read_text()
+    if NOISE_BEGIN not in text:
+        text += f"\n{NOISE_BEGIN}\n{NOISE_END}\n"
+    head, rest = text.split(NOISE_BEGIN, 1)
+    _, tail = rest.split(NOISE_END, 1)
+    cmd = (
+        f"experiments/crosscheck/crosscheck.py{' --quick' if quick else ''} "
+        f"--jitter-ns {','.join(str(j) for j in jitters_ns)} --jitter-draws {len(draws)}"
+        + (f" --only '{','.join(only)}'" if only else "")
+    )
+    body = [
+        f"Generated by `{cmd}` (ns-3 {NS3_VERSION}): flow-list seed 1, every flow's start "
+        "moved later by a whole number of ns drawn uniformly from [0, J] (one draw of "
+        "offsets per draw number, list re-sorted by start) and the same list fed to both "
+        'simulators. "self" is a simulator\'s class mean or p99 on a jittered list over its '
+        "own on the original list, one ratio per draw; pisanet is the ns-3-like set; "
+        "p99 of 55 or fewer flows is about the class's slowest flow.",
+    ]
+    for j in jitters_ns:
+        body += ["", noise_floor_section(quick, j, draws, only)]
+    DOC.write_text(head + NOISE_BEGIN + "\n" + "\n".join(body) + "\n" + NOISE_END + tail)
+    print(f"crosscheck: wrote the noise-floor tables of {DOC.relative_to(ROOT)}", file=sys.stderr)
+
+
 LS_BEGIN, LS_END = "<!-- crosscheck-leafspine:begin -->", "<!-- crosscheck-leafspine:end -->"
 LS_LABELS: dict[str, dict[str, Any]] = {
     "pisanet defaults": {},
@@ -1134,10 +1347,44 @@ def main() -> None:
         action="store_true",
         help="only the leaf-spine scenarios (spraying, flow-hash ECMP) and their section",
     )
+    ap.add_argument(
+        "--jitter-ns",
+        default="",
+        help="only the noise floor: each scenario (seed 1) also on lists whose flows start up to J ns later (J, or J1,J2,...), into its own section",
+    )
+    ap.add_argument(
+        "--jitter-draws",
+        type=int,
+        default=3,
+        help="with --jitter-ns: jittered lists 1..N per scenario",
+    )
+    ap.add_argument(
+        "--only",
+        default="",
+        help="with --jitter-ns: only these scenarios (names as in the tables, comma-separated)",
+    )
     args = ap.parse_args()
     global CACHED_ONLY, SEEDS
     CACHED_ONLY = args.cached_only
     SEEDS = list(range(1, max(1, args.seeds) + 1))
+    if args.jitter_ns:
+        try:
+            jitters = [int(x) for x in args.jitter_ns.split(",")]
+        except ValueError:
+            jitters = []
+        if not jitters or min(jitters) <= 0:
+            sys.exit(
+                f"crosscheck: --jitter-ns: expected whole numbers > 0 of ns, comma-separated, got {args.jitter_ns!r}"
+            )
+        only = [x.strip() for x in args.only.split(",") if x.strip()]
+        names = {sc.name for sc in scenarios(args.quick)}
+        if unknown := [x for x in only if x not in names]:
+            sys.exit(
+                f"crosscheck: --only: no scenario {unknown[0]!r}; names: {', '.join(sorted(names))}"
+            )
+        draws = list(range(1, max(1, args.jitter_draws) + 1))
+        write_noise_floor(args.quick, jitters, draws, only)
+        return
     if args.leafspine:
         write_leafspine(args.quick)
         return
