@@ -514,8 +514,11 @@ fn run_parallel(
     if let Some(e) = world.records.failed.as_ref() {
         return Err(e.clone());
     }
+    let mut world = world;
     let wall_s = wall.elapsed().as_secs_f64();
-    let mut out = finish(cfg, world, stop, wall_s)?;
+    let captured = world.tap.take().map(|t| t.finish(&world));
+    let mut out =
+        finish(cfg, world, stop, wall_s).map(|out| crate::capture::attach(out, captured))?;
     let events = out.summary["events"].as_u64().unwrap_or(0);
     if let Some(s) = out.summary.as_object_mut() {
         s.insert(

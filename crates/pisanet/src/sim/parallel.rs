@@ -81,7 +81,6 @@ pub fn refusal(cfg: &Config) -> Option<String> {
     let what: Option<String> = {
         use crate::config::TopologyKind;
         let t = &cfg.topology;
-        let m = &cfg.metrics;
         let scheme = cfg.scheme.kind.name();
         if !matches!(t.kind, TopologyKind::FatTree | TopologyKind::LeafSpine) {
             Some(format!(
@@ -105,9 +104,6 @@ pub fn refusal(cfg: &Config) -> Option<String> {
                 "transport.kind \"udp\" (UDP and rate-based flows: a flow ends for both ends at one instant, when its receiver has every byte or its sender the last acknowledgement, and the other end, in another partition, would act on the flow until it learns)"
                     .into(),
             )
-        } else if !m.pcap.ports.is_empty() || !m.trace.ports.is_empty() || !m.trace.flows.is_empty()
-        {
-            Some("metrics.pcap and metrics.trace (capture: one capture file per run)".into())
         } else {
             cfg.workload.groups.iter().enumerate().find_map(|(k, g)| {
                 let udp = crate::config::group_transport(g, cfg) == Transport::Udp;
@@ -123,7 +119,7 @@ pub fn refusal(cfg: &Config) -> Option<String> {
             })
         }
     };
-    what.map(|w| format!("run.threads: the parallel mode does not support {w} yet; unset run.threads to run it on one thread (it supports fat_tree and leaf_spine topologies, every scheme, TCP flows (duration-limited too), link failures, random link loss with topology.link_loss_per_link, per-flow measurement, samples and streaming: docs/architecture.md, \"Parallel mode\")"))
+    what.map(|w| format!("run.threads: the parallel mode does not support {w} yet; unset run.threads to run it on one thread (it supports fat_tree and leaf_spine topologies, every scheme, TCP flows (duration-limited too), link failures, random link loss with topology.link_loss_per_link, per-flow measurement, samples, capture (metrics.pcap, metrics.trace) and streaming: docs/architecture.md, \"Parallel mode\")"))
 }
 
 /// A partition's view of the cut: which nodes are its own, and what it
@@ -406,9 +402,9 @@ impl World {
             .collect();
         let remote_port = port_to.iter().map(|&to| to != me).collect();
         let parts = node_part.iter().max().map_or(1, |&m| m as usize + 1);
-        // Packet ids stay unique across partitions (they name packets in
-        // messages only).
-        self.next_uid = (u64::from(me) << 48) | 1;
+        if let Some(t) = self.tap.as_deref_mut() {
+            t.make_partition();
+        }
         self.part = Some(Box::new(Part {
             me,
             node_part,
@@ -476,6 +472,9 @@ impl World {
                 self.q.uncount();
             }
             if let Ev::LinkEvent(i) = ev {
+                if let Some(t) = self.tap.as_deref_mut() {
+                    t.at = (now, ev.key(now), 0);
+                }
                 self.link_event_part(now, i);
                 continue;
             }
@@ -483,6 +482,10 @@ impl World {
                 // Per-flow measurement keys what it holds and writes by
                 // the event (`Meter::at`).
                 m.at = (now, ev.key(now));
+            }
+            if let Some(t) = self.tap.as_deref_mut() {
+                // So do capture and trace (`Tap::merge`).
+                t.at = (now, ev.key(now), 0);
             }
             self.handle(now, ev);
         }
@@ -535,7 +538,11 @@ impl World {
         if owners[0].0 != me {
             self.q.uncount();
         }
-        for (p, (port_owner, peer_owner)) in ends.into_iter().zip(owners) {
+        for (end, (p, (port_owner, peer_owner))) in ends.into_iter().zip(owners).enumerate() {
+            if let Some(t) = self.tap.as_deref_mut() {
+                // What each end does, in the single-thread run's order.
+                t.at.2 = end as u64;
+            }
             if peer_owner == me && !up {
                 let wire = &mut self.ports[p as usize].wire;
                 wire.lost = wire.len() as u32;
@@ -591,6 +598,11 @@ impl World {
         let (src_here, dst_here) = (part.local_host(f.src), part.local_host(f.dst));
         if part.me == 0 {
             part.started.push((id, rec));
+        }
+        if let Some(t) = self.tap.as_deref_mut() {
+            // One `NextFlow` may start flows in several partitions: their
+            // rows go in flow order, as a single-thread run writes them.
+            t.at.2 = u64::from(id);
         }
         if src_here {
             return self.start_flow(now, f);
@@ -1288,6 +1300,17 @@ pub fn merge(worlds: Vec<World>, collector: Collector) -> World {
         let i = port_part(&worlds[0], worlds[0].rates.port[k]);
         worlds[0].rates.tx_gbps[k] = worlds[i].rates.tx_gbps[k];
         worlds[0].rates.carried_gbps[k] = worlds[i].rates.carried_gbps[k];
+    }
+    // Capture and trace: each pcap file from its port's partition, the
+    // trace rows in event order (`Tap::merge`).
+    if worlds[0].tap.is_some() {
+        let taps: Vec<crate::capture::Tap> = worlds
+            .iter_mut()
+            .filter_map(|w| w.tap.take().map(|t| *t))
+            .collect();
+        let owner = |p: PortIdx| port_part(&worlds[0], p);
+        let tap = crate::capture::Tap::merge(taps, owner);
+        worlds[0].tap = Some(Box::new(tap));
     }
     let mut rest: Vec<World> = worlds.drain(1..).collect();
     let mut fin = worlds.pop().expect("partition 0");

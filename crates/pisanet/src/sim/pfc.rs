@@ -300,6 +300,10 @@ impl World {
     /// goes ahead of every data packet (it waits only for the frame on the
     /// transmitter).
     pub(crate) fn pfc_send(&mut self, now: SimTime, p: u32, c: usize, xoff: bool) {
+        if self.pfc.is_none() {
+            return;
+        }
+        let uid = self.new_uid(self.ports[p as usize].node);
         let Some(pfc) = self.pfc.as_deref_mut() else {
             return;
         };
@@ -320,7 +324,7 @@ impl World {
         fields[0] = 1 << c;
         fields[1 + c / 4] = (quanta as u64) << (16 * (c % 4));
         let frame = Packet {
-            uid: self.next_uid,
+            uid,
             flow: Packet::NO_FLOW,
             size: MIN_FRAME_BYTES,
             extra: PacketExtra::of_ext(ExtHeader {
@@ -332,7 +336,6 @@ impl World {
             switch_made: true,
             ..Default::default()
         };
-        self.next_uid += 1;
         self.counts.injected += 1;
         pfc.ctrl[p as usize].push_back(frame);
         self.kick(now, p);
