@@ -688,3 +688,77 @@ fn capture_and_trace_are_the_single_thread_runs_byte_for_byte() {
         ],
     );
 }
+
+#[test]
+fn pfc_is_the_single_thread_runs_with_its_deadlock_detector() {
+    // PFC's accounts, thresholds, PAUSE frames and pause timers are per
+    // port, and PAUSE frames cross partitions over links like any packet;
+    // the deadlock detector, armed by the first PAUSE received anywhere
+    // and reading every port at its checks, is replayed by the coordinator
+    // from what each partition logged and saw at the check's place in its
+    // events (sim/parallel.rs `pfc_window`). An incast into pod 0 from
+    // every pod, with a short deadlock_ms: queues stay paused past it, so
+    // the checks see stuck queues (and find no cycle: a fat tree's
+    // up-down routes have none), and are counted as events.
+    let mut text = String::from("start_us,src,dst,bytes\n");
+    for i in 0..48u32 {
+        let src = 2 + i % 14;
+        let dst = if i % 3 == 2 { (src + 6) % 16 } else { i % 2 };
+        text += &format!(
+            "{},{src},{dst},{}\n",
+            (i / 15) * 40,
+            60_000 + (i * 7919) % 150_000
+        );
+    }
+    let list = flow_file("pfc", &text);
+    let mut sets: Vec<&str> = list.iter().map(String::as_str).collect();
+    sets.extend([
+        "topology.pfc.enabled=true",
+        "topology.pfc.xoff_kb=20",
+        "topology.ecn_threshold_kb=0",
+        "topology.pfc.deadlock_ms=0.01",
+        "metrics.queue_sample_interval_us=25",
+        "metrics.pcap.ports=[\"edge0_0->agg0_0\", \"agg0_1->edge0_0\"]",
+    ]);
+    let par = same_at_1_2_3(FAT, &sets);
+    let pfc = &par.summary["pfc"];
+    assert!(pfc["pause_frames_sent"].as_u64().unwrap() > 0, "{pfc}");
+    assert!(pfc["paused_time_us"].as_f64().unwrap() > 0.0, "{pfc}");
+    assert_eq!(par.summary["flows"]["completed"], 48);
+    // The detector's checks are events: without it, fewer.
+    let mut off = sets.clone();
+    off.push("topology.pfc.deadlock_ms=0");
+    let quiet = same_at_1_2_3(FAT, &off);
+    assert!(
+        quiet.summary["events"].as_u64() < par.summary["events"].as_u64(),
+        "no detector checks"
+    );
+    // On a leaf-spine with two lossless priorities, stopped mid-run
+    // (pause intervals still open, PAUSE frames waiting).
+    same_at_1_2_3(
+        LEAF,
+        &[
+            "topology.pfc.enabled=true",
+            "topology.pfc.xoff_kb=15",
+            "topology.priorities=2",
+            "topology.pfc.priorities=[0, 1]",
+            "topology.buffer_kb=60",
+            "workload.flows=120",
+            "workload.load=0.9",
+            "run.max_sim_time_ms=1",
+        ],
+    );
+    // A detector shorter than twice the lookahead is refused.
+    let mut o: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    o.extend([
+        "topology.pfc.deadlock_ms=0.001".into(),
+        "run.threads=2".into(),
+    ]);
+    let e = run_toml(FAT, None, &o, &mut |_| true).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Input, "{e}");
+    assert!(
+        e.message
+            .contains("topology.pfc.deadlock_ms = 0.001 below twice"),
+        "{e}"
+    );
+}
