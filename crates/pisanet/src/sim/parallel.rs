@@ -32,8 +32,11 @@
 //! failure is applied by the partitions of both ends at its instant
 //! (`World::link_event_part`); per-flow measurement is held by receivers
 //! until the window's end, cut at their sender's completion, and put
-//! together and closed by the [`Collector`] (docs/architecture.md,
-//! "Parallel mode").
+//! together and closed by the [`Collector`]; capture and trace rows are
+//! tagged with their events and merged in their order (`Tap::merge`); PFC
+//! is per port, but for its deadlock detector, which the coordinator
+//! replays from what the partitions logged (`pfc_window`)
+//! (docs/architecture.md, "Parallel mode").
 
 use super::flow::{ActiveFlow, Endpoints, Plan};
 use super::meter::{FlowMeter, FlowStats, Meter};
