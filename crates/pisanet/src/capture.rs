@@ -195,6 +195,14 @@ pub struct Tap {
     trace_flows: Vec<FlowId>,
     max_rows: u64,
     rows: Rows,
+    /// Parallel mode (sim/parallel.rs): the event being handled, as
+    /// (time, key, sub) (`sub` orders what one event copied into several
+    /// partitions does: the flow a `NextFlow` starts, the end of a link a
+    /// `LinkEvent` sets), and that of each row kept, so that
+    /// [`Tap::merge`] puts the partitions' rows in the single-thread
+    /// run's order.
+    pub(crate) at: (SimTime, u64, u64),
+    tags: Option<Vec<(SimTime, u64, u64)>>,
 }
 
 /// pcap global header (nanosecond timestamps, link type 1 = Ethernet).
@@ -309,6 +317,8 @@ impl Tap {
             trace_flows: tc.flows.clone(),
             max_rows: tc.max_rows,
             rows: Rows::default(),
+            at: (SimTime::ZERO, 0, 0),
+            tags: None,
         })))
     }
 
@@ -348,7 +358,73 @@ impl Tap {
         r.flow.push(pkt.flow);
         r.seq.push(seq_of(pkt));
         r.size.push(pkt.size);
+        if let Some(tags) = self.tags.as_mut() {
+            tags.push(self.at);
+        }
         Some(r.time.len() - 1)
+    }
+
+    /// This tap is a partition's (sim/parallel.rs): it tags its rows with
+    /// their events for [`Tap::merge`].
+    pub(crate) fn make_partition(&mut self) {
+        self.tags = Some(Vec::new());
+    }
+
+    /// The single-thread run's tap from the partitions' `taps` (in
+    /// partition order; `owner` gives the partition of a port): a port's
+    /// pcap file is its own partition's (only it transmits there), and the
+    /// trace rows of every partition are put in the order of the events
+    /// that wrote them (within an event, in the order it wrote them), the
+    /// first `max_rows` kept: each partition kept its first `max_rows`, a
+    /// superset of what it contributes to them.
+    pub(crate) fn merge(taps: Vec<Tap>, owner: impl Fn(PortIdx) -> usize) -> Tap {
+        let mut taps = taps;
+        let mut files: Vec<Option<PcapFile>> = Vec::new();
+        let mut tagged: Vec<((SimTime, u64, u64), usize, usize)> = Vec::new();
+        let mut seen = 0;
+        for (i, t) in taps.iter_mut().enumerate() {
+            seen += t.rows.seen;
+            let tags = t.tags.take().unwrap_or_default();
+            tagged.extend(tags.into_iter().enumerate().map(|(k, tag)| (tag, i, k)));
+            if files.is_empty() {
+                files = (0..t.files.len()).map(|_| None).collect();
+            }
+            for (p, &slot) in t.pcap_slot.iter().enumerate() {
+                if slot != u32::MAX && owner(p as PortIdx) == i {
+                    let f = &mut t.files[slot as usize];
+                    files[slot as usize] = Some(PcapFile {
+                        name: std::mem::take(&mut f.name),
+                        ends: f.ends,
+                        bytes: std::mem::take(&mut f.bytes),
+                        packets: f.packets,
+                        seen: f.seen,
+                    });
+                }
+            }
+        }
+        // NOTE: stable: the rows of one event keep the order it wrote them.
+        tagged.sort_by_key(|r| r.0);
+        let mut rows = Rows {
+            seen,
+            ..Rows::default()
+        };
+        for &(_, i, k) in tagged.iter().take(taps[0].max_rows as usize) {
+            let r = &taps[i].rows;
+            rows.time.push(r.time[k]);
+            rows.node.push(r.node[k]);
+            rows.port.push(r.port[k]);
+            rows.queue.push(r.queue[k]);
+            rows.event.push(r.event[k]);
+            rows.depth.push(r.depth[k]);
+            rows.packet.push(r.packet[k]);
+            rows.flow.push(r.flow[k]);
+            rows.seq.push(r.seq[k]);
+            rows.size.push(r.size[k]);
+        }
+        let mut tap = taps.swap_remove(0);
+        tap.files = files.into_iter().flatten().collect();
+        tap.rows = rows;
+        tap
     }
 
     /// A packet is about to be queued at port `p`: records the enqueue row

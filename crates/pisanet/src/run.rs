@@ -467,6 +467,19 @@ fn run_parallel(
             "run.threads: links between partitions (a fat tree's pods and cores, a leaf-spine's leaves and spines) need a positive topology.link_delay_us",
         ));
     }
+    if let Some(after) = first.pfc.as_ref().and_then(|p| p.deadlock_after) {
+        // PFC's deadlock detector: the next check is armed at the end of
+        // the window (sim/parallel.rs `pfc_window`), half of
+        // deadlock_after after a check.
+        if after.ps() / 2 < lookahead.ps() {
+            return Err(Error::input(format!(
+                "run.threads: topology.pfc.deadlock_ms = {} is shorter than twice the lookahead ({} us, the smallest delay of a link between partitions); the parallel mode needs deadlock_ms >= {} (or 0: the detector off)",
+                after.as_ms_f64(),
+                lookahead.as_us_f64(),
+                2.0 * lookahead.as_ms_f64()
+            )));
+        }
+    }
     // One copy of the network per partition (sim/parallel.rs): the
     // memory check of `build_world` saw one.
     let (need, key) = crate::memory::estimate(cfg);
@@ -504,6 +517,9 @@ fn run_parallel(
     if let Some(e) = collector.records.failed.take() {
         return Err(e);
     }
+    if let Some(msg) = worlds[0].pfc.as_ref().and_then(|p| p.fatal.clone()) {
+        return Err(Error::invariant(msg));
+    }
     if stop == StopReason::Interrupted {
         return Err(Error {
             kind: crate::api::ErrorKind::Interrupted,
@@ -514,8 +530,11 @@ fn run_parallel(
     if let Some(e) = world.records.failed.as_ref() {
         return Err(e.clone());
     }
+    let mut world = world;
     let wall_s = wall.elapsed().as_secs_f64();
-    let mut out = finish(cfg, world, stop, wall_s)?;
+    let captured = world.tap.take().map(|t| t.finish(&world));
+    let mut out =
+        finish(cfg, world, stop, wall_s).map(|out| crate::capture::attach(out, captured))?;
     let events = out.summary["events"].as_u64().unwrap_or(0);
     if let Some(s) = out.summary.as_object_mut() {
         s.insert(

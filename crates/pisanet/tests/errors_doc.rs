@@ -76,8 +76,18 @@ fn cases() -> Vec<(
         ),
         (
             "unsupported",
-            "the parallel mode with PFC",
-            vec!["run.threads=2", "topology.pfc.enabled=true"],
+            "the parallel mode with UDP flows",
+            vec!["run.threads=2", "transport.kind=\"udp\""],
+            None,
+        ),
+        (
+            "unsupported",
+            "the parallel mode with a PFC deadlock detector faster than the lookahead",
+            vec![
+                "run.threads=2",
+                "topology.pfc.enabled=true",
+                "topology.pfc.deadlock_ms=0.0005",
+            ],
             None,
         ),
         (

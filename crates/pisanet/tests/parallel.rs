@@ -122,6 +122,12 @@ fn same_at_1_2_3(cfg: &str, sets: &[&str]) -> RunOutput {
             format!("{:?}", o.goodput),
             format!("{:?}", single.goodput),
             "threads {t}"
+        ); // Capture: every pcap file byte for byte, the trace row for row.
+        assert_eq!(o.capture.pcaps, single.capture.pcaps, "threads {t}");
+        assert_eq!(
+            format!("{:?}", o.capture.trace),
+            format!("{:?}", single.capture.trace),
+            "threads {t}"
         );
     }
     runs.swap_remove(0)
@@ -506,7 +512,6 @@ fn link_failures_are_applied_alike_at_every_thread_count() {
 #[test]
 fn what_the_parallel_mode_does_not_support_is_refused_with_one_line() {
     let cases: &[(&str, &[&str], &str)] = &[
-        (FAT, &["topology.pfc.enabled=true"], "PFC"),
         (FAT, &["topology.link_loss_rate=0.001"], "link_loss_rate"),
         (FAT, &["transport.kind=udp"], "udp"),
         (
@@ -615,4 +620,145 @@ fn a_streamed_parallel_run_hands_the_sink_the_single_thread_runs_rows_in_its_ord
             assert_eq!(digest(&par), digest(&whole));
         }
     }
+}
+
+#[test]
+fn capture_and_trace_are_the_single_thread_runs_byte_for_byte() {
+    // A port's pcap file is written by its own partition (only it
+    // transmits there); the trace rows of every partition are put in the
+    // order of the events that wrote them (sim/parallel.rs `merge`,
+    // capture.rs `Tap::merge`), and a packet's id (the capture's IPv4 id,
+    // the trace's `packet`) is its node's count, the same in every mode
+    // (`World::new_uid`). Flows that start at one instant in several pods
+    // (one `NextFlow` event, rows in flow order), links between
+    // partitions and inside one, HULA's probes made by switches, a link
+    // failure (both ends act at one instant), and the bounds hit.
+    let mut text = String::from("start_us,src,dst,bytes\n");
+    for i in 0..40u32 {
+        // Four flows at each instant, one from each pod, every other
+        // instant in the opposite order of the pods.
+        let pod = if (i / 4) % 2 == 0 { i % 4 } else { 3 - i % 4 };
+        let src = pod * 4 + (i / 4) % 4;
+        let dst = (src + 5 + (i * 3) % 7) % 16;
+        text += &format!(
+            "{},{src},{dst},{}\n",
+            (i / 4) * 15,
+            8_000 + (i * 7919) % 90_000
+        );
+    }
+    let list = flow_file("capture", &text);
+    let mut sets: Vec<&str> = list.iter().map(String::as_str).collect();
+    sets.extend([
+        "scheme.kind=hula",
+        "metrics.pcap.ports=[\"agg0_0->core0\", \"core1->agg1_0\", \"h0->edge0_0\", \"edge3_1->h15\", \"agg2_1->edge2_0\"]",
+        "metrics.trace.ports=[\"agg0_0->core0\", \"core0->agg3_0\", \"edge1_0->agg1_1\", \"h4->edge1_0\", \"edge3_1->h15\", \"agg2_1->edge2_0\", \"h1->edge0_0\", \"h5->edge1_0\", \"h9->edge2_0\", \"h13->edge3_0\"]",
+        "metrics.trace.flows=[0, 1, 2, 3, 4, 5, 6, 7, 9, 17, 30]",
+        "events=[{at_ms=0.05, kind=\"link_down\", link=\"agg1_1-core2\"}, {at_ms=0.2, kind=\"link_up\", link=\"agg1_1-core2\"}]",
+    ]);
+    let par = same_at_1_2_3(FAT, &sets);
+    let cap = &par.capture;
+    assert_eq!(cap.pcaps.len(), 5);
+    assert!(
+        cap.pcaps.iter().all(|(_, b)| b.len() > 24),
+        "an empty capture"
+    );
+    let t = &cap.trace;
+    assert!(t.packet.len() > 100, "{} trace rows", t.packet.len());
+    // Rows from the nodes of several partitions (pods).
+    let nodes: std::collections::BTreeSet<&str> = t.node.iter().map(String::as_str).collect();
+    assert!(nodes.len() >= 4, "{nodes:?}");
+    // The bounds: each partition keeps its first rows and packets; the
+    // run keeps the first of the merged order.
+    let mut bounded = sets.clone();
+    bounded.extend(["metrics.pcap.max_packets=40", "metrics.trace.max_rows=150"]);
+    let par = same_at_1_2_3(FAT, &bounded);
+    assert_eq!(par.capture.trace.packet.len(), 150);
+    let warnings = par.summary["warnings"].to_string();
+    assert!(
+        warnings.contains("max_rows") && warnings.contains("max_packets"),
+        "{warnings}"
+    );
+    // Every packet, without a flow filter, on a leaf-spine.
+    same_at_1_2_3(
+        LEAF,
+        &[
+            "metrics.pcap.ports=[\"leaf0->spine1\", \"spine0->leaf3\"]",
+            "metrics.trace.ports=[\"spine1->leaf2\", \"leaf1->spine0\"]",
+            "workload.flows=60",
+        ],
+    );
+}
+
+#[test]
+fn pfc_is_the_single_thread_runs_with_its_deadlock_detector() {
+    // PFC's accounts, thresholds, PAUSE frames and pause timers are per
+    // port, and PAUSE frames cross partitions over links like any packet;
+    // the deadlock detector, armed by the first PAUSE received anywhere
+    // and reading every port at its checks, is replayed by the coordinator
+    // from what each partition logged and saw at the check's place in its
+    // events (sim/parallel.rs `pfc_window`). An incast into pod 0 from
+    // every pod, with a short deadlock_ms: queues stay paused past it, so
+    // the checks see stuck queues (and find no cycle: a fat tree's
+    // up-down routes have none), and are counted as events.
+    let mut text = String::from("start_us,src,dst,bytes\n");
+    for i in 0..48u32 {
+        let src = 2 + i % 14;
+        let dst = if i % 3 == 2 { (src + 6) % 16 } else { i % 2 };
+        text += &format!(
+            "{},{src},{dst},{}\n",
+            (i / 15) * 40,
+            60_000 + (i * 7919) % 150_000
+        );
+    }
+    let list = flow_file("pfc", &text);
+    let mut sets: Vec<&str> = list.iter().map(String::as_str).collect();
+    sets.extend([
+        "topology.pfc.enabled=true",
+        "topology.pfc.xoff_kb=20",
+        "topology.ecn_threshold_kb=0",
+        "topology.pfc.deadlock_ms=0.01",
+        "metrics.queue_sample_interval_us=25",
+        "metrics.pcap.ports=[\"edge0_0->agg0_0\", \"agg0_1->edge0_0\"]",
+    ]);
+    let par = same_at_1_2_3(FAT, &sets);
+    let pfc = &par.summary["pfc"];
+    assert!(pfc["pause_frames_sent"].as_u64().unwrap() > 0, "{pfc}");
+    assert!(pfc["paused_time_us"].as_f64().unwrap() > 0.0, "{pfc}");
+    assert_eq!(par.summary["flows"]["completed"], 48);
+    // The detector's checks are events: without it, fewer.
+    let mut off = sets.clone();
+    off.push("topology.pfc.deadlock_ms=0");
+    let quiet = same_at_1_2_3(FAT, &off);
+    assert!(
+        quiet.summary["events"].as_u64() < par.summary["events"].as_u64(),
+        "no detector checks"
+    );
+    // On a leaf-spine with two lossless priorities, stopped mid-run
+    // (pause intervals still open, PAUSE frames waiting).
+    same_at_1_2_3(
+        LEAF,
+        &[
+            "topology.pfc.enabled=true",
+            "topology.pfc.xoff_kb=15",
+            "topology.priorities=2",
+            "topology.pfc.priorities=[0, 1]",
+            "topology.buffer_kb=60",
+            "workload.flows=120",
+            "workload.load=0.9",
+            "run.max_sim_time_ms=1",
+        ],
+    );
+    // A detector shorter than twice the lookahead is refused.
+    let mut o: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    o.extend([
+        "topology.pfc.deadlock_ms=0.001".into(),
+        "run.threads=2".into(),
+    ]);
+    let e = run_toml(FAT, None, &o, &mut |_| true).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Input, "{e}");
+    assert!(
+        e.message
+            .contains("topology.pfc.deadlock_ms = 0.001 below twice"),
+        "{e}"
+    );
 }

@@ -52,8 +52,7 @@ impl World {
     /// A host's packet enters the network at its NIC, port `p`.
     #[inline(always)]
     fn inject(&mut self, now: SimTime, p: PortIdx, mut pkt: Packet) {
-        pkt.uid = self.next_uid;
-        self.next_uid += 1;
+        pkt.uid = self.new_uid(self.ports[p as usize].node);
         self.counts.injected += 1;
         self.enqueue(now, p, pkt);
     }

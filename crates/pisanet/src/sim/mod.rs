@@ -136,7 +136,9 @@ pub struct World {
     /// Per-flow measurement (`sim::meter`); `None` when off.
     pub meter: Option<Box<meter::Meter>>,
     pub counts: Counts,
-    pub(crate) next_uid: u64,
+    /// Packets each node made so far (host packets, PAUSE frames): a
+    /// packet's id is its node's and that count ([`World::new_uid`]).
+    pub(crate) next_uid: Vec<u64>,
     pub(crate) out: Vec<Packet>,
     pub violations: Vec<String>,
     pub link_events: Vec<LinkEventSpec>,
@@ -229,6 +231,7 @@ impl World {
         params: WorldParams,
         streams: &RngStreams,
     ) -> World {
+        let n_nodes = topo.nodes.len();
         let mut ports = Vec::new();
         let mut port_base = Vec::with_capacity(topo.nodes.len());
         let mut shared = Vec::new();
@@ -326,7 +329,7 @@ impl World {
             hosts: params.hosts,
             meter: None,
             counts: Counts::default(),
-            next_uid: 1,
+            next_uid: vec![0; n_nodes],
             out: Vec::with_capacity(64),
             violations: Vec::new(),
             link_events: Vec::new(),
@@ -349,6 +352,20 @@ impl World {
             part: None,
             lookahead: SimTime::ZERO,
         }
+    }
+
+    /// The id of a new packet made by `node` (a host's packet, a PAUSE
+    /// frame): the node in bits 40 and up, its count of packets made in
+    /// the bits below (from 1). Ids are unique in the run and depend on
+    /// the node's own events only, so a parallel run (sim/parallel.rs)
+    /// gives every packet the single-thread run's id (the capture's IPv4
+    /// id and the trace's `packet`). Switch-made copies have ids of their
+    /// own, per switch, with bit 63 set (pisanet-pisa).
+    #[inline(always)]
+    pub(crate) fn new_uid(&mut self, node: NodeId) -> u64 {
+        let n = &mut self.next_uid[node as usize];
+        *n += 1;
+        (u64::from(node) << 40) | *n
     }
 
     pub fn port_name(&self, p: PortIdx) -> String {

@@ -32,8 +32,11 @@
 //! failure is applied by the partitions of both ends at its instant
 //! (`World::link_event_part`); per-flow measurement is held by receivers
 //! until the window's end, cut at their sender's completion, and put
-//! together and closed by the [`Collector`] (docs/architecture.md,
-//! "Parallel mode").
+//! together and closed by the [`Collector`]; capture and trace rows are
+//! tagged with their events and merged in their order (`Tap::merge`); PFC
+//! is per port, but for its deadlock detector, which the coordinator
+//! replays from what the partitions logged (`pfc_window`)
+//! (docs/architecture.md, "Parallel mode").
 
 use super::flow::{ActiveFlow, Endpoints, Plan};
 use super::meter::{FlowMeter, FlowStats, Meter};
@@ -81,11 +84,10 @@ pub fn refusal(cfg: &Config) -> Option<String> {
     let what: Option<String> = {
         use crate::config::TopologyKind;
         let t = &cfg.topology;
-        let m = &cfg.metrics;
         let scheme = cfg.scheme.kind.name();
         if !matches!(t.kind, TopologyKind::FatTree | TopologyKind::LeafSpine) {
             Some(format!(
-                "topology.kind {:?} (only fat_tree and leaf_spine are partitioned: a single-thread run of another topology has no lookahead, and partitioning it would change its results)",
+                "topology.kind {:?} (only fat_tree and leaf_spine are partitioned: a single-thread run of another topology has no lookahead, so releases a TCP receiver at its sender's completion and checks for the run's end before every event; a partitioned run can do neither, and giving that topology a lookahead would change its single-thread results)",
                 t.kind
             ))
         } else if !SCHEMES.contains(&scheme) {
@@ -93,8 +95,19 @@ pub fn refusal(cfg: &Config) -> Option<String> {
                 "scheme.kind {scheme:?} (only {})",
                 SCHEMES.join(", ")
             ))
-        } else if t.pfc.enabled {
-            Some("topology.pfc (PFC: its deadlock detector reads every port at one instant)".into())
+        } else if t.pfc.enabled && t.pfc.deadlock_ms > 0.0 && {
+            // The next check is armed at the end of a window (`pfc_window`):
+            // half of deadlock_ms must be at least the lookahead, a fat
+            // tree's or leaf-spine's link delay (`run_parallel` checks it
+            // again on the built network).
+            let after = SimTime::from_us_f64(t.pfc.deadlock_ms * 1000.0);
+            after.ps() / 2 < SimTime::from_us_f64(t.link_delay_us).ps()
+        } {
+            Some(format!(
+                "topology.pfc.deadlock_ms = {} below twice topology.link_delay_us (the lookahead: the deadlock detector's next check is armed at the end of a window; use deadlock_ms >= {} or 0, the detector off)",
+                t.pfc.deadlock_ms,
+                2.0 * t.link_delay_us / 1000.0
+            ))
         } else if t.link_loss_rate > 0.0 && !t.link_loss_per_link {
             Some(
                 "topology.link_loss_rate with one random stream for every link, drawn in the order of the whole run's arrivals (topology.link_loss_per_link = true gives each link its own stream, which both modes draw alike)"
@@ -102,12 +115,9 @@ pub fn refusal(cfg: &Config) -> Option<String> {
             )
         } else if cfg.transport.kind == pisanet_transport::params::TransportKind::Udp {
             Some(
-                "transport.kind \"udp\" (UDP and rate-based flows: a flow ends for both ends at one instant, when its receiver has every byte or its sender the last acknowledgement, and the other end, in another partition, would act on the flow until it learns)"
+                "transport.kind \"udp\" (UDP and rate-based flows: whether a flow is done is decided at each event of either end from both ends' state and the sender's NIC queue at that instant (received against sent bytes, the drain deadline), and it ends for both ends at once; in another partition that state is known only a lookahead later, and delaying the decision would change single-thread results)"
                     .into(),
             )
-        } else if !m.pcap.ports.is_empty() || !m.trace.ports.is_empty() || !m.trace.flows.is_empty()
-        {
-            Some("metrics.pcap and metrics.trace (capture: one capture file per run)".into())
         } else {
             cfg.workload.groups.iter().enumerate().find_map(|(k, g)| {
                 let udp = crate::config::group_transport(g, cfg) == Transport::Udp;
@@ -115,7 +125,7 @@ pub fn refusal(cfg: &Config) -> Option<String> {
                 // read (run.rs, `build_generator`).
                 if udp {
                     Some(format!(
-                        "workload.groups[{k}] with UDP (UDP and rate-based flows: a flow ends for both ends at one instant, and the other end, in another partition, would act on the flow until it learns)"
+                        "workload.groups[{k}] with UDP (UDP and rate-based flows: whether a flow is done is decided at each event of either end from both ends' state at that instant, known in another partition only a lookahead later)"
                     ))
                 } else {
                     None
@@ -123,7 +133,7 @@ pub fn refusal(cfg: &Config) -> Option<String> {
             })
         }
     };
-    what.map(|w| format!("run.threads: the parallel mode does not support {w} yet; unset run.threads to run it on one thread (it supports fat_tree and leaf_spine topologies, every scheme, TCP flows (duration-limited too), link failures, random link loss with topology.link_loss_per_link, per-flow measurement, samples and streaming: docs/architecture.md, \"Parallel mode\")"))
+    what.map(|w| format!("run.threads: the parallel mode does not support {w} yet; unset run.threads to run it on one thread (it supports fat_tree and leaf_spine topologies, every scheme, TCP flows (duration-limited too), link failures, random link loss with topology.link_loss_per_link, per-flow measurement, samples, capture (metrics.pcap, metrics.trace), PFC with its deadlock detector, and streaming: docs/architecture.md, \"Parallel mode\")"))
 }
 
 /// A partition's view of the cut: which nodes are its own, and what it
@@ -161,6 +171,13 @@ pub(crate) struct Part {
     /// [`Collector`] at its end: nothing of a flow stays in a partition
     /// once it has ended there.
     pub(crate) ended: Vec<Ended>,
+    /// With PFC's deadlock detector: the (time, key) of the event being
+    /// handled, of the PAUSE frames received this window (each could arm
+    /// the detector), and what this partition's ports showed at each
+    /// check this window (`pfc_window`).
+    pub(crate) at: (SimTime, u64),
+    pub(crate) pfc_pauses: Vec<(SimTime, u64)>,
+    pub(crate) pfc_checks: Vec<super::pfc::PfcSnapshot>,
 }
 
 /// Which part of a flow's row an [`Ended`] holds.
@@ -406,9 +423,9 @@ impl World {
             .collect();
         let remote_port = port_to.iter().map(|&to| to != me).collect();
         let parts = node_part.iter().max().map_or(1, |&m| m as usize + 1);
-        // Packet ids stay unique across partitions (they name packets in
-        // messages only).
-        self.next_uid = (u64::from(me) << 48) | 1;
+        if let Some(t) = self.tap.as_deref_mut() {
+            t.make_partition();
+        }
         self.part = Some(Box::new(Part {
             me,
             node_part,
@@ -421,6 +438,9 @@ impl World {
             meters: Vec::new(),
             started: Vec::new(),
             ended: Vec::new(),
+            at: (SimTime::ZERO, 0),
+            pfc_pauses: Vec::new(),
+            pfc_checks: Vec::new(),
         }));
     }
 
@@ -470,12 +490,24 @@ impl World {
     /// Runs this partition's events before `end` (and not after `max_time`).
     fn run_window(&mut self, end: SimTime, max_time: SimTime) {
         let copy = self.part.as_ref().is_some_and(|p| p.me != 0);
+        let detector = self
+            .pfc
+            .as_ref()
+            .is_some_and(|p| p.deadlock_after.is_some());
         while let Some((now, ev)) = self.q.next_before(end, max_time) {
-            if copy && matches!(ev, Ev::Sample | Ev::RateSample) {
+            if detector {
+                if let Some(part) = self.part.as_deref_mut() {
+                    part.at = (now, ev.key(now));
+                }
+            }
+            if copy && matches!(ev, Ev::Sample | Ev::RateSample | Ev::PfcCheck) {
                 // Every partition runs its copy: one counts (`start_partition`).
                 self.q.uncount();
             }
             if let Ev::LinkEvent(i) = ev {
+                if let Some(t) = self.tap.as_deref_mut() {
+                    t.at = (now, ev.key(now), 0);
+                }
                 self.link_event_part(now, i);
                 continue;
             }
@@ -483,6 +515,10 @@ impl World {
                 // Per-flow measurement keys what it holds and writes by
                 // the event (`Meter::at`).
                 m.at = (now, ev.key(now));
+            }
+            if let Some(t) = self.tap.as_deref_mut() {
+                // So do capture and trace (`Tap::merge`).
+                t.at = (now, ev.key(now), 0);
             }
             self.handle(now, ev);
         }
@@ -535,7 +571,11 @@ impl World {
         if owners[0].0 != me {
             self.q.uncount();
         }
-        for (p, (port_owner, peer_owner)) in ends.into_iter().zip(owners) {
+        for (end, (p, (port_owner, peer_owner))) in ends.into_iter().zip(owners).enumerate() {
+            if let Some(t) = self.tap.as_deref_mut() {
+                // What each end does, in the single-thread run's order.
+                t.at.2 = end as u64;
+            }
             if peer_owner == me && !up {
                 let wire = &mut self.ports[p as usize].wire;
                 wire.lost = wire.len() as u32;
@@ -591,6 +631,11 @@ impl World {
         let (src_here, dst_here) = (part.local_host(f.src), part.local_host(f.dst));
         if part.me == 0 {
             part.started.push((id, rec));
+        }
+        if let Some(t) = self.tap.as_deref_mut() {
+            // One `NextFlow` may start flows in several partitions: their
+            // rows go in flow order, as a single-thread run writes them.
+            t.at.2 = u64::from(id);
         }
         if src_here {
             return self.start_flow(now, f);
@@ -828,6 +873,81 @@ fn exchange(worlds: &mut [World], parallel: bool, stats: &mut ParStats, collecto
     }
     collector.charge_losses(worlds);
     collector.write_ready();
+}
+
+/// PFC's deadlock detector at the end of a window: a single-thread run
+/// arms it at the first PAUSE received while no check is pending (a check
+/// `deadlock_after` later) and, at each check, reads every port: it ends
+/// the run on a deadlock, else looks again half of `deadlock_after` later
+/// while some queue is paused, or disarms. Here every partition logged
+/// the PAUSE frames it received and took its ports' part at each check
+/// (each runs its copy of the check, at the single-thread run's place in
+/// its events); the coordinator replays the arming and the checks in
+/// (time, key) order over the whole network, and schedules the next
+/// checks in every partition: no earlier than the window's end, as
+/// `deadlock_after / 2` is at least the lookahead (`run_parallel`).
+/// The state (pending, the deadlock found) is partition 0's.
+fn pfc_window(worlds: &mut [World]) {
+    let Some(after) = worlds[0].pfc.as_ref().and_then(|p| p.deadlock_after) else {
+        return;
+    };
+    let mut pauses: Vec<(SimTime, u64)> = Vec::new();
+    let mut checks: Vec<(SimTime, Vec<super::pfc::PfcSnapshot>)> = Vec::new();
+    for w in worlds.iter_mut() {
+        let part = w.part.as_deref_mut().expect("parallel mode");
+        pauses.append(&mut part.pfc_pauses);
+        for snap in part.pfc_checks.drain(..) {
+            match checks.iter_mut().find(|c| c.0 == snap.at) {
+                Some(c) => c.1.push(snap),
+                None => checks.push((snap.at, vec![snap])),
+            }
+        }
+    }
+    if pauses.is_empty() && checks.is_empty() {
+        return;
+    }
+    // (time, key, the check's snapshots) in event order.
+    type Step = (SimTime, u64, Option<Vec<super::pfc::PfcSnapshot>>);
+    let mut steps: Vec<Step> = pauses.into_iter().map(|(t, k)| (t, k, None)).collect();
+    for (t, snaps) in checks {
+        steps.push((t, Ev::PfcCheck.key(t), Some(snaps)));
+    }
+    steps.sort_by_key(|s| (s.0, s.1));
+    let mut arm: Vec<SimTime> = Vec::new();
+    for (t, _, snaps) in steps {
+        let pending = worlds[0].pfc.as_ref().is_some_and(|p| p.check_pending);
+        let Some(snaps) = snaps else {
+            if !pending {
+                set_pending(&mut worlds[0], true);
+                arm.push(t + after);
+            }
+            continue;
+        };
+        let Some(snap) = super::pfc::PfcSnapshot::join(snaps) else {
+            continue;
+        };
+        if let Some(msg) = worlds[0].pfc_verdict(t, &snap) {
+            let pfc = worlds[0].pfc.as_deref_mut().expect("PFC");
+            pfc.fatal.get_or_insert(msg);
+            pfc.check_pending = false;
+            return;
+        }
+        set_pending(&mut worlds[0], snap.any_paused);
+        if snap.any_paused {
+            arm.push(t + super::pfc::pfc_check_step(after));
+        }
+    }
+    for at in arm {
+        for w in worlds.iter_mut() {
+            w.q.schedule(at, Ev::PfcCheck);
+        }
+    }
+}
+
+fn set_pending(w: &mut World, pending: bool) {
+    if let Some(pfc) = w.pfc.as_deref_mut() {
+        pfc.check_pending = pending;
+    }
 }
 
 fn node_part(w: &World) -> &[u32] {
@@ -1126,12 +1246,17 @@ fn windows(
             worlds.iter_mut().for_each(|w| w.run_window(end, max_time));
         }
         exchange(worlds, parallel, stats, collector);
+        pfc_window(worlds);
         stats.windows += 1;
         for (b, w) in before.iter_mut().zip(worlds.iter()) {
             *b = w.q.events_processed() - *b;
             events += *b;
         }
         bound_window(&mut before, &mut stats.critical_events);
+        if worlds[0].pfc.as_ref().is_some_and(|p| p.fatal.is_some()) {
+            // The deadlock detector fired: run_parallel reports it.
+            return Some(StopReason::TimeLimit);
+        }
         if events >= budget || collector.records.failed.is_some() {
             return None;
         }
@@ -1289,6 +1414,17 @@ pub fn merge(worlds: Vec<World>, collector: Collector) -> World {
         worlds[0].rates.tx_gbps[k] = worlds[i].rates.tx_gbps[k];
         worlds[0].rates.carried_gbps[k] = worlds[i].rates.carried_gbps[k];
     }
+    // Capture and trace: each pcap file from its port's partition, the
+    // trace rows in event order (`Tap::merge`).
+    if worlds[0].tap.is_some() {
+        let taps: Vec<crate::capture::Tap> = worlds
+            .iter_mut()
+            .filter_map(|w| w.tap.take().map(|t| *t))
+            .collect();
+        let owner = |p: PortIdx| port_part(&worlds[0], p);
+        let tap = crate::capture::Tap::merge(taps, owner);
+        worlds[0].tap = Some(Box::new(tap));
+    }
     let mut rest: Vec<World> = worlds.drain(1..).collect();
     let mut fin = worlds.pop().expect("partition 0");
     fin.meter = collector.meter.take().map(|mut m| {
@@ -1313,6 +1449,16 @@ pub fn merge(worlds: Vec<World>, collector: Collector) -> World {
                 port.wire
                     .remap_ids(|id| move_pkt(&mut fin.arena, &mut w.arena, id));
             }
+        }
+        if let (Some(mine), Some(theirs)) = (fin.pfc.as_deref_mut(), w.pfc.as_deref_mut()) {
+            // PFC: each port's accounts, pause state, counters and waiting
+            // PAUSE frames are its own partition's.
+            for p in 0..n_ports {
+                if node_part[w.ports[p].node as usize] as usize == i {
+                    mine.take_port(theirs, p);
+                }
+            }
+            mine.lossless_drops += theirs.lossless_drops;
         }
         if let (Forwarding::Pisa(mine), Forwarding::Pisa(theirs)) = (&mut fin.fwd, &mut w.fwd) {
             for sw in 0..mine.len() {

@@ -89,6 +89,40 @@ pub struct Pfc {
 
 const NEVER: SimTime = SimTime::from_ps(u64::MAX);
 
+/// How long after a check that found queues paused the detector looks
+/// again: half of `deadlock_after`.
+pub(crate) fn pfc_check_step(after: SimTime) -> SimTime {
+    SimTime::from_ps((after.ps() / 2).max(1))
+}
+
+/// What the deadlock detector reads at one instant (`World::pfc_snapshot`).
+pub(crate) struct PfcSnapshot {
+    pub(crate) at: SimTime,
+    /// Some queue is paused (the detector looks again).
+    pub(crate) any_paused: bool,
+    /// (port, priority, paused since) of the queues paused for at least
+    /// `deadlock_after`, in (port, priority) order.
+    pub(crate) stuck: Vec<(PortIdx, usize, SimTime)>,
+    /// (port, priority, ingress port): a stuck queue holds a packet that
+    /// came in on that ingress port.
+    pub(crate) holds: std::collections::BTreeSet<(PortIdx, usize, u32)>,
+}
+
+impl PfcSnapshot {
+    /// The network's snapshot from the partitions' (each its own ports).
+    pub(crate) fn join(parts: Vec<PfcSnapshot>) -> Option<PfcSnapshot> {
+        let mut parts = parts.into_iter();
+        let mut all = parts.next()?;
+        for p in parts {
+            all.any_paused |= p.any_paused;
+            all.stuck.extend(p.stuck);
+            all.holds.extend(p.holds);
+        }
+        all.stuck.sort_unstable_by_key(|&(u, c, _)| (u, c));
+        Some(all)
+    }
+}
+
 impl Pfc {
     /// Thresholds and headroom of every switch port from `cfg`; `buffer` is
     /// the per-port buffer (bytes), `shared` the switch-wide buffer if any,
@@ -187,6 +221,20 @@ impl Pfc {
             warnings,
             switches,
         }
+    }
+
+    /// Port `p`'s state (its (port, priority) accounts, pause state and
+    /// counters, its waiting PAUSE frames), taken from `other` (parallel
+    /// mode's merge: `other` is the port's own partition's).
+    pub(crate) fn take_port(&mut self, other: &mut Pfc, p: usize) {
+        let k = p * 8..p * 8 + 8;
+        self.ingress[k.clone()].copy_from_slice(&other.ingress[k.clone()]);
+        self.xoff_on[k.clone()].copy_from_slice(&other.xoff_on[k.clone()]);
+        self.refresh_at[k.clone()].copy_from_slice(&other.refresh_at[k.clone()]);
+        self.paused_until[k.clone()].copy_from_slice(&other.paused_until[k.clone()]);
+        self.paused_since[k.clone()].copy_from_slice(&other.paused_since[k.clone()]);
+        self.stats[k.clone()].copy_from_slice(&other.stats[k]);
+        std::mem::swap(&mut self.ctrl[p], &mut other.ctrl[p]);
     }
 
     /// PAUSE frames waiting in ports (for the conservation count).
@@ -300,6 +348,10 @@ impl World {
     /// goes ahead of every data packet (it waits only for the frame on the
     /// transmitter).
     pub(crate) fn pfc_send(&mut self, now: SimTime, p: u32, c: usize, xoff: bool) {
+        if self.pfc.is_none() {
+            return;
+        }
+        let uid = self.new_uid(self.ports[p as usize].node);
         let Some(pfc) = self.pfc.as_deref_mut() else {
             return;
         };
@@ -320,7 +372,7 @@ impl World {
         fields[0] = 1 << c;
         fields[1 + c / 4] = (quanta as u64) << (16 * (c % 4));
         let frame = Packet {
-            uid: self.next_uid,
+            uid,
             flow: Packet::NO_FLOW,
             size: MIN_FRAME_BYTES,
             extra: PacketExtra::of_ext(ExtHeader {
@@ -332,7 +384,6 @@ impl World {
             switch_made: true,
             ..Default::default()
         };
-        self.next_uid += 1;
         self.counts.injected += 1;
         pfc.ctrl[p as usize].push_back(frame);
         self.kick(now, p);
@@ -400,7 +451,13 @@ impl World {
                     pfc.paused_since[k] = now;
                 }
                 self.q.schedule(until, Ev::PfcExpire(p));
-                if !pfc.check_pending {
+                if let Some(part) = self.part.as_deref_mut() {
+                    // Parallel mode: the coordinator arms the detector
+                    // (sim/parallel.rs `pfc_window`).
+                    if pfc.deadlock_after.is_some() {
+                        part.pfc_pauses.push(part.at);
+                    }
+                } else if !pfc.check_pending {
                     if let Some(after) = pfc.deadlock_after {
                         pfc.check_pending = true;
                         self.q.schedule(now + after, Ev::PfcCheck);
@@ -463,31 +520,79 @@ impl World {
     /// The deadlock detector: a cycle of (port, priority) queues each
     /// paused for at least `deadlock_after`, where each one's packets wait
     /// for the next (the paused port's downstream switch holds packets that
-    /// came in from it in the next paused queue), ends the run.
+    /// came in from it in the next paused queue), ends the run. In parallel
+    /// mode every partition takes its part at the check's instant and the
+    /// coordinator decides (sim/parallel.rs `pfc_window`).
     pub(crate) fn on_pfc_check(&mut self, now: SimTime) {
-        let Some(pfc) = self.pfc.as_deref() else {
+        let Some(snap) = self.pfc_snapshot(now) else {
             return;
         };
-        let Some(after) = pfc.deadlock_after else {
+        if let Some(part) = self.part.as_deref_mut() {
+            part.pfc_checks.push(snap);
+            return;
+        }
+        let verdict = self.pfc_verdict(now, &snap);
+        let Some(pfc) = self.pfc.as_deref_mut() else {
             return;
         };
-        // Paused long enough: the nodes of the graph.
-        let mut stuck: Vec<(PortIdx, usize)> = Vec::new();
-        let mut any_paused = false;
+        let after = pfc.deadlock_after.expect("checked by the snapshot");
+        if let Some(msg) = verdict {
+            // NOTE: the first deadlock found is the one reported (as in
+            // parallel mode, which stops at the end of its window).
+            pfc.fatal.get_or_insert(msg);
+            pfc.check_pending = false;
+            return;
+        }
+        pfc.check_pending = snap.any_paused;
+        if snap.any_paused {
+            self.q.schedule(now + pfc_check_step(after), Ev::PfcCheck);
+        }
+    }
+
+    /// What the deadlock detector reads at `now` (`None` with it off): the
+    /// (port, priority) queues paused for at least `deadlock_after`, in
+    /// (port, priority) order, with the time each was paused, whether any
+    /// queue is paused, and, for each of those queues, the ingress ports
+    /// its packets came in on. A partition's snapshot holds its own ports
+    /// only (the others are never paused there and their queues are empty).
+    pub(crate) fn pfc_snapshot(&self, now: SimTime) -> Option<PfcSnapshot> {
+        let pfc = self.pfc.as_deref()?;
+        let after = pfc.deadlock_after?;
+        let mut snap = PfcSnapshot {
+            at: now,
+            any_paused: false,
+            stuck: Vec::new(),
+            holds: std::collections::BTreeSet::new(),
+        };
         for (k, &since) in pfc.paused_since.iter().enumerate() {
             if since != NEVER {
-                any_paused = true;
+                snap.any_paused = true;
                 if since + after <= now {
-                    stuck.push(((k / 8) as PortIdx, k % 8));
+                    let (e, c) = ((k / 8) as PortIdx, k % 8);
+                    snap.stuck.push((e, c, since));
+                    for q in self.ports[e as usize].queue.iter_queue(c) {
+                        snap.holds.insert((e, c, self.arena.slot(q.id).tm.pfc_in));
+                    }
                 }
             }
         }
-        let index: std::collections::BTreeMap<(PortIdx, usize), usize> =
-            stuck.iter().enumerate().map(|(i, &n)| (n, i)).collect();
-        // Edges: u -> v when v is a port of u's downstream switch holding,
-        // in the same priority, a packet that came in over u's link.
+        Some(snap)
+    }
+
+    /// The deadlock in `snap` (the whole network's), as the run's error
+    /// line, if its graph has a cycle: nodes, the stuck queues; edges
+    /// u -> v when v is a port of u's downstream switch holding, in the
+    /// same priority, a packet that came in over u's link.
+    pub(crate) fn pfc_verdict(&self, now: SimTime, snap: &PfcSnapshot) -> Option<String> {
+        let after = self.pfc.as_deref()?.deadlock_after?;
+        let stuck = &snap.stuck;
+        let index: std::collections::BTreeMap<(PortIdx, usize), usize> = stuck
+            .iter()
+            .enumerate()
+            .map(|(i, &(u, c, _))| ((u, c), i))
+            .collect();
         let mut next: Vec<Vec<usize>> = vec![Vec::new(); stuck.len()];
-        for (i, &(u, c)) in stuck.iter().enumerate() {
+        for (i, &(u, c, _)) in stuck.iter().enumerate() {
             let inp = self.ports[u as usize].peer;
             let node = self.ports[inp as usize].node;
             if self.topo.is_host(node) {
@@ -496,46 +601,23 @@ impl World {
             let base = self.port_base[node as usize];
             for e in base..base + self.topo.nodes[node as usize].ports.len() as PortIdx {
                 if let Some(&j) = index.get(&(e, c)) {
-                    if self.ports[e as usize]
-                        .queue
-                        .iter_queue(c)
-                        .any(|q| self.arena.slot(q.id).tm.pfc_in == inp)
-                    {
+                    if snap.holds.contains(&(e, c, inp)) {
                         next[i].push(j);
                     }
                 }
             }
         }
-        if let Some(cycle) = find_cycle(&next) {
-            let since = cycle
-                .iter()
-                .map(|&i| {
-                    let (u, c) = stuck[i];
-                    pfc.paused_since[u as usize * 8 + c]
-                })
-                .min()
-                .unwrap_or(now);
-            let names: Vec<String> = cycle.iter().map(|&i| self.port_name(stuck[i].0)).collect();
-            let msg = format!(
-                "PFC deadlock: {} -> {} (priority {}) paused since {:.3} ms (topology.pfc.deadlock_ms = {})",
-                names.join(" -> "),
-                names[0],
-                stuck[cycle[0]].1,
-                since.as_ms_f64(),
-                after.as_ms_f64()
-            );
-            if let Some(pfc) = self.pfc.as_deref_mut() {
-                pfc.fatal = Some(msg);
-                pfc.check_pending = false;
-            }
-            return;
-        }
-        let pfc = self.pfc.as_deref_mut().expect("checked above");
-        pfc.check_pending = any_paused;
-        if any_paused {
-            let step = SimTime::from_ps((after.ps() / 2).max(1));
-            self.q.schedule(now + step, Ev::PfcCheck);
-        }
+        let cycle = find_cycle(&next)?;
+        let since = cycle.iter().map(|&i| stuck[i].2).min().unwrap_or(now);
+        let names: Vec<String> = cycle.iter().map(|&i| self.port_name(stuck[i].0)).collect();
+        Some(format!(
+            "PFC deadlock: {} -> {} (priority {}) paused since {:.3} ms (topology.pfc.deadlock_ms = {})",
+            names.join(" -> "),
+            names[0],
+            stuck[cycle[0]].1,
+            since.as_ms_f64(),
+            after.as_ms_f64()
+        ))
     }
 
     /// Closes the pause intervals still open at the end of the run.
