@@ -194,7 +194,8 @@ impl World {
             // the queue's ring.
             return match port.queue.pass_through(&mut slot.pkt, shared) {
                 Ok(()) => {
-                    slot.tm.enq_qdepth = 0;
+                    // (`enq_qdepth` is read only by an egress pass, which
+                    // this port has not: not written, see `tm_read`.)
                     self.counts.ecn_marked += port.queue.counters.ecn_marks - marks_before;
                     let (size, made) = (slot.pkt.size, slot.pkt.switch_made);
                     self.send_dequeued(now, p, id, size, made);
@@ -204,7 +205,10 @@ impl World {
         }
         match port.queue.enqueue(id, &mut slot.pkt, shared) {
             Ok(depth) => {
-                slot.tm.enq_qdepth = depth;
+                if port.egress_pass {
+                    // Read only by the egress pass (see `tm_read`).
+                    slot.tm.enq_qdepth = depth;
+                }
                 self.counts.ecn_marked += port.queue.counters.ecn_marks - marks_before;
                 if port.tx_event {
                     // The pending TxDone will serve it.

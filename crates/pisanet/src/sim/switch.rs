@@ -37,16 +37,33 @@ impl World {
     ) {
         let base = self.port_base[node as usize];
         debug_assert!(base + (port as PortIdx) < self.port_end(node));
-        self.arena.slot_mut(id).tm = TmMeta {
-            enq_time: now,
-            enq_qdepth: 0,
-            pfc_in: pisanet_net::queue::NO_PFC,
-            user_meta: meta.user,
-            ingress_port: meta.ingress_port,
-            egress_rid: meta.egress_rid,
-            instance_type: meta.instance_type as u8,
-        };
-        self.enqueue_queued(now, base + port as PortIdx, id);
+        let p = base + port as PortIdx;
+        if self.tm_read(p) {
+            self.arena.slot_mut(id).tm = TmMeta {
+                enq_time: now,
+                enq_qdepth: 0,
+                pfc_in: pisanet_net::queue::NO_PFC,
+                user_meta: meta.user,
+                ingress_port: meta.ingress_port,
+                egress_rid: meta.egress_rid,
+                instance_type: meta.instance_type as u8,
+            };
+        }
+        self.enqueue_queued(now, p, id);
+    }
+
+    /// Whether anything reads the `TmMeta` of a packet queued at port `p`:
+    /// the port's egress pass (`start_tx`), PFC (its ingress account,
+    /// sim/pfc.rs) and the capture tap (the copy's instance type). With
+    /// none of them (a switch without an egress control, the default), a
+    /// switch hop does not write it: the packet's slot's second cache line,
+    /// which nothing else at a switch touches, stays unread and unwritten
+    /// (docs/performance.md, "Session 11: switch side"). The parallel
+    /// exchange carries a slot's `TmMeta` along, and the next queue that
+    /// reads it writes it first.
+    #[inline(always)]
+    pub(crate) fn tm_read(&self, p: PortIdx) -> bool {
+        self.ports[p as usize].egress_pass || self.pfc.is_some() || self.tap.is_some()
     }
 
     /// One past `node`'s last port in the compact port index (not the
@@ -138,7 +155,9 @@ impl World {
             Forwarding::Native(e) => match e.route(sw, self.arena.get(id)) {
                 Some(port) => {
                     let p = self.port_base[node as usize] + port as PortIdx;
-                    self.arena.slot_mut(id).tm = TmMeta::plain(now);
+                    if self.tm_read(p) {
+                        self.arena.slot_mut(id).tm = TmMeta::plain(now);
+                    }
                     self.enqueue_queued(now, p, id);
                 }
                 None => self.lose_id(id),
