@@ -20,12 +20,13 @@ impl World {
             self.lose_id(id);
             return;
         }
-        self.enqueue_unicast(now, node, port, id, meta);
+        self.enqueue_unicast(now, node, port, id, Some(meta));
     }
 
     /// [`Self::enqueue_from_switch`] of a port the switch has: an ingress
     /// pass's unicast decision, below the switch's `n_ports` (switch.rs,
     /// `run_ingress`), which `World::new` checks is the node's port count.
+    /// `meta` is `None` only where nothing reads it (`tm_read` is false).
     #[inline]
     pub(crate) fn enqueue_unicast(
         &mut self,
@@ -33,12 +34,13 @@ impl World {
         node: NodeId,
         port: PortNo,
         id: PktId,
-        meta: QueueMeta,
+        meta: Option<QueueMeta>,
     ) {
         let base = self.port_base[node as usize];
         debug_assert!(base + (port as PortIdx) < self.port_end(node));
         let p = base + port as PortIdx;
-        if self.tm_read(p) {
+        debug_assert!(meta.is_some() || !self.tm_read(p));
+        if let Some(meta) = meta.filter(|_| self.tm_read(p)) {
             self.arena.slot_mut(id).tm = TmMeta {
                 enq_time: now,
                 enq_qdepth: 0,
@@ -167,8 +169,22 @@ impl World {
                 debug_assert!(self.emits.is_empty());
                 let switch = &mut switches[sw as usize];
                 let scheduled = switch.scheduled();
-                let unicast =
-                    switch.ingress_unicast(now, in_port, self.arena.get_mut(id), &mut self.emits);
+                let pkt = self.arena.get_mut(id);
+                // With nothing to read the queue metadata (`tm_read`: no
+                // egress control, PFC or tap), a form's pass gives the port
+                // alone (its metadata not built nor passed on).
+                let (unicast, meta) =
+                    if switch.form_only() && self.pfc.is_none() && self.tap.is_none() {
+                        (
+                            switch.form_unicast(now, in_port, pkt, &mut self.emits),
+                            None,
+                        )
+                    } else {
+                        match switch.ingress_unicast(now, in_port, pkt, &mut self.emits) {
+                            Some((port, meta)) => (Some(port), Some(meta)),
+                            None => (None, None),
+                        }
+                    };
                 let rearm = switch.scheduled() != scheduled;
                 if unicast.is_none() {
                     // The pass took the packet (what it made is in `emits`).
@@ -179,7 +195,7 @@ impl World {
                     self.apply_emits(now, sw, &mut emits);
                     self.emits = emits;
                 }
-                if let Some((port, meta)) = unicast {
+                if let Some(port) = unicast {
                     self.enqueue_unicast(now, node, port, id, meta);
                 }
                 if rearm {
