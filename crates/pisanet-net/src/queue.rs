@@ -53,18 +53,19 @@ pub struct QueueConfig {
 }
 
 /// Per-port counters.
-// NOTE: `repr(C)`, the counters an enqueue updates first and a
-// transmission's last: in a `Port` (crates/pisanet/src/sim/port.rs) the
-// first four share a cache line with the ECN threshold and the last two
-// one with the rate and delay, so that a dequeue and its transmission
-// do not touch the enqueue's line.
+// NOTE: `repr(C)`, the counters only a mark or a drop updates first, then
+// those every packet updates: in a `Port` (crates/pisanet/src/sim/port.rs)
+// the first three share a cache line that a packet neither marked nor
+// dropped does not touch, and the last three the line of the ECN byte
+// threshold, the rate and the delay, which every enqueue and transmission
+// reads (docs/performance.md, "Session 11: switch side").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C)]
 pub struct PortCounters {
     pub ecn_marks: u64,
-    pub max_depth_bytes: u64,
     pub drops: u64,
     pub drop_bytes: u64,
+    pub max_depth_bytes: u64,
     pub tx_packets: u64,
     pub tx_bytes: u64,
 }
@@ -107,12 +108,16 @@ pub enum DropCause {
 /// The queues of one egress port.
 // NOTE: `repr(C)` and the first priority's queue inline: an enqueue or a
 // dequeue reads the first 64 bytes (the queue's ring header, the counts
-// and the drop-tail limits), an enqueue the next 64 (ECN threshold, marks,
-// largest depth, drops) and a transmission the last 16 (its counters),
-// where the queues were a `Vec` of `VecDeque`s behind one more pointer (one
-// more cache line per hop) and the limits an `Option` apart from the
-// counts (docs/performance.md, "Session 9: per-hop path"). `_pad` puts the
-// transmission's counters at the start of the port's next line.
+// and the drop-tail limits), where the queues were a `Vec` of `VecDeque`s
+// behind one more pointer (one more cache line per hop) and the limits an
+// `Option` apart from the counts (docs/performance.md, "Session 9: per-hop
+// path"). The next 64 bytes hold what only more priorities, a mark or a
+// drop read (`rest`, the mark and drop counters: `_pad` puts the largest
+// depth after them), and the last 32 what every enqueue or transmission
+// updates (largest depth, transmit counters) and the ECN byte threshold,
+// in the port's line of the rate and delay: an enqueue reads two lines of
+// the queue, and a packet neither marked nor dropped never the second
+// (docs/performance.md, "Session 11: switch side").
 #[derive(Debug)]
 #[repr(C)]
 pub struct EgressQueue {
@@ -132,12 +137,12 @@ pub struct EgressQueue {
     n: u8,
     /// Queues 1..n.
     rest: Box<[VecDeque<Queued>]>,
+    _pad: [u64; 3],
+    pub counters: PortCounters,
     /// `QueueConfig::ecn_threshold_bytes`, `u64::MAX` for none (no queue
     /// holds more than `u64::MAX` bytes, so `bytes > ecn_bytes` is then
     /// never true, as `None` never marks).
     ecn_bytes: u64,
-    _pad: u64,
-    pub counters: PortCounters,
 }
 
 impl EgressQueue {
@@ -153,9 +158,9 @@ impl EgressQueue {
             paused: 0,
             n: n as u8,
             rest: (1..n).map(|_| VecDeque::new()).collect(),
-            ecn_bytes: cfg.ecn_threshold_bytes.unwrap_or(u64::MAX),
-            _pad: 0,
+            _pad: [0; 3],
             counters: PortCounters::default(),
+            ecn_bytes: cfg.ecn_threshold_bytes.unwrap_or(u64::MAX),
         }
     }
 

@@ -248,6 +248,9 @@ pub struct Switch {
     /// Ingress passes run `form` ([`DataPlane::ingress_form`], checked at
     /// load; only when `plain_ingress`).
     form_on: bool,
+    /// `form_on` and no egress control ([`DataPlane::has_egress`]): see
+    /// [`Self::form_unicast`].
+    form_only: bool,
     /// No parser, an ideal clock and no copy of the original packet: an
     /// ingress pass needs none of the three checks (one flag, read first).
     plain_ingress: bool,
@@ -316,6 +319,7 @@ impl Switch {
             plain_ingress: false,
             form: FormPass::new(&LpmSelect::NONE),
             form_on: false,
+            form_only: false,
             declared_form: None,
             scratch_writes: Vec::new(),
             scratch_outs: Vec::new(),
@@ -377,6 +381,7 @@ impl Switch {
     fn update_plain_ingress(&mut self) {
         self.plain_ingress = !self.parses && self.clock_ideal && !self.pipe.keep_original;
         self.form_on = self.declared_form.is_some() && self.plain_ingress;
+        self.form_only = self.form_on && !self.dp.has_egress();
     }
 
     /// Whether ingress passes run the program's [`IngressForm`] (it has one,
@@ -470,6 +475,39 @@ impl Switch {
         out: &mut Vec<Emit>,
     ) -> Option<(PortNo, QueueMeta)> {
         self.run_ingress(now, in_port, pkt, InstanceType::Normal, [0; 2], out)
+    }
+
+    /// Whether ingress passes run the program's form and the program has
+    /// no egress control: then [`Self::form_unicast`] may stand for
+    /// [`Self::ingress_unicast`].
+    #[inline]
+    pub fn form_only(&self) -> bool {
+        self.form_only
+    }
+
+    /// [`Self::ingress_unicast`] of a switch with [`Self::form_only`], for
+    /// a caller that keeps no queue metadata: the port alone. With no egress
+    /// control nothing in the switch reads what travels with a packet to the
+    /// traffic manager (for a port of the switch, the form's pass gives the
+    /// plain one: the ingress port, user metadata zero, `Normal`, no
+    /// replication id); the same pass, counted the same, without building
+    /// it (docs/performance.md, "Session 11: switch side").
+    #[inline]
+    pub fn form_unicast(
+        &mut self,
+        now: SimTime,
+        in_port: PortNo,
+        pkt: &mut Packet,
+        out: &mut Vec<Emit>,
+    ) -> Option<PortNo> {
+        debug_assert!(self.form_only);
+        self.pass += 1;
+        let port = self.form_port(pkt);
+        if port < self.n_ports {
+            return Some(port);
+        }
+        self.form_other(now, in_port, pkt, InstanceType::Normal, [0; 2], port, out)
+            .map(|(port, _)| port)
     }
 
     /// Whether packets leaving this switch's queues need an egress pass

@@ -606,6 +606,10 @@ proptest::proptest! {
         let params = SchemeParams { ecmp_hash_per_tier: per_tier, ..SchemeParams::default() };
         let (mut a, l3) = ecmp_switch(&info, &params, true);
         let (mut b, _) = ecmp_switch(&info, &params, false);
+        // `c` runs the form as the simulator does when nothing reads the
+        // queue metadata (`form_unicast`: the port alone).
+        let (mut c, _) = ecmp_switch(&info, &params, true);
+        proptest::prop_assert!(c.form_only() && !b.form_only());
         // Control-plane writes after start: groups rewritten or emptied,
         // routes to the CPU or to ports the switch lacks.
         let mut writes = Vec::new();
@@ -623,7 +627,7 @@ proptest::proptest! {
             }
         }
         let t = SimTime::from_us(100);
-        for sw in [&mut a, &mut b] {
+        for sw in [&mut a, &mut b, &mut c] {
             sw.cpu_write(SimTime::ZERO, writes.clone());
             let mut out = Vec::new();
             while let Some(d) = sw.next_deadline() {
@@ -647,16 +651,32 @@ proptest::proptest! {
                 _ => pkt.l4 = L4::None,
             }
             let in_port = (i % 8) as PortNo;
-            let (mut pa, mut pb) = (pkt.clone(), pkt);
-            let (mut oa, mut ob) = (Vec::new(), Vec::new());
+            let (mut pa, mut pb, mut pc) = (pkt.clone(), pkt.clone(), pkt);
+            let (mut oa, mut ob, mut oc) = (Vec::new(), Vec::new(), Vec::new());
             let ra = a.ingress_unicast(t, in_port, &mut pa, &mut oa);
             let rb = b.ingress_unicast(t, in_port, &mut pb, &mut ob);
+            let rc = c.form_unicast(t, in_port, &mut pc, &mut oc);
             proptest::prop_assert_eq!(ra, rb);
+            proptest::prop_assert_eq!(rc, ra.map(|(port, _)| port));
+            if let Some((_, meta)) = ra {
+                // What `form_unicast` does not build: the plain metadata.
+                let plain = pisanet_pisa::QueueMeta {
+                    user: [0; 2],
+                    ingress_port: in_port,
+                    instance_type: pisanet_pisa::InstanceType::Normal,
+                    egress_rid: 0,
+                };
+                proptest::prop_assert_eq!(meta, plain);
+            }
             proptest::prop_assert_eq!(format!("{pa:?}"), format!("{pb:?}"));
+            proptest::prop_assert_eq!(format!("{pa:?}"), format!("{pc:?}"));
             proptest::prop_assert_eq!(format!("{oa:?}"), format!("{ob:?}"));
+            proptest::prop_assert_eq!(format!("{oa:?}"), format!("{oc:?}"));
         }
         proptest::prop_assert_eq!(a.stats(), b.stats());
+        proptest::prop_assert_eq!(a.stats(), c.stats());
         proptest::prop_assert_eq!(a.violations(), b.violations());
+        proptest::prop_assert_eq!(a.violations(), c.violations());
         proptest::prop_assert_eq!(a.violations().1, 0);
     }
 }

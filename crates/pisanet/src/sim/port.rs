@@ -9,11 +9,15 @@ use super::*;
 // the peer, node and port number) and what every enqueue, dequeue and
 // transmission checks first (transmitter, flags); the queue follows (its
 // own layout: pisanet_net::queue::EgressQueue: a line for enqueue and
-// dequeue, a line for enqueue only, and its transmit counters), then rate,
-// delay and byte counts in the transmit counters' line: an enqueue reads
-// lines 0-2, a dequeue and its transmission lines 0, 1 and 3
-// (docs/performance.md, "Session 9: per-hop path"; a test checks the
-// offsets).
+// dequeue, a line for more priorities, marks and drops only, and its
+// largest depth, transmit counters and ECN byte threshold), then rate,
+// delay and carried bytes in the transmit counters' line: an enqueue, a
+// dequeue and a transmission read lines 0, 1 and 3; line 2 only a mark, a
+// drop or more priorities, line 4 (switch-made bytes, shared buffer) only
+// those features (docs/performance.md, "Session 9: per-hop path" and
+// "Session 11: switch side"; a test checks the offsets). Five lines: the
+// ports' first lines do not all fall in a quarter of the cache's sets, as
+// with a 256-byte stride.
 #[repr(C, align(64))]
 pub struct Port {
     /// The transmitter is busy until then.
@@ -36,17 +40,17 @@ pub struct Port {
     /// (a PISA switch whose program has one).
     pub egress_pass: bool,
     pub queue: EgressQueue,
-    /// Index into `World::shared` of the switch's shared buffer, if any.
-    pub shared: Option<u32>,
     pub rate: BitRate,
     pub delay: SimTime,
     /// Bytes put on the wire while the link was up (reached the peer or are on their way).
     pub carried_bytes: u64,
-    /// Bytes of switch-made packets (probes, clones) transmitted.
-    pub made_tx_bytes: u64,
     /// `rate.ps_per_byte()`: a packet's serialization time without a
     /// division (0 if the rate does not divide 8e12 ps exactly).
     pub ps_per_byte: u64,
+    /// Bytes of switch-made packets (probes, clones) transmitted.
+    pub made_tx_bytes: u64,
+    /// Index into `World::shared` of the switch's shared buffer, if any.
+    pub shared: Option<u32>,
 }
 
 /// The packets on a link, in order of arrival: the first one's arena id
@@ -180,8 +184,11 @@ impl World {
         } else {
             port.shared.map(|i| &mut self.shared[i as usize])
         };
-        let marks_before = port.queue.counters.ecn_marks;
         let slot = self.arena.slot_mut(id);
+        // The queue marks an ECT packet CE and changes its ECN field in no
+        // other way: a changed field is a mark (the port's mark counter is
+        // on a line of the port that a packet not marked does not need).
+        let ecn_before = slot.pkt.ip.ecn;
         if port.queue.is_empty()
             && !port.tx_event
             && port.busy_until <= now
@@ -194,8 +201,9 @@ impl World {
             // the queue's ring.
             return match port.queue.pass_through(&mut slot.pkt, shared) {
                 Ok(()) => {
-                    slot.tm.enq_qdepth = 0;
-                    self.counts.ecn_marked += port.queue.counters.ecn_marks - marks_before;
+                    // (`enq_qdepth` is read only by an egress pass, which
+                    // this port has not: not written, see `tm_read`.)
+                    self.counts.ecn_marked += (slot.pkt.ip.ecn != ecn_before) as u64;
                     let (size, made) = (slot.pkt.size, slot.pkt.switch_made);
                     self.send_dequeued(now, p, id, size, made);
                 }
@@ -204,8 +212,11 @@ impl World {
         }
         match port.queue.enqueue(id, &mut slot.pkt, shared) {
             Ok(depth) => {
-                slot.tm.enq_qdepth = depth;
-                self.counts.ecn_marked += port.queue.counters.ecn_marks - marks_before;
+                if port.egress_pass {
+                    // Read only by the egress pass (see `tm_read`).
+                    slot.tm.enq_qdepth = depth;
+                }
+                self.counts.ecn_marked += (slot.pkt.ip.ecn != ecn_before) as u64;
                 if port.tx_event {
                     // The pending TxDone will serve it.
                 } else if port.busy_until <= now {
@@ -542,7 +553,7 @@ mod tests {
     #[test]
     fn a_port_reads_by_cache_line() {
         let line = |off: usize| off / 64;
-        assert_eq!(std::mem::size_of::<Port>(), 256);
+        assert_eq!(std::mem::size_of::<Port>(), 320);
         for off in [
             offset_of!(Port, busy_until),
             offset_of!(Port, wire) + std::mem::size_of::<Wire>() - 1,
@@ -556,17 +567,19 @@ mod tests {
         }
         assert_eq!(offset_of!(Port, queue), 64);
         let q = std::mem::size_of::<EgressQueue>();
-        // The queue's transmit counters, the rate, delay and carried bytes
-        // share the fourth line.
-        let tx_packets = offset_of!(Port, queue) + q - 16;
-        assert_eq!(line(tx_packets), 3);
+        // The queue's largest depth, transmit counters and ECN byte
+        // threshold (its last 32 bytes), the rate, delay and carried bytes
+        // share the fourth line, which starts with the largest depth.
+        let max_depth = offset_of!(Port, queue) + q - 32;
+        assert_eq!(max_depth, 192);
         for off in [
             offset_of!(Port, rate),
             offset_of!(Port, delay),
             offset_of!(Port, carried_bytes),
-            offset_of!(Port, ps_per_byte),
+            offset_of!(Port, ps_per_byte) + 7,
         ] {
             assert_eq!(line(off), 3, "{off}");
         }
+        assert_eq!(line(offset_of!(Port, made_tx_bytes)), 4);
     }
 }

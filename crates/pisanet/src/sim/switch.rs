@@ -20,12 +20,13 @@ impl World {
             self.lose_id(id);
             return;
         }
-        self.enqueue_unicast(now, node, port, id, meta);
+        self.enqueue_unicast(now, node, port, id, Some(meta));
     }
 
     /// [`Self::enqueue_from_switch`] of a port the switch has: an ingress
     /// pass's unicast decision, below the switch's `n_ports` (switch.rs,
     /// `run_ingress`), which `World::new` checks is the node's port count.
+    /// `meta` is `None` only where nothing reads it (`tm_read` is false).
     #[inline]
     pub(crate) fn enqueue_unicast(
         &mut self,
@@ -33,20 +34,38 @@ impl World {
         node: NodeId,
         port: PortNo,
         id: PktId,
-        meta: QueueMeta,
+        meta: Option<QueueMeta>,
     ) {
         let base = self.port_base[node as usize];
         debug_assert!(base + (port as PortIdx) < self.port_end(node));
-        self.arena.slot_mut(id).tm = TmMeta {
-            enq_time: now,
-            enq_qdepth: 0,
-            pfc_in: pisanet_net::queue::NO_PFC,
-            user_meta: meta.user,
-            ingress_port: meta.ingress_port,
-            egress_rid: meta.egress_rid,
-            instance_type: meta.instance_type as u8,
-        };
-        self.enqueue_queued(now, base + port as PortIdx, id);
+        let p = base + port as PortIdx;
+        debug_assert!(meta.is_some() || !self.tm_read(p));
+        if let Some(meta) = meta.filter(|_| self.tm_read(p)) {
+            self.arena.slot_mut(id).tm = TmMeta {
+                enq_time: now,
+                enq_qdepth: 0,
+                pfc_in: pisanet_net::queue::NO_PFC,
+                user_meta: meta.user,
+                ingress_port: meta.ingress_port,
+                egress_rid: meta.egress_rid,
+                instance_type: meta.instance_type as u8,
+            };
+        }
+        self.enqueue_queued(now, p, id);
+    }
+
+    /// Whether anything reads the `TmMeta` of a packet queued at port `p`:
+    /// the port's egress pass (`start_tx`), PFC (its ingress account,
+    /// sim/pfc.rs) and the capture tap (the copy's instance type). With
+    /// none of them (a switch without an egress control, the default), a
+    /// switch hop does not write it: the packet's slot's second cache line,
+    /// which nothing else at a switch touches, stays unread and unwritten
+    /// (docs/performance.md, "Session 11: switch side"). The parallel
+    /// exchange carries a slot's `TmMeta` along, and the next queue that
+    /// reads it writes it first.
+    #[inline(always)]
+    pub(crate) fn tm_read(&self, p: PortIdx) -> bool {
+        self.ports[p as usize].egress_pass || self.pfc.is_some() || self.tap.is_some()
     }
 
     /// One past `node`'s last port in the compact port index (not the
@@ -138,7 +157,9 @@ impl World {
             Forwarding::Native(e) => match e.route(sw, self.arena.get(id)) {
                 Some(port) => {
                     let p = self.port_base[node as usize] + port as PortIdx;
-                    self.arena.slot_mut(id).tm = TmMeta::plain(now);
+                    if self.tm_read(p) {
+                        self.arena.slot_mut(id).tm = TmMeta::plain(now);
+                    }
                     self.enqueue_queued(now, p, id);
                 }
                 None => self.lose_id(id),
@@ -148,8 +169,22 @@ impl World {
                 debug_assert!(self.emits.is_empty());
                 let switch = &mut switches[sw as usize];
                 let scheduled = switch.scheduled();
-                let unicast =
-                    switch.ingress_unicast(now, in_port, self.arena.get_mut(id), &mut self.emits);
+                let pkt = self.arena.get_mut(id);
+                // With nothing to read the queue metadata (`tm_read`: no
+                // egress control, PFC or tap), a form's pass gives the port
+                // alone (its metadata not built nor passed on).
+                let (unicast, meta) =
+                    if switch.form_only() && self.pfc.is_none() && self.tap.is_none() {
+                        (
+                            switch.form_unicast(now, in_port, pkt, &mut self.emits),
+                            None,
+                        )
+                    } else {
+                        match switch.ingress_unicast(now, in_port, pkt, &mut self.emits) {
+                            Some((port, meta)) => (Some(port), Some(meta)),
+                            None => (None, None),
+                        }
+                    };
                 let rearm = switch.scheduled() != scheduled;
                 if unicast.is_none() {
                     // The pass took the packet (what it made is in `emits`).
@@ -160,7 +195,7 @@ impl World {
                     self.apply_emits(now, sw, &mut emits);
                     self.emits = emits;
                 }
-                if let Some((port, meta)) = unicast {
+                if let Some(port) = unicast {
                     self.enqueue_unicast(now, node, port, id, meta);
                 }
                 if rearm {
