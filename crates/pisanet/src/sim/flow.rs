@@ -140,6 +140,11 @@ pub(crate) struct ActiveFlow {
     /// TSQ: the send budget, not a window, stopped the sender's last send;
     /// it is offered budget again when one of its packets leaves the NIC.
     pub(crate) tsq_blocked: bool,
+    /// TSQ counts the sender's packets: a TCP flow whose sender has not
+    /// completed (`sender_done`). Kept in this line so that a packet
+    /// leaving its host's NIC reads no other line of the flow
+    /// (`World::tsq_flow`; docs/performance.md, "Session 11: host side").
+    pub(crate) tsq_counts: bool,
     /// TSQ: wire bytes of the sender's packets waiting in its host's NIC
     /// queue (counted only when `World::tsq_bytes` is set).
     pub(crate) nic_bytes: u64,
@@ -173,6 +178,14 @@ impl ActiveFlow {
     #[inline]
     pub(crate) fn sender_done(&self) -> bool {
         self.rec.finish.is_some()
+    }
+
+    /// The sender completed at `at`: `sender_done` from now on, and TSQ
+    /// counts its packets no more.
+    #[inline]
+    pub(crate) fn finish_sender(&mut self, at: SimTime) {
+        self.rec.finish = Some(at);
+        self.tsq_counts = false;
     }
 }
 
@@ -403,6 +416,7 @@ impl World {
         }
         let tsq_blocked =
             matches!(&ends_state, Endpoints::Tcp { tx, .. } if tx.is_budget_blocked());
+        let tsq_counts = matches!(&ends_state, Endpoints::Tcp { .. });
         let meter = self
             .meter
             .as_deref_mut()
@@ -428,6 +442,7 @@ impl World {
             rx_timer: None,
             nic_bytes: 0,
             tsq_blocked,
+            tsq_counts,
             max_sent_seen: SimTime::ZERO,
             reordered: 0,
             lost_packets: 0,
@@ -700,8 +715,8 @@ impl World {
         // Measured no further (a lingering receiver's copies included).
         af.meter = None;
         let at = self.meter.as_deref().map(|m| m.at);
+        af.finish_sender(now);
         let rec = &mut af.rec;
-        rec.finish = Some(now);
         match &af.ends {
             Endpoints::Tcp { tx, .. } => {
                 rec.first_sent = tx.first_sent_at().or(rec.first_sent);
@@ -878,6 +893,8 @@ mod layout_tests {
         assert_eq!(align_of::<ActiveFlow>(), 64);
         for off in [
             offset_of!(ActiveFlow, src_addr),
+            offset_of!(ActiveFlow, tsq_counts),
+            offset_of!(ActiveFlow, nic_bytes) + 7,
             offset_of!(ActiveFlow, close_at) + 15,
         ] {
             assert!(off < 64, "{off}");

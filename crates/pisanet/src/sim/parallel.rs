@@ -620,6 +620,7 @@ impl World {
             rx_timer: None,
             nic_bytes: 0,
             tsq_blocked: false,
+            tsq_counts: true,
             max_sent_seen: SimTime::ZERO,
             reordered: 0,
             lost_packets: 0,
@@ -722,7 +723,7 @@ impl World {
         let Some(Some(af)) = self.active.get_mut(id as usize) else {
             return None;
         };
-        af.rec.finish = Some(finish);
+        af.finish_sender(finish);
         self.q.schedule(finish + self.lookahead, Ev::Release(id));
         let (m, mut fm) = (self.meter.as_deref_mut()?, af.meter.take()?);
         m.apply_pending(&mut fm, id, at);
