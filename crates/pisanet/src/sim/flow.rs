@@ -130,12 +130,13 @@ pub(crate) enum Endpoints {
 #[repr(C, align(64))]
 pub(crate) struct ActiveFlow {
     // NOTE: `repr(C)`, in the order a packet of the flow reads it at its
-    // hosts: the first line (address, TSQ, timers), then the measurement,
-    // the receiver's reordering and the record's `finish` (`sender_done`),
-    // then the endpoints, whose tag ends 8 bytes into the fourth line: the
-    // sender's completion and timer fields fill the rest of it. Aligned,
-    // so that the box's lines are these (docs/performance.md, "Session
-    // 10").
+    // hosts: the first line (address, TSQ, `sender_done`, timers, the
+    // measurement: all an ACK at the sender reads besides the sender),
+    // then the receiver's reordering and the record, then the endpoints,
+    // whose tag ends 8 bytes into the fourth line: the sender's completion
+    // and timer fields fill the rest of it. Aligned, so that the box's
+    // lines are these (docs/performance.md, "Session 10" and "Session 11:
+    // host side").
     pub(crate) src_addr: u32,
     /// TSQ: the send budget, not a window, stopped the sender's last send;
     /// it is offered budget again when one of its packets leaves the NIC.
@@ -145,14 +146,16 @@ pub(crate) struct ActiveFlow {
     /// leaving its host's NIC reads no other line of the flow
     /// (`World::tsq_flow`; docs/performance.md, "Session 11: host side").
     pub(crate) tsq_counts: bool,
+    /// `rec.finish` is set (`sender_done`), in this line.
+    finished: bool,
     /// TSQ: wire bytes of the sender's packets waiting in its host's NIC
     /// queue (counted only when `World::tsq_bytes` is set).
     pub(crate) nic_bytes: u64,
     pub(crate) tx_timer: Option<SimTime>,
     pub(crate) rx_timer: Option<SimTime>,
     /// A duration-limited TCP flow: when its application closes it
-    /// (`TcpSender::close`); `None` once closed or without a duration.
-    pub(crate) close_at: Option<SimTime>,
+    /// (`TcpSender::close`); none once closed or without a duration.
+    pub(crate) close_at: OptTime,
     /// Measurement state, only when `metrics.flow_stats` or goodput is on.
     pub(crate) meter: Option<Box<FlowMeter>>,
     /// Latest send time among the data packets that reached the receiver.
@@ -163,10 +166,11 @@ pub(crate) struct ActiveFlow {
     pub(crate) reordered: u32,
     /// TCP data packets of the sender dropped in the network.
     pub(crate) lost_packets: u32,
-    /// The flow's record, until it ends (`sim::records`).
+    pub(crate) lost_bytes: u64,
+    /// The flow's record, until it ends (`sim::records`); its `finish`
+    /// is set by `finish_sender` only.
     pub(crate) rec: FlowRecord,
     pub(crate) ends: Endpoints,
-    pub(crate) lost_bytes: u64,
     /// The measurement closed when the sender completed, kept for the
     /// row written when the receiver is released.
     pub(crate) stats: Option<Box<FlowStats>>,
@@ -177,7 +181,8 @@ impl ActiveFlow {
     /// until `Ev::Release` (`World::complete_flow`).
     #[inline]
     pub(crate) fn sender_done(&self) -> bool {
-        self.rec.finish.is_some()
+        debug_assert_eq!(self.finished, self.rec.finish.is_some());
+        self.finished
     }
 
     /// The sender completed at `at`: `sender_done` from now on, and TSQ
@@ -185,7 +190,59 @@ impl ActiveFlow {
     #[inline]
     pub(crate) fn finish_sender(&mut self, at: SimTime) {
         self.rec.finish = Some(at);
+        self.finished = true;
         self.tsq_counts = false;
+    }
+
+    /// The state of a flow starting now, not finished: TSQ counts its
+    /// sender's packets if it is TCP.
+    pub(crate) fn new(
+        src_addr: u32,
+        rec: FlowRecord,
+        ends: Endpoints,
+        tsq_blocked: bool,
+        close_at: Option<SimTime>,
+        meter: Option<Box<FlowMeter>>,
+    ) -> ActiveFlow {
+        debug_assert!(rec.finish.is_none());
+        ActiveFlow {
+            src_addr,
+            tsq_blocked,
+            tsq_counts: matches!(ends, Endpoints::Tcp { .. }),
+            finished: false,
+            nic_bytes: 0,
+            tx_timer: None,
+            rx_timer: None,
+            close_at: close_at.into(),
+            meter,
+            max_sent_seen: SimTime::ZERO,
+            reordered: 0,
+            lost_packets: 0,
+            lost_bytes: 0,
+            rec,
+            ends,
+            stats: None,
+        }
+    }
+}
+
+/// An optional instant in 8 bytes (`Option<SimTime>` takes 16): the
+/// largest time stands for none (a run never reaches it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct OptTime(u64);
+
+impl OptTime {
+    pub(crate) const NONE: OptTime = OptTime(u64::MAX);
+
+    #[inline]
+    pub(crate) fn get(self) -> Option<SimTime> {
+        (self.0 != u64::MAX).then_some(SimTime(self.0))
+    }
+}
+
+impl From<Option<SimTime>> for OptTime {
+    fn from(t: Option<SimTime>) -> OptTime {
+        OptTime(t.map_or(u64::MAX, |t| t.ps()))
     }
 }
 
@@ -416,7 +473,6 @@ impl World {
         }
         let tsq_blocked =
             matches!(&ends_state, Endpoints::Tcp { tx, .. } if tx.is_budget_blocked());
-        let tsq_counts = matches!(&ends_state, Endpoints::Tcp { .. });
         let meter = self
             .meter
             .as_deref_mut()
@@ -433,23 +489,14 @@ impl World {
         if !out.is_empty() {
             rec.first_sent = Some(now);
         }
-        self.active[id as usize] = Some(Box::new(ActiveFlow {
+        self.active[id as usize] = Some(Box::new(ActiveFlow::new(
+            ends.src_addr,
             rec,
-            ends: ends_state,
-            src_addr: ends.src_addr,
-            close_at,
-            tx_timer: None,
-            rx_timer: None,
-            nic_bytes: 0,
+            ends_state,
             tsq_blocked,
-            tsq_counts,
-            max_sent_seen: SimTime::ZERO,
-            reordered: 0,
-            lost_packets: 0,
-            lost_bytes: 0,
+            close_at,
             meter,
-            stats: None,
-        }));
+        )));
         self.active_count += 1;
         self.send_from_host(now, f.src, &mut out);
         self.out = out;
@@ -526,10 +573,10 @@ impl World {
                     if let Some(b) = budget {
                         tx.set_send_budget(b);
                     }
-                    if af.close_at.is_some_and(|c| c <= now) {
+                    if af.close_at.get().is_some_and(|c| c <= now) {
                         // The application's duration is over (iperf3 -t): no
                         // new data; the flow's size is what was sent.
-                        af.close_at = None;
+                        af.close_at = OptTime::NONE;
                         tx.close(now, &mut out);
                         rx.set_size(now, tx.size_bytes());
                         af.rec.bytes = tx.size_bytes();
@@ -648,7 +695,7 @@ impl World {
     fn arm_flow_timers(q: &mut Events, id: FlowId, af: &mut ActiveFlow) {
         let (tx_deadline, rx_deadline) = match &af.ends {
             Endpoints::Tcp { tx, rx } => (
-                match (tx.timer_deadline(), af.close_at) {
+                match (tx.timer_deadline(), af.close_at.get()) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
                 },
@@ -894,8 +941,10 @@ mod layout_tests {
         for off in [
             offset_of!(ActiveFlow, src_addr),
             offset_of!(ActiveFlow, tsq_counts),
+            offset_of!(ActiveFlow, finished),
             offset_of!(ActiveFlow, nic_bytes) + 7,
-            offset_of!(ActiveFlow, close_at) + 15,
+            offset_of!(ActiveFlow, close_at) + 7,
+            offset_of!(ActiveFlow, meter) + 7,
         ] {
             assert!(off < 64, "{off}");
         }
