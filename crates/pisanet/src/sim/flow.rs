@@ -131,8 +131,9 @@ pub(crate) enum Endpoints {
 pub(crate) struct ActiveFlow {
     // NOTE: `repr(C)`, in the order a packet of the flow reads it at its
     // hosts: the first line (address, TSQ, `sender_done`, timers, the
-    // measurement: all an ACK at the sender reads besides the sender),
-    // then the receiver's reordering and the record, then the endpoints,
+    // measurement, the latest send time seen: all a packet reads of the
+    // flow besides its endpoint), then the reordering and loss counts and
+    // the record, then the endpoints,
     // whose tag ends 8 bytes into the fourth line: the sender's completion
     // and timer fields fill the rest of it. Aligned, so that the box's
     // lines are these (docs/performance.md, "Session 10" and "Session 11:
@@ -151,8 +152,9 @@ pub(crate) struct ActiveFlow {
     /// TSQ: wire bytes of the sender's packets waiting in its host's NIC
     /// queue (counted only when `World::tsq_bytes` is set).
     pub(crate) nic_bytes: u64,
-    pub(crate) tx_timer: Option<SimTime>,
-    pub(crate) rx_timer: Option<SimTime>,
+    /// When the sender's and the receiver's pending timer events are due.
+    pub(crate) tx_timer: OptTime,
+    pub(crate) rx_timer: OptTime,
     /// A duration-limited TCP flow: when its application closes it
     /// (`TcpSender::close`); none once closed or without a duration.
     pub(crate) close_at: OptTime,
@@ -160,6 +162,8 @@ pub(crate) struct ActiveFlow {
     pub(crate) meter: Option<Box<FlowMeter>>,
     /// Latest send time among the data packets that reached the receiver.
     pub(crate) max_sent_seen: SimTime,
+    /// Unused: the endpoints start at a line (byte 192).
+    _pad: [u64; 2],
     /// Data packets that reached the receiver after a packet of the same flow
     /// sent later than them (network reordering, RFC 4737 section 3 in send
     /// order; a retransmission is sent later, so it does not count).
@@ -211,11 +215,12 @@ impl ActiveFlow {
             tsq_counts: matches!(ends, Endpoints::Tcp { .. }),
             finished: false,
             nic_bytes: 0,
-            tx_timer: None,
-            rx_timer: None,
+            tx_timer: OptTime::NONE,
+            rx_timer: OptTime::NONE,
             close_at: close_at.into(),
             meter,
             max_sent_seen: SimTime::ZERO,
+            _pad: [0; 2],
             reordered: 0,
             lost_packets: 0,
             lost_bytes: 0,
@@ -242,6 +247,7 @@ impl OptTime {
 
 impl From<Option<SimTime>> for OptTime {
     fn from(t: Option<SimTime>) -> OptTime {
+        debug_assert!(t != Some(SimTime(u64::MAX)), "the largest time is none");
         OptTime(t.map_or(u64::MAX, |t| t.ps()))
     }
 }
@@ -561,8 +567,8 @@ impl World {
         out.clear();
         let host;
         if sender {
-            if af.tx_timer == Some(now) {
-                af.tx_timer = None;
+            if af.tx_timer.get() == Some(now) {
+                af.tx_timer = OptTime::NONE;
             }
             host = af.rec.src;
             let budget = self
@@ -593,8 +599,8 @@ impl World {
                 Endpoints::Udp { tx, .. } => tx.on_timer(now, &mut out),
             }
         } else {
-            if af.rx_timer == Some(now) {
-                af.rx_timer = None;
+            if af.rx_timer.get() == Some(now) {
+                af.rx_timer = OptTime::NONE;
             }
             host = af.rec.dst;
             match &mut af.ends {
@@ -714,15 +720,15 @@ impl World {
         let tx_deadline = tx_deadline.filter(|_| !af.sender_done());
         if let Some(d) = tx_deadline {
             let d = d.max(now);
-            if af.tx_timer.is_none_or(|t| d < t) {
-                af.tx_timer = Some(d);
+            if af.tx_timer.get().is_none_or(|t| d < t) {
+                af.tx_timer = Some(d).into();
                 Self::schedule_timer(q, d, Ev::SenderTimer(id));
             }
         }
         if let Some(d) = rx_deadline {
             let d = d.max(now);
-            if af.rx_timer.is_none_or(|t| d < t) {
-                af.rx_timer = Some(d);
+            if af.rx_timer.get().is_none_or(|t| d < t) {
+                af.rx_timer = Some(d).into();
                 Self::schedule_timer(q, d, Ev::ReceiverTimer(id));
             }
         }
@@ -932,9 +938,9 @@ mod layout_tests {
     use std::mem::{align_of, offset_of};
 
     /// The cache lines of a flow's state (see the note at `ActiveFlow`):
-    /// the timers in the first line, `finish` in the second, and the
-    /// endpoints at a line, so that the sender's completion and timer
-    /// fields share it with the tag.
+    /// what a packet reads of the flow beside its endpoint in the first
+    /// line, `finish` in the second, and the endpoints at a line, so that
+    /// the sender's completion and timer fields share it with the tag.
     #[test]
     fn a_flow_reads_by_cache_line() {
         assert_eq!(align_of::<ActiveFlow>(), 64);
@@ -943,8 +949,10 @@ mod layout_tests {
             offset_of!(ActiveFlow, tsq_counts),
             offset_of!(ActiveFlow, finished),
             offset_of!(ActiveFlow, nic_bytes) + 7,
+            offset_of!(ActiveFlow, rx_timer) + 7,
             offset_of!(ActiveFlow, close_at) + 7,
             offset_of!(ActiveFlow, meter) + 7,
+            offset_of!(ActiveFlow, max_sent_seen) + 7,
         ] {
             assert!(off < 64, "{off}");
         }
