@@ -130,38 +130,51 @@ pub(crate) enum Endpoints {
 #[repr(C, align(64))]
 pub(crate) struct ActiveFlow {
     // NOTE: `repr(C)`, in the order a packet of the flow reads it at its
-    // hosts: the first line (address, TSQ, timers), then the measurement,
-    // the receiver's reordering and the record's `finish` (`sender_done`),
-    // then the endpoints, whose tag ends 8 bytes into the fourth line: the
-    // sender's completion and timer fields fill the rest of it. Aligned,
-    // so that the box's lines are these (docs/performance.md, "Session
-    // 10").
+    // hosts: the first line (address, TSQ, `sender_done`, timers, the
+    // measurement, the latest send time seen: all a packet reads of the
+    // flow besides its endpoint), then the reordering and loss counts and
+    // the record, then the endpoints,
+    // whose tag ends 8 bytes into the fourth line: the sender's completion
+    // and timer fields fill the rest of it. Aligned, so that the box's
+    // lines are these (docs/performance.md, "Session 10" and "Session 11:
+    // host side").
     pub(crate) src_addr: u32,
     /// TSQ: the send budget, not a window, stopped the sender's last send;
     /// it is offered budget again when one of its packets leaves the NIC.
     pub(crate) tsq_blocked: bool,
+    /// TSQ counts the sender's packets: a TCP flow whose sender has not
+    /// completed (`sender_done`). Kept in this line so that a packet
+    /// leaving its host's NIC reads no other line of the flow
+    /// (`World::tsq_flow`; docs/performance.md, "Session 11: host side").
+    pub(crate) tsq_counts: bool,
+    /// `rec.finish` is set (`sender_done`), in this line.
+    finished: bool,
     /// TSQ: wire bytes of the sender's packets waiting in its host's NIC
     /// queue (counted only when `World::tsq_bytes` is set).
     pub(crate) nic_bytes: u64,
-    pub(crate) tx_timer: Option<SimTime>,
-    pub(crate) rx_timer: Option<SimTime>,
+    /// When the sender's and the receiver's pending timer events are due.
+    pub(crate) tx_timer: OptTime,
+    pub(crate) rx_timer: OptTime,
     /// A duration-limited TCP flow: when its application closes it
-    /// (`TcpSender::close`); `None` once closed or without a duration.
-    pub(crate) close_at: Option<SimTime>,
+    /// (`TcpSender::close`); none once closed or without a duration.
+    pub(crate) close_at: OptTime,
     /// Measurement state, only when `metrics.flow_stats` or goodput is on.
     pub(crate) meter: Option<Box<FlowMeter>>,
     /// Latest send time among the data packets that reached the receiver.
     pub(crate) max_sent_seen: SimTime,
+    /// Unused: the endpoints start at a line (byte 192).
+    _pad: [u64; 2],
     /// Data packets that reached the receiver after a packet of the same flow
     /// sent later than them (network reordering, RFC 4737 section 3 in send
     /// order; a retransmission is sent later, so it does not count).
     pub(crate) reordered: u32,
     /// TCP data packets of the sender dropped in the network.
     pub(crate) lost_packets: u32,
-    /// The flow's record, until it ends (`sim::records`).
+    pub(crate) lost_bytes: u64,
+    /// The flow's record, until it ends (`sim::records`); its `finish`
+    /// is set by `finish_sender` only.
     pub(crate) rec: FlowRecord,
     pub(crate) ends: Endpoints,
-    pub(crate) lost_bytes: u64,
     /// The measurement closed when the sender completed, kept for the
     /// row written when the receiver is released.
     pub(crate) stats: Option<Box<FlowStats>>,
@@ -172,7 +185,70 @@ impl ActiveFlow {
     /// until `Ev::Release` (`World::complete_flow`).
     #[inline]
     pub(crate) fn sender_done(&self) -> bool {
-        self.rec.finish.is_some()
+        debug_assert_eq!(self.finished, self.rec.finish.is_some());
+        self.finished
+    }
+
+    /// The sender completed at `at`: `sender_done` from now on, and TSQ
+    /// counts its packets no more.
+    #[inline]
+    pub(crate) fn finish_sender(&mut self, at: SimTime) {
+        self.rec.finish = Some(at);
+        self.finished = true;
+        self.tsq_counts = false;
+    }
+
+    /// The state of a flow starting now, not finished: TSQ counts its
+    /// sender's packets if it is TCP.
+    pub(crate) fn new(
+        src_addr: u32,
+        rec: FlowRecord,
+        ends: Endpoints,
+        tsq_blocked: bool,
+        close_at: Option<SimTime>,
+        meter: Option<Box<FlowMeter>>,
+    ) -> ActiveFlow {
+        debug_assert!(rec.finish.is_none());
+        ActiveFlow {
+            src_addr,
+            tsq_blocked,
+            tsq_counts: matches!(ends, Endpoints::Tcp { .. }),
+            finished: false,
+            nic_bytes: 0,
+            tx_timer: OptTime::NONE,
+            rx_timer: OptTime::NONE,
+            close_at: close_at.into(),
+            meter,
+            max_sent_seen: SimTime::ZERO,
+            _pad: [0; 2],
+            reordered: 0,
+            lost_packets: 0,
+            lost_bytes: 0,
+            rec,
+            ends,
+            stats: None,
+        }
+    }
+}
+
+/// An optional instant in 8 bytes (`Option<SimTime>` takes 16): the
+/// largest time stands for none (a run never reaches it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct OptTime(u64);
+
+impl OptTime {
+    pub(crate) const NONE: OptTime = OptTime(u64::MAX);
+
+    #[inline]
+    pub(crate) fn get(self) -> Option<SimTime> {
+        (self.0 != u64::MAX).then_some(SimTime(self.0))
+    }
+}
+
+impl From<Option<SimTime>> for OptTime {
+    fn from(t: Option<SimTime>) -> OptTime {
+        debug_assert!(t != Some(SimTime(u64::MAX)), "the largest time is none");
+        OptTime(t.map_or(u64::MAX, |t| t.ps()))
     }
 }
 
@@ -419,22 +495,14 @@ impl World {
         if !out.is_empty() {
             rec.first_sent = Some(now);
         }
-        self.active[id as usize] = Some(Box::new(ActiveFlow {
+        self.active[id as usize] = Some(Box::new(ActiveFlow::new(
+            ends.src_addr,
             rec,
-            ends: ends_state,
-            src_addr: ends.src_addr,
-            close_at,
-            tx_timer: None,
-            rx_timer: None,
-            nic_bytes: 0,
+            ends_state,
             tsq_blocked,
-            max_sent_seen: SimTime::ZERO,
-            reordered: 0,
-            lost_packets: 0,
-            lost_bytes: 0,
+            close_at,
             meter,
-            stats: None,
-        }));
+        )));
         self.active_count += 1;
         self.send_from_host(now, f.src, &mut out);
         self.out = out;
@@ -499,8 +567,8 @@ impl World {
         out.clear();
         let host;
         if sender {
-            if af.tx_timer == Some(now) {
-                af.tx_timer = None;
+            if af.tx_timer.get() == Some(now) {
+                af.tx_timer = OptTime::NONE;
             }
             host = af.rec.src;
             let budget = self
@@ -511,10 +579,10 @@ impl World {
                     if let Some(b) = budget {
                         tx.set_send_budget(b);
                     }
-                    if af.close_at.is_some_and(|c| c <= now) {
+                    if af.close_at.get().is_some_and(|c| c <= now) {
                         // The application's duration is over (iperf3 -t): no
                         // new data; the flow's size is what was sent.
-                        af.close_at = None;
+                        af.close_at = OptTime::NONE;
                         tx.close(now, &mut out);
                         rx.set_size(now, tx.size_bytes());
                         af.rec.bytes = tx.size_bytes();
@@ -531,8 +599,8 @@ impl World {
                 Endpoints::Udp { tx, .. } => tx.on_timer(now, &mut out),
             }
         } else {
-            if af.rx_timer == Some(now) {
-                af.rx_timer = None;
+            if af.rx_timer.get() == Some(now) {
+                af.rx_timer = OptTime::NONE;
             }
             host = af.rec.dst;
             match &mut af.ends {
@@ -633,7 +701,7 @@ impl World {
     fn arm_flow_timers(q: &mut Events, id: FlowId, af: &mut ActiveFlow) {
         let (tx_deadline, rx_deadline) = match &af.ends {
             Endpoints::Tcp { tx, rx } => (
-                match (tx.timer_deadline(), af.close_at) {
+                match (tx.timer_deadline(), af.close_at.get()) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
                 },
@@ -652,15 +720,15 @@ impl World {
         let tx_deadline = tx_deadline.filter(|_| !af.sender_done());
         if let Some(d) = tx_deadline {
             let d = d.max(now);
-            if af.tx_timer.is_none_or(|t| d < t) {
-                af.tx_timer = Some(d);
+            if af.tx_timer.get().is_none_or(|t| d < t) {
+                af.tx_timer = Some(d).into();
                 Self::schedule_timer(q, d, Ev::SenderTimer(id));
             }
         }
         if let Some(d) = rx_deadline {
             let d = d.max(now);
-            if af.rx_timer.is_none_or(|t| d < t) {
-                af.rx_timer = Some(d);
+            if af.rx_timer.get().is_none_or(|t| d < t) {
+                af.rx_timer = Some(d).into();
                 Self::schedule_timer(q, d, Ev::ReceiverTimer(id));
             }
         }
@@ -700,8 +768,8 @@ impl World {
         // Measured no further (a lingering receiver's copies included).
         af.meter = None;
         let at = self.meter.as_deref().map(|m| m.at);
+        af.finish_sender(now);
         let rec = &mut af.rec;
-        rec.finish = Some(now);
         match &af.ends {
             Endpoints::Tcp { tx, .. } => {
                 rec.first_sent = tx.first_sent_at().or(rec.first_sent);
@@ -870,15 +938,21 @@ mod layout_tests {
     use std::mem::{align_of, offset_of};
 
     /// The cache lines of a flow's state (see the note at `ActiveFlow`):
-    /// the timers in the first line, `finish` in the second, and the
-    /// endpoints at a line, so that the sender's completion and timer
-    /// fields share it with the tag.
+    /// what a packet reads of the flow beside its endpoint in the first
+    /// line, `finish` in the second, and the endpoints at a line, so that
+    /// the sender's completion and timer fields share it with the tag.
     #[test]
     fn a_flow_reads_by_cache_line() {
         assert_eq!(align_of::<ActiveFlow>(), 64);
         for off in [
             offset_of!(ActiveFlow, src_addr),
-            offset_of!(ActiveFlow, close_at) + 15,
+            offset_of!(ActiveFlow, tsq_counts),
+            offset_of!(ActiveFlow, finished),
+            offset_of!(ActiveFlow, nic_bytes) + 7,
+            offset_of!(ActiveFlow, rx_timer) + 7,
+            offset_of!(ActiveFlow, close_at) + 7,
+            offset_of!(ActiveFlow, meter) + 7,
+            offset_of!(ActiveFlow, max_sent_seen) + 7,
         ] {
             assert!(off < 64, "{off}");
         }

@@ -62,10 +62,15 @@ impl World {
     #[inline]
     pub(crate) fn tsq_flow(&mut self, flow: FlowId, src: u32) -> Option<&mut ActiveFlow> {
         let af = self.active.get_mut(flow as usize)?.as_deref_mut()?;
-        // NOTE: the source first: a receiver's ACK is told apart by the
-        // line its host's arrival already read, not by the endpoints' tag.
-        (src == af.src_addr && matches!(af.ends, Endpoints::Tcp { .. }) && !af.sender_done())
-            .then_some(af)
+        // NOTE: the flow's first line only (a packet leaving the NIC
+        // long after its sender ran finds the flow's lines cold): the
+        // source, then `tsq_counts` for the endpoints' tag and
+        // `sender_done` (docs/performance.md, "Session 11: host side").
+        debug_assert_eq!(
+            af.tsq_counts,
+            matches!(af.ends, Endpoints::Tcp { .. }) && !af.sender_done()
+        );
+        (src == af.src_addr && af.tsq_counts).then_some(af)
     }
 
     /// A host port started transmitting a packet: it has left the NIC queue.

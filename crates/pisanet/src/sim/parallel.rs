@@ -656,28 +656,21 @@ impl World {
         if self.active.len() <= id as usize {
             self.active.resize_with(id as usize + 1, || None);
         }
-        self.active[id as usize] = Some(Box::new(ActiveFlow {
+        // A receiver whose sender is elsewhere holds what it measures
+        // until the end of the window (`FlowMeter::pending`).
+        let meter = self.meter.as_deref_mut().map(|m| {
+            let mut fm = m.new_flow(f.attrs.deadline);
+            fm.pending = Some(Vec::new());
+            fm
+        });
+        self.active[id as usize] = Some(Box::new(ActiveFlow::new(
+            ends.src_addr,
             rec,
-            ends: Endpoints::Tcp { tx, rx },
-            src_addr: ends.src_addr,
-            close_at: None,
-            tx_timer: None,
-            rx_timer: None,
-            nic_bytes: 0,
-            tsq_blocked: false,
-            max_sent_seen: SimTime::ZERO,
-            reordered: 0,
-            lost_packets: 0,
-            lost_bytes: 0,
-            // A receiver whose sender is elsewhere holds what it measures
-            // until the end of the window (`FlowMeter::pending`).
-            meter: self.meter.as_deref_mut().map(|m| {
-                let mut fm = m.new_flow(f.attrs.deadline);
-                fm.pending = Some(Vec::new());
-                fm
-            }),
-            stats: None,
-        }));
+            Endpoints::Tcp { tx, rx },
+            false,
+            None,
+            meter,
+        )));
         // NOTE: not counted in `active_count`: the flow is active in its
         // sender's partition (the run ends when no partition has one).
     }
@@ -767,7 +760,7 @@ impl World {
         let Some(Some(af)) = self.active.get_mut(id as usize) else {
             return None;
         };
-        af.rec.finish = Some(finish);
+        af.finish_sender(finish);
         self.q.schedule(finish + self.lookahead, Ev::Release(id));
         let (m, mut fm) = (self.meter.as_deref_mut()?, af.meter.take()?);
         m.apply_pending(&mut fm, id, at);
