@@ -145,6 +145,7 @@ def main() -> None:
     last_ack3: dict[int, float] = {}
     events: list[str] = []
     drops3: dict[int, list[float]] = defaultdict(list)
+    sent3: dict[int, dict[int, float]] = defaultdict(dict)
     for line in text.splitlines():
         w = line.split()
         t_us = int(w[0]) / 1000
@@ -154,8 +155,12 @@ def main() -> None:
                 nic3[b(t_us)] = max(nic3.get(b(t_us), 0), int(w[4]))
             continue
         if ev == "qdrop":
+            # Ports and sequence numbers repeat across hosts (ephemeral
+            # ports from 49153 and ISN 0 on every node): a drop is the
+            # flow's if it sent that sequence number in the last 5 ms.
             f = port_of.get(int(w[5]))
-            if f in want and int(w[6]) == SINK_PORT:
+            seq = int(w[7])
+            if f in want and int(w[6]) == SINK_PORT and t_us - sent3[f].get(seq, -1e18) < 5000.0:
                 drops3[f].append(t_us)
             continue
         if not ctx.startswith("/NodeList/") or int(ctx.split("/")[2]) != args.host:
@@ -183,6 +188,7 @@ def main() -> None:
                 note = f" (RTO {rto:.1f} us, {since:.1f} us after the last ACK)"
             events.append(f"{t_us:10.1f} us  flow {f}: {STATE[a]} -> {STATE[v]}{note}")
         elif ev == "tx":
+            sent3[f][a] = t_us
             end = a + v
             k = (b(t_us), f)
             if end <= high3.get(f, 0):
