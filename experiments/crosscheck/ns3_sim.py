@@ -295,6 +295,20 @@ uint64_t Picks(int i) { return picks[i]; }
 }
 """
 
+# Optional attribute changes during the run (spec["set_at"] = [[time_ns,
+# config path, value], ...]): Config::Set at that time, e.g. one socket's
+# ClockGranularity, to test what a single socket's setting changes (trace
+# scripts only; the cross-check's runs have none).
+SET_AT_CPP = r"""
+namespace xset {
+using namespace ns3;
+static void Set(std::string path, std::string value) { Config::Set(path, StringValue(value)); }
+void At(uint64_t at_ns, std::string path, std::string value) {
+  Simulator::Schedule(NanoSeconds(at_ns), &Set, path, value);
+}
+}
+"""
+
 
 def main() -> None:
     spec = json.loads(Path(sys.argv[1]).read_text())
@@ -443,6 +457,11 @@ def main() -> None:
             # accepted ones after the SYN): connect shortly after each start.
             for dt_ns in (1, 20_000):
                 xc.ScheduleConnect(t_ns + dt_ns)
+
+    if spec.get("set_at"):
+        ns.cppyy.cppdef(SET_AT_CPP)
+        for at_ns, path, value in spec["set_at"]:
+            ns.cppyy.gbl.xset.At(int(at_ns), str(path), str(value))
 
     if spec.get("count_tcp"):
         ns.cppyy.cppdef(COUNT_CPP)

@@ -103,6 +103,9 @@ pub struct TransportParams {
     /// ns-3's window growth without congestion-window validation: every ACK of new data grows cwnd by the congestion controller's rule, also when the flow did not use its window (e.g. limited by the receive window), so cwnd can grow far past what is in flight and an ECN cut of it (DCTCP's (1 - alpha / 2) x cwnd) may leave the sending rate unchanged. ns-3 3.44's `TcpNewReno` and `TcpDctcp` do this. Default false: cwnd grows only when the flow was cwnd-limited, or in slow start below twice the largest flight (RFC 7661 section 4.2, Linux `tcp_is_cwnd_limited`). See docs/model.md, "Hosts".
     #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
     pub unvalidated_cwnd: bool,
+    /// ns-3's and Linux's slow start: cwnd grows by every byte an ACK acknowledges, up to ssthresh, the rest counting towards congestion avoidance (ns-3 3.44 `TcpNewReno::SlowStart` / `TcpLinuxReno::SlowStart`, used by `TcpDctcp`: cwnd += segmentsAcked x SMSS; Linux `tcp_slow_start`). It differs when one ACK covers many segments, as after a timeout without SACK when the resend of a hole acknowledges what the receiver held beyond it. Default false: cwnd += min(N, SMSS) per ACK (RFC 5681 section 3.1, equation (2)). See docs/model.md, "Hosts".
+    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
+    pub slow_start_all_acked: bool,
     /// ns-3's EnterCwr from fast recovery: an ACK of new data with ECE during NewReno fast recovery (DCTCP, or classic `ecn`) ends the recovery and enters ns-3's CA_CWR (window cut by the ECN reduction of the recovery's window; remaining losses wait for the RTO). ns-3 3.44 does this; Linux and RFC 3168 do not. Needs `cwr_ignores_dupacks`; without SACK only. Default false. See docs/model.md, "Hosts".
     #[schemars(extend("x-applies-when" = {"key": "transport.cwr_ignores_dupacks", "in": [true]}))]
     pub ece_ends_recovery: bool,
@@ -233,6 +236,7 @@ impl Default for TransportParams {
             cwr_freeze: false,
             cwr_ends_at_timeout: false,
             unvalidated_cwnd: false,
+            slow_start_all_acked: false,
             ece_ends_recovery: false,
             dctcp_dupack_bytes: false,
             dctcp_loss_uses_alpha: false,
@@ -287,6 +291,7 @@ impl TransportParams {
             cwr_freeze: self.cwr_freeze,
             cwr_ends_at_timeout: self.cwr_ends_at_timeout,
             unvalidated_cwnd: self.unvalidated_cwnd,
+            slow_start_all_acked: self.slow_start_all_acked,
             rtt_every_ack: self.rtt_every_ack,
             ece_ends_recovery: self.ece_ends_recovery,
             dctcp_dupack_bytes: self.dctcp_dupack_bytes,

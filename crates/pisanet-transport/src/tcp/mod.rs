@@ -210,6 +210,15 @@ pub struct TcpConfig {
     /// validation (RFC 7661 section 4.2, Linux `tcp_is_cwnd_limited`). See
     /// docs/model.md, "Hosts".
     pub unvalidated_cwnd: bool,
+    /// Slow start grows cwnd by every byte an ACK acknowledges, up to
+    /// ssthresh (ns-3 3.44 `TcpNewReno::SlowStart` and
+    /// `TcpLinuxReno::SlowStart`, which `TcpDctcp` uses: cwnd +=
+    /// segmentsAcked x SMSS; Linux `tcp_slow_start`: cwnd += acked), the
+    /// rest towards congestion avoidance. It matters when one ACK covers
+    /// many segments: after a timeout without SACK, the resend of a hole
+    /// acknowledges what the receiver held beyond it. Default false: RFC
+    /// 5681 equation (2), cwnd += min(N, SMSS). See docs/model.md, "Hosts".
+    pub slow_start_all_acked: bool,
     /// RTT samples from every ACK that acknowledges new data, as ns-3 and
     /// Linux take them, instead of one timed segment per round trip (RFC
     /// 6298 section 3's minimum, the model before this option). A sample
@@ -303,6 +312,7 @@ impl Default for TcpConfig {
             cwr_freeze: false,
             cwr_ends_at_timeout: false,
             unvalidated_cwnd: false,
+            slow_start_all_acked: false,
             rtt_every_ack: false,
             ece_ends_recovery: false,
             dctcp_dupack_bytes: false,

@@ -218,6 +218,8 @@ pub struct TcpSender {
     cwr_ends_at_timeout: bool,
     /// `TcpConfig::unvalidated_cwnd`.
     unvalidated_cwnd: bool,
+    /// `TcpConfig::slow_start_all_acked`.
+    slow_start_all_acked: bool,
     /// `TcpConfig::dctcp_dupack_bytes`.
     dctcp_dupack_bytes: bool,
     /// No partial ACK has yet arrived in this recovery (RFC 6582 section
@@ -314,6 +316,7 @@ impl TcpSender {
             cwr_freeze: cfg.cwr_freeze,
             cwr_ends_at_timeout: cfg.cwr_ends_at_timeout,
             unvalidated_cwnd: cfg.unvalidated_cwnd,
+            slow_start_all_acked: cfg.slow_start_all_acked,
             ack_in_cwr_freeze: false,
             ece_ends_recovery: cfg.ece_ends_recovery && cfg.cwr_ignores_dupacks,
             dctcp_dupack_bytes: cfg.dctcp_dupack_bytes,
@@ -902,6 +905,7 @@ impl TcpSender {
             cwnd_limited: self.is_cwnd_limited() && !self.ack_in_cwr_freeze,
             now,
             srtt: self.rto.srtt(),
+            slow_start_all_acked: self.slow_start_all_acked,
         };
         if self.cc.on_ack(&mut self.win, &ev) {
             self.ecn_cuts += 1;

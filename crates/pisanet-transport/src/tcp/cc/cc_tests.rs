@@ -12,6 +12,7 @@ fn ack(acked: u64, snd_una: u64, snd_nxt: u64, ece: bool) -> AckEvent {
         cwnd_limited: true,
         now: SimTime::ZERO,
         srtt: None,
+        slow_start_all_acked: false,
     }
 }
 
@@ -209,4 +210,33 @@ fn dctcp_loss_uses_alpha_sets_ssthresh_from_alpha_and_cwnd() {
             ..
         })
     ));
+}
+
+#[test]
+fn slow_start_all_acked_grows_by_every_byte_up_to_ssthresh() {
+    // `slow_start_all_acked` (ns-3 `TcpLinuxReno::SlowStart`, Linux
+    // `tcp_slow_start`): one ACK of 64 segments grows cwnd by 64, where
+    // RFC 5681 equation (2) grows it by one.
+    for (on, want) in [(false, 11 * MSS), (true, 74 * MSS)] {
+        let mut w = Window::new(MSS, 10);
+        let mut cc = Cc::new(CcKind::DCTCP);
+        let ev = AckEvent {
+            slow_start_all_acked: on,
+            ..ack(64 * MSS, 64 * MSS, 100 * MSS, false)
+        };
+        cc.on_ack(&mut w, &ev);
+        assert_eq!(w.cwnd, want, "on {on}");
+    }
+    // Capped at ssthresh; the rest counts towards congestion avoidance.
+    let mut w = Window::new(MSS, 10);
+    w.ssthresh = 20 * MSS;
+    w.ca_bytes_acked = 15 * MSS;
+    let mut cc = Cc::new(CcKind::NewReno);
+    let ev = AckEvent {
+        slow_start_all_acked: true,
+        ..ack(16 * MSS, 16 * MSS, 100 * MSS, false)
+    };
+    cc.on_ack(&mut w, &ev);
+    // 10 + 10 = 20 (ssthresh), 6 left: 15 + 6 = 21 >= 20, +1 SMSS.
+    assert_eq!((w.cwnd, w.ca_bytes_acked), (21 * MSS, MSS));
 }

@@ -83,6 +83,9 @@ pub struct AckEvent {
     pub now: SimTime,
     /// The smoothed RTT, if sampled (CUBIC's target W_cubic(t + RTT)).
     pub srtt: Option<SimTime>,
+    /// `TcpConfig::slow_start_all_acked`: slow start grows cwnd by every
+    /// byte this ACK acknowledged (up to ssthresh), not by at most 1 SMSS.
+    pub slow_start_all_acked: bool,
 }
 
 /// Hooks of a congestion controller. All default to doing nothing.

@@ -19,7 +19,23 @@ impl Controller for NewReno {
         if !ev.cwnd_limited {
             return false;
         }
-        if w.in_slow_start() {
+        if w.in_slow_start() && ev.slow_start_all_acked {
+            // `TcpConfig::slow_start_all_acked`: ns-3 3.44
+            // `TcpNewReno::SlowStart` / `TcpLinuxReno::SlowStart`,
+            // cwnd = min(cwnd + segmentsAcked x SMSS, ssthresh), and Linux
+            // `tcp_slow_start`, cwnd = min(cwnd + acked, ssthresh); what
+            // is left over counts towards congestion avoidance, as both do.
+            let grown = (w.cwnd + ev.acked).min(w.ssthresh);
+            let left = ev.acked - (grown - w.cwnd);
+            w.cwnd = grown;
+            if left > 0 {
+                w.ca_bytes_acked += left;
+                if w.ca_bytes_acked >= w.cwnd {
+                    w.ca_bytes_acked -= w.cwnd;
+                    w.cwnd += w.mss;
+                }
+            }
+        } else if w.in_slow_start() {
             // RFC 5681 section 3.1, equation (2): cwnd += min(N, SMSS).
             w.cwnd += ev.acked.min(w.mss);
         } else {
