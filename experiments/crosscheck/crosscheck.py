@@ -455,6 +455,40 @@ def for_cc(cc: str, overrides: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in overrides.items() if cc == "dctcp" or k not in DCTCP_ONLY}
 
 
+def run_traced(
+    kind: str,
+    cc: str,
+    flows: list[dict[str, Any]],
+    overrides: dict[str, Any],
+    sets: list[str],
+    *,
+    trace_flows: list[int],
+    max_rows: int,
+    max_sim_time_ms: float,
+) -> Any:
+    """pisanet on `kind`'s topology and `flows`, with `overrides` (keys to
+    values) and `sets` (`key=value`) on top, tracing `trace_flows`: the
+    `pisanet.Result` (its `trace` the traced packets' events). The trace
+    scripts' one pisanet run."""
+    with tempfile.TemporaryDirectory() as tmp:
+        topo, csv = write_inputs(tmp, kind, flows)
+        cfg: dict[str, Any] = {
+            "run": {"seed": 1, "max_sim_time_ms": max_sim_time_ms},
+            "topology": {
+                "kind": "custom",
+                "file": str(topo),
+                "host_link_gbps": GBPS,
+                "fabric_link_gbps": GBPS,
+                "link_delay_us": DELAY_US,
+            },
+            "transport": {"kind": cc},
+            "workload": {"pattern": "file", "file": str(csv)},
+            "metrics": {"trace": {"flows": trace_flows, "max_rows": max_rows}},
+        }
+        both = [f"{k}={pisanet.config.toml_value(v)}" for k, v in overrides.items()] + sets
+        return pisanet.run(cfg, set=both)
+
+
 def run_pisanet(
     sc: Scenario, flows: list[dict[str, Any]], overrides: dict[str, Any]
 ) -> dict[str, Any]:

@@ -17,11 +17,8 @@ from __future__ import annotations
 import argparse
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import crosscheck as xc
-
-import pisanet
 
 
 def main() -> None:
@@ -84,23 +81,16 @@ def main() -> None:
         return
     # pisanet.
     over = xc.for_cc(args.cc, {**xc.PISANET_BASE, **xc.NS3_LIKE})
-    with tempfile.TemporaryDirectory() as tmp:
-        topo, csv = xc.write_inputs(tmp, "dumbbell", flows)
-        cfg: dict[str, Any] = {
-            "run": {"seed": 1, "max_sim_time_ms": 1000},
-            "topology": {
-                "kind": "custom",
-                "file": str(topo),
-                "host_link_gbps": xc.GBPS,
-                "fabric_link_gbps": xc.GBPS,
-                "link_delay_us": xc.DELAY_US,
-            },
-            "transport": {"kind": args.cc},
-            "workload": {"pattern": "file", "file": str(csv)},
-            "metrics": {"trace": {"flows": [0], "max_rows": 10_000_000}},
-        }
-        sets = [f"{k}={pisanet.config.toml_value(v)}" for k, v in over.items()] + args.set
-        r = pisanet.run(cfg, set=sets)
+    r = xc.run_traced(
+        "dumbbell",
+        args.cc,
+        flows,
+        over,
+        args.set,
+        trace_flows=[0],
+        max_rows=10_000_000,
+        max_sim_time_ms=1000,
+    )
     print("pisanet:", r.flows["fct"].tolist())
     tr = r.trace
     assert tr is not None

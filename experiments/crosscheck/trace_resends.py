@@ -35,8 +35,6 @@ from typing import Any
 
 import crosscheck as xc
 
-import pisanet
-
 STATE = {0: "open", 1: "disorder", 2: "cwr", 3: "recovery", 4: "loss"}
 SEG = 1448  # ns-3's SegmentSize in the cross-check
 SINK_PORT = 5000  # ns3_sim.SINK_PORT (ns3_sim.py imports ns-3, so not imported here)
@@ -203,23 +201,16 @@ def main() -> None:
                 ack3[(b(t_us), f)] += 1
     # pisanet.
     over: dict[str, Any] = xc.for_cc(sc.cc, {**xc.PISANET_BASE, **xc.NS3_LIKE})
-    with tempfile.TemporaryDirectory() as tmp:
-        topo, csv = xc.write_inputs(tmp, sc.kind, flows)
-        cfg: dict[str, Any] = {
-            "run": {"seed": 1, "max_sim_time_ms": flows[-1]["start_us"] / 1000 + 1000},
-            "topology": {
-                "kind": "custom",
-                "file": str(topo),
-                "host_link_gbps": xc.GBPS,
-                "fabric_link_gbps": xc.GBPS,
-                "link_delay_us": xc.DELAY_US,
-            },
-            "transport": {"kind": sc.cc},
-            "workload": {"pattern": "file", "file": str(csv)},
-            "metrics": {"trace": {"flows": mine, "max_rows": 5_000_000}},
-        }
-        sets = [f"{k}={pisanet.config.toml_value(v)}" for k, v in over.items()] + args.set
-        r = pisanet.run(cfg, set=sets)
+    r = xc.run_traced(
+        sc.kind,
+        sc.cc,
+        flows,
+        over,
+        args.set,
+        trace_flows=mine,
+        max_rows=5_000_000,
+        max_sim_time_ms=flows[-1]["start_us"] / 1000 + 1000,
+    )
     tr = r.trace
     assert tr is not None
     node = f"h{args.host}"
