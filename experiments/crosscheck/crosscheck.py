@@ -455,21 +455,21 @@ def for_cc(cc: str, overrides: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in overrides.items() if cc == "dctcp" or k not in DCTCP_ONLY}
 
 
-def run_traced(
+def run_custom(
     kind: str,
     cc: str,
     flows: list[dict[str, Any]],
     overrides: dict[str, Any],
-    sets: list[str],
+    sets: list[str] | None = None,
     *,
-    trace_flows: list[int],
-    max_rows: int,
     max_sim_time_ms: float,
+    metrics: dict[str, Any] | None = None,
 ) -> Any:
-    """pisanet on `kind`'s topology and `flows`, with `overrides` (keys to
-    values) and `sets` (`key=value`) on top, tracing `trace_flows`: the
-    `pisanet.Result` (its `trace` the traced packets' events). The trace
-    scripts' one pisanet run."""
+    """pisanet on `kind`'s topology and `flows` (the custom topology and flow
+    list `write_inputs` writes), with `overrides` (keys to values) and then
+    `sets` (`key=value`) on top, and `metrics` as the config's `[metrics]`:
+    the `pisanet.Result`. The one pisanet run of the tables and of the trace
+    scripts."""
     with tempfile.TemporaryDirectory() as tmp:
         topo, csv = write_inputs(tmp, kind, flows)
         cfg: dict[str, Any] = {
@@ -483,34 +483,23 @@ def run_traced(
             },
             "transport": {"kind": cc},
             "workload": {"pattern": "file", "file": str(csv)},
-            "metrics": {"trace": {"flows": trace_flows, "max_rows": max_rows}},
         }
-        both = [f"{k}={pisanet.config.toml_value(v)}" for k, v in overrides.items()] + sets
-        return pisanet.run(cfg, set=both)
+        if metrics is not None:
+            cfg["metrics"] = metrics
+        both = [f"{k}={pisanet.config.toml_value(v)}" for k, v in overrides.items()]
+        return pisanet.run(cfg, set=both + list(sets or []))
 
 
 def run_pisanet(
     sc: Scenario, flows: list[dict[str, Any]], overrides: dict[str, Any]
 ) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory() as tmp:
-        topo, csv = write_inputs(tmp, sc.kind, flows)
-        cfg: dict[str, Any] = {
-            "run": {"seed": 1, "max_sim_time_ms": flows[-1]["start_us"] / 1000 + 5000},
-            "topology": {
-                "kind": "custom",
-                "file": str(topo),
-                "host_link_gbps": GBPS,
-                "fabric_link_gbps": GBPS,
-                "link_delay_us": DELAY_US,
-            },
-            "transport": {"kind": sc.cc},
-            "workload": {"pattern": "file", "file": str(csv)},
-        }
-        sets = [
-            f"{k}={pisanet.config.toml_value(v)}"
-            for k, v in for_cc(sc.cc, {**PISANET_BASE, **overrides}).items()
-        ]
-        r = pisanet.run(cfg, set=sets)
+    r = run_custom(
+        sc.kind,
+        sc.cc,
+        flows,
+        for_cc(sc.cc, {**PISANET_BASE, **overrides}),
+        max_sim_time_ms=flows[-1]["start_us"] / 1000 + 5000,
+    )
     fl = r.flows.sort_values("id")
     return {
         "fct_us": fl["fct"].to_numpy(dtype=float).tolist(),

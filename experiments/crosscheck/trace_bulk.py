@@ -81,15 +81,14 @@ def main() -> None:
         return
     # pisanet.
     over = xc.for_cc(args.cc, {**xc.PISANET_BASE, **xc.NS3_LIKE})
-    r = xc.run_traced(
+    r = xc.run_custom(
         "dumbbell",
         args.cc,
         flows,
         over,
         args.set,
-        trace_flows=[0],
-        max_rows=10_000_000,
         max_sim_time_ms=1000,
+        metrics={"trace": {"flows": [0], "max_rows": 10_000_000}},
     )
     print("pisanet:", r.flows["fct"].tolist())
     tr = r.trace

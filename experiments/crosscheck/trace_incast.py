@@ -23,8 +23,6 @@ from typing import Any
 import crosscheck as xc
 import numpy as np
 
-import pisanet
-
 
 def ns3_round(
     cc: str, size: int, extra: dict[str, str]
@@ -138,23 +136,15 @@ def pisanet_trace(
     flows = incast_flows(size)
     over: dict[str, Any] = xc.for_cc(cc, {**xc.PISANET_BASE, **xc.NS3_LIKE})
     extra = list(sets)
-    with tempfile.TemporaryDirectory() as tmp:
-        topo, csv = xc.write_inputs(tmp, "incast", flows)
-        cfg: dict[str, Any] = {
-            "run": {"seed": 1, "max_sim_time_ms": 100},
-            "topology": {
-                "kind": "custom",
-                "file": str(topo),
-                "host_link_gbps": 10.0,
-                "fabric_link_gbps": 10.0,
-                "link_delay_us": 1.0,
-            },
-            "transport": {"kind": cc},
-            "workload": {"pattern": "file", "file": str(csv)},
-            "metrics": {"trace": {"flows": list(range(16))}},
-        }
-        sets_all = [f"{k}={pisanet.config.toml_value(v)}" for k, v in over.items()] + extra
-        r = pisanet.run(cfg, set=sets_all)
+    r = xc.run_custom(
+        "incast",
+        cc,
+        flows,
+        over,
+        extra,
+        max_sim_time_ms=100,
+        metrics={"trace": {"flows": list(range(16))}},
+    )
     fl = r.flows.sort_values("id")
     tr = r.trace
     assert tr is not None

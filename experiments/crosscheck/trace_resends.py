@@ -201,15 +201,14 @@ def main() -> None:
                 ack3[(b(t_us), f)] += 1
     # pisanet.
     over: dict[str, Any] = xc.for_cc(sc.cc, {**xc.PISANET_BASE, **xc.NS3_LIKE})
-    r = xc.run_traced(
+    r = xc.run_custom(
         sc.kind,
         sc.cc,
         flows,
         over,
         args.set,
-        trace_flows=mine,
-        max_rows=5_000_000,
         max_sim_time_ms=flows[-1]["start_us"] / 1000 + 1000,
+        metrics={"trace": {"flows": mine, "max_rows": 5_000_000}},
     )
     tr = r.trace
     assert tr is not None
