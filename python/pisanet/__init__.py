@@ -122,7 +122,9 @@ def _run(
     """`run`, and the files it wrote into `out` (for the command line)."""
     text, base_dir = load(config)
     flat = _overrides(set, overrides)
-    resolved = _core.resolve(text, base_dir, flat)
+    # Keys and ranges only: the run itself builds (and so checks) the network
+    # and workload, once.
+    resolved = _core.resolve(text, base_dir, flat, check=False)
     if out is None:
         result = results.from_native(_core.run(text, base_dir, flat, progress), resolved)
         _warn(result)

@@ -70,8 +70,13 @@ def resolve(
     text: str,
     base_dir: str | os.PathLike[str] | None = None,
     overrides: list[str] = ...,
+    check: bool = True,
 ) -> str:
-    """Validates a config and returns it resolved, every default filled in, as TOML."""
+    """Validates a config and returns it resolved, every default filled in, as TOML.
+
+    With `check=False` only keys, types and ranges are validated (the network
+    and workload are not built): for a caller that runs the config next.
+    """
 
 def schema() -> str:
     """The JSON Schema of the config."""

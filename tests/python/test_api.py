@@ -124,6 +124,25 @@ def test_invalid_config_raises_config_error() -> None:
         pisanet.run(TINY, set=["nonsense"])
 
 
+def test_run_checks_files_once_and_resolve_without_check_reads_none(tmp_path: Path) -> None:
+    # A flow list that does not exist: only building the workload finds it.
+    missing = [
+        "workload.pattern=file",
+        f'workload.file="{tmp_path / "none.csv"}"',
+        "run.unused_keys=ignore",
+    ]
+    with pytest.raises(pisanet.ConfigError, match=r"none\.csv"):
+        pisanet.resolve(TINY, set=missing)
+    with pytest.raises(pisanet.ConfigError, match=r"none\.csv"):
+        pisanet.run(TINY, tmp_path / "out", set=missing)
+    assert not (tmp_path / "out").exists()
+    # Keys and ranges only (what `run` resolves before it runs).
+    text = pisanet._core.resolve(TINY, None, missing, check=False)
+    assert tomllib.loads(text)["workload"]["pattern"] == "file"
+    with pytest.raises(pisanet.ConfigError, match="load"):
+        pisanet._core.resolve(TINY, None, ["workload.load=-0.5"], check=False)
+
+
 def test_progress_callback_sees_progress_and_can_stop() -> None:
     seen: list[tuple[float, int, int]] = []
 

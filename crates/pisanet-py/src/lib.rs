@@ -317,10 +317,21 @@ fn stash(raised: &Mutex<Option<PyErr>>, e: PyErr) {
 }
 
 /// Validates a config and returns it resolved, every default filled in, as TOML.
+/// With `check = false` only keys, types and ranges are validated (the
+/// network and workload are not built): for a caller that runs it next.
 #[pyfunction]
-#[pyo3(signature = (text, base_dir=None, overrides=Vec::new()))]
-fn resolve(text: &str, base_dir: Option<PathBuf>, overrides: Vec<String>) -> PyResult<String> {
-    pisanet::resolve_toml(text, base_dir.as_deref(), &overrides).map_err(to_py_err)
+#[pyo3(signature = (text, base_dir=None, overrides=Vec::new(), check=true))]
+fn resolve(
+    text: &str,
+    base_dir: Option<PathBuf>,
+    overrides: Vec<String>,
+    check: bool,
+) -> PyResult<String> {
+    if check {
+        pisanet::resolve_toml(text, base_dir.as_deref(), &overrides).map_err(to_py_err)
+    } else {
+        pisanet::resolve_toml_keys(text, &overrides).map_err(to_py_err)
+    }
 }
 
 /// The JSON Schema of the config.

@@ -63,6 +63,14 @@ pub fn resolve_toml(
     Ok(cfg.to_toml())
 }
 
+/// The config resolved, every default filled in, as TOML, with its keys,
+/// types and ranges validated but without building the network and the
+/// workload (files and cross-field rules): for a caller that runs the
+/// config next, where the run checks those, so the topology is built once.
+pub fn resolve_toml_keys(text: &str, overrides: &[String]) -> Result<String, Error> {
+    Ok(config::Config::parse(text, overrides)?.to_toml())
+}
+
 /// The keys of the config (with `overrides`) that it does not read, each
 /// with when it applies, as `run.unused_keys = "refuse"` would name them.
 /// Sweeps use this: a key is refused only when no point reads it.
