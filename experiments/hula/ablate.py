@@ -14,6 +14,7 @@ one core). Runs go through `pisanet.sweep` into results/hula-ablations/MODE/
 """
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -38,8 +39,13 @@ OLD = [
 NOCAP = ["transport.rwnd_kb=4096", "workload.client_server_assignment=permutation"]
 LONG = "run.max_sim_time_ms=5000"
 
+# A row of an experiment: (row label, config, sets).
+Case = tuple[str, str, list[str]]
+# A run: (experiment, row label, config, sets, scheme, seed).
+Job = tuple[str, str, str, list[str], str, int]
+
 # name -> (title, [(row label, config, sets)]); every row runs 3 schemes x 3 seeds.
-EXPERIMENTS = {
+EXPERIMENTS: dict[str, tuple[str, list[Case]]] = {
     "window": (
         "Window cap (web-search 60%, asymmetric, 400 flows, permutation)",
         [
@@ -199,12 +205,12 @@ EXP_SCHEMES = {"polarization": ["ecmp", "conga_prime"]}
 POLARIZED = {"ecmp": "ECMP polarized", "conga_prime": "CONGA' polarized"}
 
 
-def sets_of(job):
+def sets_of(job: Job) -> list[str]:
     _, _, _, sets, scheme, seed = job
     return [*sets, f"scheme.kind={scheme}", f"run.seed={seed}"]
 
 
-def row_of(job, point):
+def row_of(job: Job, point: P.Point) -> hula.Row:
     name, label, _, _, scheme, seed = job
     r = point.row
     q = point.queues()["depth_bytes"].tolist()
@@ -227,16 +233,16 @@ def row_of(job, point):
     }
 
 
-def avg(rs, key):
+def avg(rs: list[hula.Row], key: str) -> float | None:
     xs = [r[key] for r in rs if r[key] is not None]
     return sum(xs) / len(xs) if xs else None
 
 
-def ratio(a, b):
+def ratio(a: float | None, b: float | None) -> str:
     return "-" if a is None or not b else f"{a / b:.2f}x"
 
 
-def tables(rows):
+def tables(rows: list[hula.Row]) -> str:
     parts = []
     for name, (title, cases) in EXPERIMENTS.items():
         rs = [r for r in rows if r["exp"] == name]
@@ -275,7 +281,7 @@ def tables(rows):
     return "\n\n".join(parts)
 
 
-def polarization_table(title, cases, rs):
+def polarization_table(title: str, cases: list[Case], rs: list[hula.Row]) -> str:
     """Polarized ECMP and CONGA' next to run.py's ECMP, CONGA' and HULA at the same points."""
     ref = REFERENCE
     out = [
@@ -328,7 +334,7 @@ def polarization_table(title, cases, rs):
     return "\n".join(out)
 
 
-def plot_length(rows):
+def plot_length(rows: list[hula.Row]) -> str:
     """docs/results/hula/run_length.png (skipped without matplotlib)."""
     try:
         import matplotlib
@@ -344,12 +350,15 @@ def plot_length(rows):
     labels = [c[0] for c in EXPERIMENTS["length"][1]]
     fig, ax = plt.subplots(figsize=(5, 3.5))
     for s in SCHEMES:
-        xs, ys = [], []
+        xs: list[int] = []
+        ys: list[float] = []
         for label in labels:
             v = [r for r in rs if r["row"] == label and r["scheme"] == s]
             if v:
                 xs.append(int(label.split()[0]))
-                ys.append(avg(v, "mean") / 1000)
+                # A mean over no values (no flow finished): a gap.
+                m = avg(v, "mean")
+                ys.append(math.nan if m is None else m / 1000)
         ax.plot(xs, ys, "o-", color=colors[s], label=hula.NAMES[s])
     ax.set_xlabel("flows per run")
     ax.set_ylabel("average FCT (ms)")
@@ -363,11 +372,11 @@ def plot_length(rows):
 
 
 # run.py's rows at the polarization table's points (its full sweep, read back).
-REFERENCE = []
+REFERENCE: list[hula.Row] = []
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main() -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--only", nargs="*", help="experiment names: " + ", ".join(EXPERIMENTS))
     ap.add_argument(
         "--tables", action="store_true", help="run nothing: the tables from the finished points"
@@ -400,8 +409,8 @@ def main():
         label, cfg, sets = EXPERIMENTS["rto"][1][0]
         EXPERIMENTS["rto"] = (EXPERIMENTS["rto"][0], [(label, cfg, [*sets, "workload.flows=40"])])
     rerun = [f"scheme.kind={s}" for s in a.schemes or []]
-    rows = []
-    missing = set()
+    rows: list[hula.Row] = []
+    missing: set[tuple[str, tuple[str, ...]]] = set()
     # Every experiment's finished points are read, so that the section keeps
     # the tables of those not run this time.
     for n in EXPERIMENTS if not a.smoke else names:
@@ -445,4 +454,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

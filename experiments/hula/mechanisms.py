@@ -29,12 +29,22 @@ import argparse
 import math
 import statistics
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
+
+import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import points as P
 import run as hula
+
+# A run: (config, sets, scheme, seed).
+Job = tuple[str, list[str], str, int]
+# A run's numbers (`one`), and every run's by `key`.
+Rec = dict[str, Any]
+Cache = dict[str, Rec]
 
 OUT = "results/hula-mechanisms"
 SEEDS = hula.SEEDS
@@ -55,7 +65,7 @@ DM = ["workload.cdf=datamining", f"workload.flows={DM_FLOWS}", "run.max_sim_time
 # wall time (about 30 s per run at 10%, 35-60 s at 90%).
 DM_LOADS = [0.1, 0.2, 0.4, 0.6, 0.8, 0.9]
 DM_RUN_ORDER = [0.4, 0.6, 0.8, 0.2, 0.9, 0.1]
-DM_SEEDS = {}  # load -> seeds, to run fewer than SEEDS at a load
+DM_SEEDS: dict[float, list[int]] = {}  # load -> seeds, to run fewer than SEEDS at a load
 # 50 us samples of the pod-1 aggregation uplinks and of the bottleneck.
 TS = [
     "metrics.port_rate_interval_us=50",
@@ -70,9 +80,9 @@ BUFFER_B = 500_000
 LINK_GBPS = 40.0
 
 
-def jobs_of(name):
+def jobs_of(name: str) -> list[Job]:
     """(cfg, sets, scheme, seed) of one experiment."""
-    out = []
+    out: list[Job] = []
     if name == "datamining":
         for load in DM_RUN_ORDER:
             for cfg in ["base.toml", "asym.toml"]:
@@ -211,17 +221,17 @@ WINDOW_KB = 32
 IDEAL_GBPS = 400
 
 
-def key(cfg, sets, scheme, seed):
+def key(cfg: str, sets: list[str], scheme: str, seed: int) -> str:
     return " ".join([cfg, *sets, f"scheme.kind={scheme}", f"run.seed={seed}"])
 
 
-def port_class(name):
+def port_class(name: str) -> str:
     a, b = name.split("->")
     t = lambda x: "H" if x.startswith("h") else x[0]
     return f"{t(a)}->{t(b)}"
 
 
-def corr(xs, ys):
+def corr(xs: Sequence[float], ys: Sequence[float]) -> float | None:
     if len(xs) < 3:
         return None
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
@@ -234,18 +244,18 @@ def corr(xs, ys):
     )
 
 
-def series(d):
+def series(d: dict[str, Any]) -> dict[str, Any]:
     """Time-series statistics of a `ts` run (50 us bins)."""
     r = d["port_rates"]
-    by = {}
+    by: dict[str, dict[float, float]] = {}
     for t, p, g in zip(r["time_us"], r["port"], r["tx_gbps"], strict=False):
         by.setdefault(p, {})[t] = g
     ts = sorted(by.get("A1->S1", {}))
     g = lambda p, t: by.get(p, {}).get(t, 0.0)
     into_s2 = [g("A1->S2", t) + g("A2->S2", t) for t in ts]
     # Only bins where both A1 and A2 send upward, for their S2 shares.
-    share = {a: [] for a in ["A1", "A2"]}
-    both = []
+    share: dict[str, list[float]] = {a: [] for a in ["A1", "A2"]}
+    both: list[tuple[float, float]] = []
     for t in ts:
         u1, u2 = g("A1->S1", t) + g("A1->S2", t), g("A2->S1", t) + g("A2->S2", t)
         if u1 > 1 and u2 > 1:
@@ -288,15 +298,15 @@ def series(d):
     }
 
 
-def columns(frame, names):
+def columns(frame: pd.DataFrame, names: dict[str, str]) -> dict[str, list[Any]]:
     return {n: frame[c].tolist() for n, c in names.items()}
 
 
-def one(cfg, sets, scheme, seed, point):
+def one(cfg: str, sets: list[str], scheme: str, seed: int, point: P.Point) -> Rec:
     """The numbers the tables use, from a point of a sweep."""
     r = point.row
     rates = point.port_rates()
-    d = {
+    d: dict[str, Any] = {
         "ports": point.ports(),
         "queues": columns(
             point.queues(), {"time_us": "time", "port": "port", "depth_bytes": "depth_bytes"}
@@ -304,7 +314,7 @@ def one(cfg, sets, scheme, seed, point):
         "port_rates": columns(rates, {"time_us": "time", "port": "port", "tx_gbps": "tx_gbps"}),
     }
     ports = [p for p in d["ports"] if p["switch_port"] or p["name"].startswith("h")]
-    cls = {}
+    cls: dict[str, dict[str, int]] = {}
     for p in ports:
         c = cls.setdefault(port_class(p["name"]), {"drops": 0, "tx_bytes": 0})
         c["drops"] += p["drops"]
@@ -343,35 +353,37 @@ def one(cfg, sets, scheme, seed, point):
     return rec
 
 
-def pick(cache, cfg, sets, scheme, seeds=None):
+def pick(
+    cache: Cache, cfg: str, sets: list[str], scheme: str, seeds: list[int] | None = None
+) -> list[Rec]:
     seeds = SEEDS if seeds is None else seeds
     return [cache[k] for k in (key(cfg, sets, scheme, s) for s in seeds) if k in cache]
 
 
-def avg(rs, f):
-    xs = [f(r) for r in rs]
-    xs = [x for x in xs if x is not None]
+def avg(rs: list[Rec], f: Callable[[Rec], float | None]) -> float | None:
+    got = [f(r) for r in rs]
+    xs = [x for x in got if x is not None]
     return statistics.fmean(xs) if xs else None
 
 
-def ms(x):
+def ms(x: float | None) -> str:
     return "-" if x is None else f"{x / 1000:.2f}"
 
 
-def rat(a, b):
+def rat(a: float | None, b: float | None) -> str:
     return "-" if a is None or not b else f"{a / b:.2f}x"
 
 
-def num(x, fmt="{:.0f}"):
+def num(x: float | None, fmt: str = "{:.0f}") -> str:
     return "-" if x is None else fmt.format(x)
 
 
-def flowlets_per_flow(r):
+def flowlets_per_flow(r: Rec) -> float | None:
     n = r["counters"].get("new_data_flowlets_tier0")
     return None if n is None else n / r["completed"]
 
 
-def table_datamining(cache):
+def table_datamining(cache: Cache) -> str:
     out = []
     for cfg, topo in [("base.toml", "symmetric"), ("asym.toml", "asymmetric")]:
         out += [
@@ -405,7 +417,7 @@ def table_datamining(cache):
     return "\n".join(out)
 
 
-def table_flowlets(cache):
+def table_flowlets(cache: Cache) -> str:
     schemes = ["ecmp", "flowlet_ecmp", "conga_prime", "hula"]
     out = [
         "#### Flowlets and where the bytes go (web-search, 2000 flows, seeds 1-3)",
@@ -436,7 +448,7 @@ def table_flowlets(cache):
     return "\n".join(out)
 
 
-def table_timeout(cache):
+def table_timeout(cache: Cache) -> str:
     out = [
         "#### Flowlet timeout T_f (web-search, 2000 flows, seeds 1-3; ECMP does not read it)",
         "",
@@ -462,7 +474,7 @@ def table_timeout(cache):
     return "\n".join(out)
 
 
-def table_longtf(cache):
+def table_longtf(cache: Cache) -> str:
     cfg, sets = SYM70
     tf = [*sets, "scheme.flowlet_timeout_us=500"]
     cols = [
@@ -504,7 +516,7 @@ def table_longtf(cache):
     return "\n".join(out)
 
 
-def probe_us(r):
+def probe_us(r: Rec) -> float:
     return next(
         (
             float(x.split("=")[1])
@@ -515,13 +527,13 @@ def probe_us(r):
     )
 
 
-def changes_per_round(r, tier):
+def changes_per_round(r: Rec, tier: int) -> float | None:
     tp = probe_us(r)
     n = r["counters"].get(f"hula_best_hop_changes_tier{tier}")
     return None if n is None else n / (r["sim_s"] * 1e6 / tp)
 
 
-def table_probe(cache):
+def table_probe(cache: Cache) -> str:
     cfg, sets = ASYM60
     out = [
         "#### HULA probe interval T_p (web-search 60%, asymmetric, 2000 flows, seeds 1-3)",
@@ -543,7 +555,7 @@ def table_probe(cache):
             lambda r: sum(v["drops"] for k, v in r["classes"].items() if not k.startswith("H->")),
         )
         cpr = " / ".join(
-            num(avg(rs, lambda r, t=t: changes_per_round(r, t)), "{:.2f}") for t in [0, 1, 2]
+            num(avg(rs, lambda r: changes_per_round(r, t)), "{:.2f}") for t in [0, 1, 2]
         )
         out.append(
             f"| {tp} | {tau} | {ms(avg(rs, lambda r: r['mean']))} | {ms(avg(rs, lambda r: r['small']))}"
@@ -553,7 +565,7 @@ def table_probe(cache):
     return "\n".join(out)
 
 
-def table_probe10x(cache):
+def table_probe10x(cache: Cache) -> str:
     out = [
         "#### HULA probe interval at 30-50% load (web-search, asymmetric, seeds 1-3; 50 us samples)",
         "",
@@ -583,7 +595,7 @@ def table_probe10x(cache):
             base = base or m
             t = lambda f: avg(rs, lambda r: r["ts"][f])
             cpr = " / ".join(
-                num(avg(rs, lambda r, k=k: changes_per_round(r, k)), "{:.2f}") for k in [0, 1, 2]
+                num(avg(rs, lambda r: changes_per_round(r, k)), "{:.2f}") for k in [0, 1, 2]
             )
             fpr = avg(
                 rs,
@@ -596,9 +608,7 @@ def table_probe10x(cache):
                 num(
                     avg(
                         rs,
-                        lambda r, k=k: r["ts"]["inflow_acf"].get(
-                            str(k), r["ts"]["inflow_acf"].get(k)
-                        ),
+                        lambda r: r["ts"]["inflow_acf"].get(str(k), r["ts"]["inflow_acf"].get(k)),
                     ),
                     "{:.2f}",
                 )
@@ -614,7 +624,7 @@ def table_probe10x(cache):
     return "\n".join(out)
 
 
-def table_ts(cache):
+def table_ts(cache: Cache) -> str:
     cfg, sets = ASYM60
     out = [
         "#### Herding: 50 us samples (web-search 60%, asymmetric, 2000 flows, seeds 1-3)",
@@ -643,9 +653,7 @@ def table_ts(cache):
         t = lambda f: avg(rs, lambda r: r["ts"][f])
         acf = " / ".join(
             num(
-                avg(
-                    rs, lambda r, k=k: r["ts"]["share_acf"].get(str(k), r["ts"]["share_acf"].get(k))
-                ),
+                avg(rs, lambda r: r["ts"]["share_acf"].get(str(k), r["ts"]["share_acf"].get(k))),
                 "{:.2f}",
             )
             for k in [1, 2, 4, 8]
@@ -658,7 +666,7 @@ def table_ts(cache):
     return "\n".join(out)
 
 
-def table_window(cache):
+def table_window(cache: Cache) -> str:
     out = [
         f"#### Receive window {WINDOW_KB} KB (about ns-2's default of 20 packets; web-search, 2000 flows, seeds 1-3)",
         "",
@@ -695,7 +703,7 @@ def table_window(cache):
     return "\n".join(out)
 
 
-def table_flowletid(cache):
+def table_flowletid(cache: Cache) -> str:
     out = [
         "#### Flowlet ids: a random id per new flowlet (default) or HULA section 6's increment (web-search, 2000 flows, seeds 1-3)",
         "",
@@ -726,7 +734,7 @@ def table_flowletid(cache):
     return "\n".join(out)
 
 
-def table_ideal(cache):
+def table_ideal(cache: Cache) -> str:
     out = [
         f"#### A fabric without congestion ({IDEAL_GBPS:.0f}G fabric links, 10G hosts; web-search, 2000 flows, seeds 1-3)",
         "",
@@ -740,14 +748,15 @@ def table_ideal(cache):
         if not (e and h and ei and hi):
             continue
         me, mh, mei, mhi = (avg(x, lambda r: r["mean"]) for x in (e, h, ei, hi))
-        best = min(mei, mhi)
+        # No mean (no flow finished at 400G): no best.
+        best = None if mei is None or mhi is None else min(mei, mhi)
         out.append(
             f"| {label} | {ms(me)} | {ms(mh)} | {ms(mei)} | {ms(mhi)} | {rat(me, mh)} | {rat(me, best)} | {rat(mh, best)} |"
         )
     return "\n".join(out)
 
 
-def tables(cache):
+def tables(cache: Cache) -> str:
     parts = [
         table_datamining(cache),
         table_flowlets(cache),
@@ -763,8 +772,8 @@ def tables(cache):
     return "\n\n".join(p for p in parts if p.count("\n|") > 1)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main() -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--only", nargs="*", help="experiments: " + ", ".join(EXPERIMENTS))
     ap.add_argument(
         "--tables", action="store_true", help="run nothing: the tables from the finished points"
@@ -794,8 +803,8 @@ def main():
         names = ["flowlets"]
         ASYM60 = (ASYM60[0], [*ASYM60[1], "workload.flows=40"])
         SYM70 = (SYM70[0], [*SYM70[1], "workload.flows=40"])
-    cache = {}
-    missing = set()
+    cache: Cache = {}
+    missing: set[str] = set()
     # Every experiment's finished points are read, so that the section keeps
     # the tables of those not run this time.
     for name in names if a.smoke else EXPERIMENTS:
@@ -825,4 +834,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -14,10 +14,13 @@ The controlled experiments that chose these settings are in ablate.py.
 """
 
 import argparse
+import math
 import os
 import statistics
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -45,11 +48,18 @@ DM_MAX_MS = 300
 # --smoke (the test suite's): one seed, one load per CDF, few flows.
 SMOKE_FLOWS = 40
 
+# (topology config, cdf, scheme, load, seed, extra sets)
+FctPoint = tuple[str, str, str, float, int, list[str]]
+# A point's numbers (`row_of`).
+Row = dict[str, Any]
+# A failure run's carried rates: sample times (us), ports, rate by time and port.
+Series = tuple[list[float], list[str], dict[float, dict[str, float]]]
+
 
 class Mode:
     """Which seeds, loads and flows a run of the script uses."""
 
-    def __init__(self, quick=False, smoke=False):
+    def __init__(self, quick: bool = False, smoke: bool = False) -> None:
         self.smoke = smoke
         self.seeds = SEEDS[:1] if quick or smoke else SEEDS
         self.ws = [0.6] if smoke else [0.3, 0.7] if quick else WS_LOADS
@@ -58,9 +68,9 @@ class Mode:
         self.dm_flows = SMOKE_FLOWS // 4 if smoke else DM_FLOWS
 
 
-def fct_points(mode):
-    """(figure, topology config, cdf, scheme, load, seed, extra sets)."""
-    pts = []
+def fct_points(mode: Mode) -> list[FctPoint]:
+    """(topology config, cdf, scheme, load, seed, extra sets)."""
+    pts: list[FctPoint] = []
     for cfg in ["base.toml", "asym.toml"]:
         for cdf, loads in [("websearch", mode.ws), ("datamining", mode.dm)]:
             for scheme in SCHEMES:
@@ -82,7 +92,9 @@ def fct_points(mode):
     return pts
 
 
-def sets_of(cdf, scheme, load, seed, extra, mode):
+def sets_of(
+    cdf: str, scheme: str, load: float, seed: int, extra: list[str], mode: Mode
+) -> list[str]:
     kind = "hula" if scheme == "hula10x" else scheme
     s = [f"scheme.kind={kind}", f"workload.cdf={cdf}", f"workload.load={load}", f"run.seed={seed}"]
     if cdf == "datamining":
@@ -92,7 +104,7 @@ def sets_of(cdf, scheme, load, seed, extra, mode):
     return s + extra
 
 
-def row_of(pt, point):
+def row_of(pt: FctPoint, point: P.Point) -> Row:
     """The numbers the tables use, from a point of a sweep (its `runs` row, its
     ports and the S2->A3 queue samples)."""
     cfg, cdf, scheme, load, seed, _ = pt
@@ -123,23 +135,31 @@ def row_of(pt, point):
     }
 
 
-def run_fct(mode, out, workers):
+def run_fct(mode: Mode, out: Path, workers: int | None) -> list[Row]:
     pts = fct_points(mode)
     jobs = [(HERE / p[0], sets_of(*p[1:], mode)) for p in pts]
     got = P.run_points(jobs, out, workers)
     return [row_of(pt, got[P.point_key(*job)]) for pt, job in zip(pts, jobs, strict=False)]
 
 
-def mean(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.mean(xs) if xs else None
+def mean(xs: Iterable[float | None]) -> float | None:
+    got = [x for x in xs if x is not None]
+    return statistics.mean(got) if got else None
 
 
-def fmt_ms(us):
+def fmt_mean(xs: Iterable[float | None], scale: float = 1.0) -> str:
+    """`mean(xs) / scale` with two decimals; `-` for no values."""
+    m = mean(xs)
+    return "-" if m is None else f"{m / scale:.2f}"
+
+
+def fmt_ms(us: float | None) -> str:
     return "-" if us is None else f"{us / 1000:.2f}"
 
 
-def table(rows, cfg, cdf, metric, schemes, loads):
+def table(
+    rows: list[Row], cfg: str, cdf: str, metric: str, schemes: list[str], loads: list[float]
+) -> str:
     out = [
         "| load | " + " | ".join(NAMES[s] for s in schemes) + " | ECMP / HULA |",
         "|---" * (len(schemes) + 2) + "|",
@@ -155,11 +175,8 @@ def table(rows, cfg, cdf, metric, schemes, loads):
             )
             for s in schemes
         }
-        ratio = (
-            "-"
-            if not vals.get("hula") or vals.get("ecmp") is None
-            else f"{vals['ecmp'] / vals['hula']:.2f}x"
-        )
+        ecmp, hula = vals.get("ecmp"), vals.get("hula")
+        ratio = "-" if not hula or ecmp is None else f"{ecmp / hula:.2f}x"
         out.append(
             f"| {int(load * 100)}% | "
             + " | ".join(fmt_ms(vals[s]) for s in schemes)
@@ -168,7 +185,7 @@ def table(rows, cfg, cdf, metric, schemes, loads):
     return "\n".join(out)
 
 
-def completion(rows, cfg, cdf, loads):
+def completion(rows: list[Row], cfg: str, cdf: str, loads: list[float]) -> str:
     out = []
     for s in SCHEMES:
         c = sum(
@@ -185,7 +202,7 @@ def completion(rows, cfg, cdf, loads):
     return ", ".join(out)
 
 
-def queue_cdf(rows, load):
+def queue_cdf(rows: list[Row], load: float) -> str:
     out = [
         "| scheme | P(queue = 0) | p50 (KB) | p90 (KB) | p95 (KB) | p99 (KB) | max (KB) |",
         "|---|---|---|---|---|---|---|",
@@ -207,16 +224,18 @@ def queue_cdf(rows, load):
     return "\n".join(out)
 
 
-def rate_series(point, down_ms, up_ms, every):
-    r = point.port_rates()
-    r = {
-        "time_us": r["time"].tolist(),
-        "port": r["port"].tolist(),
-        "tx_gbps": r["tx_gbps"].tolist(),
-        "carried_gbps": r["carried_gbps"].tolist(),
+def rate_series(
+    point: P.Point, down_ms: float, up_ms: float, every: int
+) -> tuple[str, float | None, Series]:
+    frame = point.port_rates()
+    r: dict[str, list[Any]] = {
+        "time_us": frame["time"].tolist(),
+        "port": frame["port"].tolist(),
+        "tx_gbps": frame["tx_gbps"].tolist(),
+        "carried_gbps": frame["carried_gbps"].tolist(),
     }
     ports = sorted(set(p for p in r["port"] if p.endswith("A3") or p.endswith("A4")))
-    rows = {}
+    rows: dict[float, dict[str, float]] = {}
     for t, p, c in zip(r["time_us"], r["port"], r["carried_gbps"], strict=False):
         rows.setdefault(t, {})[p] = c
     times = sorted(rows)
@@ -241,7 +260,7 @@ def rate_series(point, down_ms, up_ms, every):
     return "\n".join(out), moved, (times, ports, rows)
 
 
-def overhead(rows):
+def overhead(rows: list[Row]) -> str:
     r = next((r for r in rows if r["ports"]), None)
     if r is None:
         return ""
@@ -267,7 +286,7 @@ def overhead(rows):
     return "\n".join(out)
 
 
-def drops_table(rows, loads):
+def drops_table(rows: list[Row], loads: list[float]) -> str:
     out = [
         "| load | " + " | ".join(NAMES[s] for s in SCHEMES) + " |",
         "|---" * (len(SCHEMES) + 1) + "|",
@@ -288,7 +307,14 @@ def drops_table(rows, loads):
     return "\n".join(out)
 
 
-def plots(rows, ws, dm, qload, s9a, s9b):
+def plots(
+    rows: list[Row],
+    ws: list[float],
+    dm: list[float],
+    qload: float,
+    s9a: Series,
+    s9b: Series,
+) -> str:
     """PNG figures in docs/results/hula/ (skipped without matplotlib)."""
     try:
         import matplotlib
@@ -305,7 +331,9 @@ def plots(rows, ws, dm, qload, s9a, s9b):
         "hula10x": "tab:olive",
     }
 
-    def curve(ax, cfg, cdf, metric, loads, schemes=SCHEMES):
+    def curve(
+        ax: Any, cfg: str, cdf: str, metric: str, loads: list[float], schemes: list[str] = SCHEMES
+    ) -> None:
         for s in schemes:
             ys = [
                 mean(
@@ -319,7 +347,8 @@ def plots(rows, ws, dm, qload, s9a, s9b):
             ]
             ax.plot(
                 [ld * 100 for ld in loads],
-                [y / 1000 for y in ys],
+                # A mean over no values (no such flows finished): a gap.
+                [math.nan if y is None else y / 1000 for y in ys],
                 "o-",
                 color=colors[s],
                 label=NAMES[s],
@@ -400,7 +429,7 @@ def plots(rows, ws, dm, qload, s9a, s9b):
     return "### Figures\n\n" + "\n".join(f"![{m}](hula/{m})" for m in made)
 
 
-def write_section(name, body):
+def write_section(name: str, body: str) -> None:
     """Puts `body` into docs/results/hula.md between `<!-- NAME:begin -->` and `<!-- NAME:end -->`."""
     P.write_section(DOC, name, body)
 
@@ -412,8 +441,8 @@ FAILURES = [
 ]
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main() -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="one seed, two web-search loads (minutes)")
     ap.add_argument(
         "--smoke",
@@ -511,7 +540,7 @@ def main():
             if r["scheme"] == s and r["cdf"] == "websearch" and r["cfg"] == "asym.toml"
         ]
         speed.append(
-            f"| {NAMES[s]} | {mean([r['events_per_s'] for r in rs]) / 1e6:.2f} | {mean([r['hops_per_s'] for r in rs]) / 1e6:.2f} | {mean([r['events'] for r in rs]) / 1e6:.2f} | {mean([r['wall'] for r in rs]):.2f} |"
+            f"| {NAMES[s]} | {fmt_mean([r['events_per_s'] for r in rs], 1e6)} | {fmt_mean([r['hops_per_s'] for r in rs], 1e6)} | {fmt_mean([r['events'] for r in rs], 1e6)} | {fmt_mean([r['wall'] for r in rs])} |"
         )
     jobs = a.workers or os.cpu_count()
     parts.append(
@@ -530,4 +559,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
