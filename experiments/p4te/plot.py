@@ -10,6 +10,7 @@ plot_cdfs() itself after the full set.
 """
 
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import matplotlib
@@ -42,7 +43,7 @@ PLOTS = [
 ]
 
 
-def plot(res, plan=None):
+def plot(res: R.Res, plan: R.Plan | None = None) -> list[Path]:
     """res: run.py's results, keyed as in run.jobs(); plan: run.py's PLAN as
     run (default: the module's). Returns the files written."""
     plan = plan or R.PLAN
@@ -58,7 +59,10 @@ def plot(res, plan=None):
         ]:
             ax.set_xlabel("load of the aggregation layer (%)")
             for v in variants:
-                xs, ys, lo, hi = [], [], [], []
+                xs: list[float] = []
+                ys: list[float] = []
+                lo: list[float] = []
+                hi: list[float] = []
                 for load in loads:
                     vals = [
                         res[k][cls] / 1000
@@ -97,13 +101,15 @@ def plot(res, plan=None):
     return written
 
 
-def cdf_points(values):
+def cdf_points(values: Iterable[float]) -> tuple[list[float], list[float]]:
     xs = sorted(values)
     n = len(xs)
     return xs, [(i + 1) / n for i in range(n)]
 
 
-def plot_cdfs(store, plan=None, cfg="leaf_spine_10g.toml"):
+def plot_cdfs(
+    store: R.Store, plan: R.Plan | None = None, cfg: str = "leaf_spine_10g.toml"
+) -> list[Path]:
     """Appendix A.2: CDF of FCT per load (columns) for short, large and all
     flows (rows), per-flow records pooled over the seeds. Unfinished flows
     (null FCT) are left out and counted in the panel title."""
@@ -116,7 +122,7 @@ def plot_cdfs(store, plan=None, cfg="leaf_spine_10g.toml"):
         fig, axes = plt.subplots(3, len(loads), figsize=(4 * len(loads), 9.5), squeeze=False)
         for j, load in enumerate(loads):
             for v in vs:
-                fcts = {"short": [], "large": [], "all": []}
+                fcts: dict[str, list[float]] = {"short": [], "large": [], "all": []}
                 missing = 0
                 for seed in seeds:
                     try:
@@ -159,7 +165,7 @@ def plot_cdfs(store, plan=None, cfg="leaf_spine_10g.toml"):
     return written
 
 
-def main():
+def main() -> None:
     """The plots from the finished runs of run.py's full set (nothing is run)."""
     store = R.Store(R.ROOT / R.RESULTS / "full", run=False)
     try:
@@ -168,7 +174,7 @@ def main():
         sys.exit("plot.py: the delta calibration of run.py has not run yet (results/p4te/full)")
     jobs = list(R.jobs([1, 2, 3]))
     store.run([(cfg, sets) for _, cfg, sets in jobs])
-    res = {}
+    res: R.Res = {}
     for key, cfg, sets in jobs:
         try:
             res[key] = R.stats(store.point(cfg, sets))

@@ -26,9 +26,15 @@ import json
 import math
 import statistics
 import sys
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Executor
 from pathlib import Path
+from typing import Any
 
-import tomllib
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the `tomli` backport (pyproject.toml's dependency)
+    import tomli as tomllib
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -130,10 +136,20 @@ LONG_RUN = ["run.max_sim_time_ms=30000"]
 CALIB_VARIANT = "flowlet ECMP"
 CALIB_LOAD = 0.8
 CALIB_INTERVAL_US = 10
-DELTA = {}
+# A config's delta calibration (`calibrate`), by config file name.
+Calib = dict[str, Any]
+DELTA: dict[str, Calib] = {}
+# A run's key in the results: ("grid", cfg, cdf, load, seed, variant),
+# ("incast", seed, variant), ("fat", variant), ("short" or "short-ws", load, seed, variant).
+Key = tuple[object, ...]
+# A run's numbers (`stats`), and every run's by key.
+Stats = dict[str, Any]
+Res = dict[Key, Stats]
+# (seeds, loads, variants) of a (config, cdf) grid.
+Plan = dict[tuple[str, str], tuple[list[int], list[float], list[str]]]
 
 
-def topology(cfg):
+def topology(cfg: str) -> tuple[float | None, float, list[str]]:
     """(fabric capacity in b/s of one direction, share of host capacity, fabric ports filter)."""
     t = tomllib.loads((HERE / cfg).read_text())["topology"]
     if t["kind"] == "leaf_spine":
@@ -145,19 +161,21 @@ def topology(cfg):
     return None, 1.0, ["agg", "core"]
 
 
-def host_load(cfg, load):
+def host_load(cfg: str, load: float) -> float:
     """workload.load (fraction of host links) for the paper's aggregation-layer load."""
     return round(load * topology(cfg)[1], 6)
 
 
-def flows_for(cfg, cdf, load):
+def flows_for(cfg: str, cdf: str, load: float) -> int:
     if cdf == "websearch":
         return WEBSEARCH_FLOWS
     fabric = topology(cfg)[0]
+    if fabric is None:
+        raise ValueError(f"{cfg}: data-mining flows are counted for a leaf-spine topology only")
     return round(load * fabric / (8 * MEAN_BYTES[cdf]) * DATAMINING_ARRIVALS_S[cfg])
 
 
-def sets_for(v, cfg):
+def sets_for(v: str, cfg: str) -> list[str]:
     out = []
     for x in VARIANTS[v]:
         if x == "+delta":
@@ -186,12 +204,19 @@ class Store:
     read back as `points.Point`s. `rerun`: `key=value` settings whose finished
     runs are run again (once per invocation)."""
 
-    def __init__(self, out, workers=None, rerun=(), executor=None, run=True):
+    def __init__(
+        self,
+        out: str | Path,
+        workers: int | None = None,
+        rerun: Iterable[str] = (),
+        executor: Executor | None = None,
+        run: bool = True,
+    ) -> None:
         self.out, self.workers, self.rerun = Path(out), workers, list(rerun)
         self.executor, self.running = executor, run
-        self.points = {}
+        self.points: dict[tuple[str, tuple[tuple[str, str], ...]], P.Point] = {}
 
-    def run(self, jobs):
+    def run(self, jobs: Iterable[tuple[str, list[str]]]) -> None:
         """Runs `(config, sets)` jobs (config: a file name in experiments/p4te).
         Without `run` (plot.py), reads the finished ones only."""
         todo = [(HERE / c, s) for c, s in jobs if P.point_key(HERE / c, s) not in self.points]
@@ -208,14 +233,14 @@ class Store:
             )
             self.points.update(got)
 
-    def point(self, config, sets):
+    def point(self, config: str, sets: list[str]) -> P.Point:
         """The finished run; KeyError if it is not finished and `run` is off."""
         key = P.point_key(HERE / config, sets)
         if key not in self.points:
             self.run([(config, sets)])
         return self.points[key]
 
-    def flows(self, config, sets):
+    def flows(self, config: str, sets: list[str]) -> dict[str, list[Any]]:
         """Per-flow `bytes`, `class` and `fct_us` (None: unfinished), in flow id order."""
         f = self.point(config, sets).flows()
         return {
@@ -225,19 +250,19 @@ class Store:
         }
 
 
-def quantile_weighted(pairs, q):
+def quantile_weighted(pairs: Iterable[tuple[int, float]], q: float) -> int:
     """The smallest value v with weight(x <= v) >= q x total weight."""
-    pairs = sorted(pairs)
-    total = sum(w for _, w in pairs)
+    ps = sorted(pairs)
+    total = sum(w for _, w in ps)
     acc = 0.0
-    for v, w in pairs:
+    for v, w in ps:
         acc += w
         if acc >= q * total:
             return v
-    return pairs[-1][0] if pairs else 0
+    return ps[-1][0] if ps else 0
 
 
-def calibrate(store, cfg, seeds, variant=CALIB_VARIANT):
+def calibrate(store: Store, cfg: str, seeds: list[int], variant: str = CALIB_VARIANT) -> Calib:
     """Section 7: queue depths of the fabric ports under ECMP (with ECN) at
     80% web-search load, their p90 in packets, delta = p90 / 3.
 
@@ -266,7 +291,8 @@ def calibrate(store, cfg, seeds, variant=CALIB_VARIANT):
         "metrics.port_rate_ports=" + json.dumps(ports),
         *EXTRA,
     ]
-    weighted, all_s = [], []
+    weighted: list[tuple[int, float]] = []
+    all_s: list[int] = []
     store.run([(cfg, [*sets, f"run.seed={seed}"]) for seed in seeds])
     for seed in seeds:
         d = store.point(cfg, [*sets, f"run.seed={seed}"])
@@ -301,12 +327,12 @@ def calibrate(store, cfg, seeds, variant=CALIB_VARIANT):
     return out
 
 
-def stats(point):
+def stats(point: P.Point) -> Stats:
     """The numbers the tables use, from a point's `runs` row and its ports."""
     r = point.row
     counters = point.counters()
     done = int(r["flows_completed"]) or 1
-    ups = {}
+    ups: dict[str, list[int]] = {}
     for port in point.ports():
         if port["uplink"] and port["name"].startswith("leaf"):
             ups.setdefault(port["name"].split("->")[0], []).append(port["tx_packets"])
@@ -333,16 +359,24 @@ def stats(point):
     }
 
 
-def mean(xs):
-    xs = [x for x in xs if x is not None]
-    return sum(xs) / len(xs) if xs else None
+def mean(xs: Iterable[float | None]) -> float | None:
+    got = [x for x in xs if x is not None]
+    return sum(got) / len(got) if got else None
 
 
-def fmt(x, d=0):
+def present(x: float | None) -> float:
+    """`x`, a mean the caller knows has values (every run of the set has the
+    figure); ValueError if it has none."""
+    if x is None:
+        raise ValueError("a mean over no values")
+    return x
+
+
+def fmt(x: float | None, d: int = 0) -> str:
     return "-" if x is None else f"{x:,.{d}f}"
 
 
-def pct(a, b):
+def pct(a: float | None, b: float | None) -> str:
     return "-" if a is None or b is None or b == 0 else f"{100 * (a / b - 1):+.0f}%"
 
 
@@ -416,11 +450,11 @@ CDF_VARIANTS = ["ECMP", "flowlet ECMP", "HULA", "P4TE-RA fast"]
 
 
 # --smoke (the test suite's): overrides after every run's own, for runs of seconds.
-EXTRA = []
-EXTRA_INCAST = []
+EXTRA: list[str] = []
+EXTRA_INCAST: list[str] = []
 
 
-def smoke():
+def smoke() -> None:
     """One seed, one load, two variants per grid, 20 flows per run cut at 30 ms."""
     EXTRA[:] = ["workload.flows=20", "run.max_sim_time_ms=30"]
     EXTRA_INCAST[:] = ["run.max_sim_time_ms=5"]
@@ -437,7 +471,7 @@ def smoke():
     WHERE[2][:] = ["HULA"]
 
 
-def grid_sets(cfg, cdf, load, seed, v):
+def grid_sets(cfg: str, cdf: str, load: float, seed: int, v: str) -> list[str]:
     sets = [
         *sets_for(v, cfg),
         f"workload.cdf={cdf}",
@@ -448,8 +482,8 @@ def grid_sets(cfg, cdf, load, seed, v):
     return sets + (LONG_RUN if cdf == "datamining" else []) + EXTRA
 
 
-def jobs(seeds):
-    def grid(cfg, cdf):
+def jobs(seeds: list[int]) -> Iterator[tuple[Key, str, list[str]]]:
+    def grid(cfg: str, cdf: str) -> Iterator[tuple[Key, str, list[str]]]:
         ss, loads, vs = PLAN[(cfg, cdf)]
         for load in loads:
             for seed in ss:
@@ -479,7 +513,9 @@ def jobs(seeds):
                 yield ("short-ws", load, seed, v), cfg, grid_sets(cfg, "websearch", load, seed, v)
 
 
-def short_flow_stats(store, load, seed, v, cdf=SHORT_CFG[1]):
+def short_flow_stats(
+    store: Store, load: float, seed: int, v: str, cdf: str = SHORT_CFG[1]
+) -> dict[str, Any]:
     """Mean FCT of the short flows (the default classes: the variant "all
     short" reclassifies its own) and the share of one-packet flows slower
     than 50 us, from the per-flow records."""
@@ -491,7 +527,7 @@ def short_flow_stats(store, load, seed, v, cdf=SHORT_CFG[1]):
     return {"short": mean(short), "one_slow": sum(f > 50 for f in one) / max(len(one), 1)}
 
 
-def where_queues(store, v, load, seed):
+def where_queues(store: Store, v: str, load: float, seed: int) -> dict[str, Any]:
     """Fabric queues while the data-mining flows arrive (first 1.5 s): the
     time-average depth (packets) of the leaf uplinks and of the spine
     downlinks, the share of time a leaf has an idle uplink (empty queue,
@@ -527,7 +563,7 @@ def where_queues(store, v, load, seed):
     col = {n: i for i, n in enumerate(names)}
     ts = np.unique(np.array(q["time_us"]))
 
-    def matrix(t, port, val):
+    def matrix(t: list[float], port: list[str], val: np.ndarray) -> np.ndarray:
         m = np.zeros((len(ts), len(names)))
         m[np.searchsorted(ts, np.array(t)), [col[x] for x in port]] = val
         return m[ts <= DATAMINING_ARRIVALS_S[cfg] * 1e6]
@@ -536,7 +572,7 @@ def where_queues(store, v, load, seed):
     tx = matrix(r["time_us"], r["port"], np.array(r["tx_gbps"], float))
     n = 4
 
-    def by(fmt_name, shift=0):
+    def by(fmt_name: Callable[[int, int, int], str], shift: int = 0) -> np.ndarray:
         return np.array(
             [[depth[:, col[fmt_name(j, s, (j + shift) % n)]] for s in range(n)] for j in range(n)]
         )
@@ -548,7 +584,7 @@ def where_queues(store, v, load, seed):
     ack_up, ack_down = np.roll(up, -1, axis=0), by(lambda j, s, k: f"spine{s}->leaf{j}")
     rng = np.random.default_rng(0)
 
-    def on_min_uplink(u, dn):
+    def on_min_uplink(u: np.ndarray, dn: np.ndarray) -> float:
         i = (u + rng.random(u.shape) * 1e-3).argmin(axis=1)
         return float(np.take_along_axis(u + dn, i[:, None, :], 1).mean())
 
@@ -566,7 +602,7 @@ def where_queues(store, v, load, seed):
     return out
 
 
-def calibrate_all(store, seeds):
+def calibrate_all(store: Store, seeds: list[int]) -> dict[str, Calib]:
     """DELTA for every config (incast: the 10G one, same topology)."""
     for cfg in ["leaf_spine_10g.toml", "leaf_spine_40g.toml", "fat_tree_k8.toml"]:
         DELTA[cfg] = calibrate(store, cfg, seeds)
@@ -577,8 +613,8 @@ def calibrate_all(store, seeds):
     }
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main() -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--seeds", default="1,2,3")
     ap.add_argument("--quick", action="store_true", help="one seed, loads 0.4 and 0.8")
     ap.add_argument(
@@ -625,7 +661,7 @@ def main():
         print(f"wrote {f}")
 
 
-def flows_title(cfg, cdf, loads):
+def flows_title(cfg: str, cdf: str, loads: list[float]) -> str:
     n = [flows_for(cfg, cdf, ld) for ld in loads]
     if len(set(n)) == 1:
         return f"{n[0]} flows"
@@ -636,9 +672,9 @@ def flows_title(cfg, cdf, loads):
     )
 
 
-def write_short(res, store):
+def write_short(res: Res, store: Store) -> list[str]:
     """The section on data-mining short flows (ABLATION, WHERE)."""
-    L = []
+    L: list[str] = []
     w = L.append
     cfg = SHORT_CFG[0]
     w(
@@ -670,7 +706,7 @@ def write_short(res, store):
             ]
             cells += [
                 fmt(mean([x["short"] for x in st])),
-                f"{100 * mean([x['one_slow'] for x in st]):.0f}%" if st else "-",
+                f"{100 * present(mean([x['one_slow'] for x in st])):.0f}%" if st else "-",
             ]
         w(f"| {v} | " + " | ".join(cells) + " |")
     w(
@@ -715,7 +751,7 @@ def write_short(res, store):
         x = where_queues(store, v, load, seed)
         c = x["counters"]
 
-        def share(cls):
+        def share(cls: str) -> str:
             tot = c.get(f"path_choices_{cls}")
             return "-" if not tot else f"{100 * c.get(f'path_overrides_{cls}', 0) / tot:.0f}%"
 
@@ -726,11 +762,17 @@ def write_short(res, store):
     return L
 
 
-def write(res, seeds, per_flow_ecmp, store, doc=OUT):
-    L = []
+def write(
+    res: Res,
+    seeds: list[int],
+    per_flow_ecmp: dict[str, Calib],
+    store: Store,
+    doc: Path | None = OUT,
+) -> str:
+    L: list[str] = []
     w = L.append
 
-    def g(cfg, cdf, load, v, k):
+    def g(cfg: str, cdf: str, load: float, v: str, k: str) -> float | None:
         ss = PLAN[(cfg, cdf)][0]
         return mean(
             [
@@ -800,21 +842,22 @@ def write(res, seeds, per_flow_ecmp, store, doc=OUT):
             w("| load | metric | " + " | ".join(V) + " |")
             w("|---|---|" + "---|" * len(V))
             for load in loads:
-                for metric, key, d in [
+                for metric, key, digits in [
                     ("short FCT", "short", 0),
                     ("large FCT", "large", 0),
                     ("retx/flow", "retx", 2),
                 ]:
                     w(
                         f"| {int(load * 100)}% | {metric} | "
-                        + " | ".join(fmt(g(cfg, cdf, load, v, key), d) for v in V)
+                        + " | ".join(fmt(g(cfg, cdf, load, v, key), digits) for v in V)
                         + " |"
                     )
             if cdf == "datamining":
                 w(
                     "| all | traffic ms | "
                     + " | ".join(
-                        fmt(mean([g(cfg, cdf, ld, v, "sim_s") for ld in loads]) * 1000) for v in V
+                        fmt(present(mean([g(cfg, cdf, ld, v, "sim_s") for ld in loads])) * 1000)
+                        for v in V
                     )
                     + " |"
                 )
@@ -879,9 +922,9 @@ def write(res, seeds, per_flow_ecmp, store, doc=OUT):
             )
             fk = " / ".join(
                 fmt(
-                    g(cfg, cdf, ld, "P4TE-RA fast", "facks")
+                    present(g(cfg, cdf, ld, "P4TE-RA fast", "facks"))
                     * 1000
-                    / max(g(cfg, cdf, ld, "P4TE-RA fast", "delivered"), 1),
+                    / max(present(g(cfg, cdf, ld, "P4TE-RA fast", "delivered")), 1),
                     1,
                 )
                 for ld in loads
@@ -931,7 +974,7 @@ def write(res, seeds, per_flow_ecmp, store, doc=OUT):
     w(
         "| CV, mean of leaves | "
         + " | ".join(
-            f"{100 * mean([mean(list(res[('grid', cfg, 'websearch', load, s, v)]['cv'].values())) for s in seeds10]):.1f}%"
+            f"{100 * present(mean([mean(list(res[('grid', cfg, 'websearch', load, s, v)]['cv'].values())) for s in seeds10])):.1f}%"
             for v in V
         )
         + " |"
@@ -987,18 +1030,18 @@ def write(res, seeds, per_flow_ecmp, store, doc=OUT):
                 f"| {title} | {int(load * 100)}% | {mean([r['feedback'] / max(r['delivered'], 1) for r in rs]):.3f} | "
                 f"{mean([r['feedback'] / max(r['hops'], 1) for r in rs]):.3f} | {mean([r['facks'] / max(r['delivered'], 1) for r in rs]):.4f} | "
                 f"{fmt(mean([r['issued'] for r in rs]))} / {fmt(mean([r['writes'] for r in rs]))} | "
-                f"{fmt(mean([r['wait_mean'] for r in rs]) / 1000, 1)} / {fmt(max(r['wait_max'] for r in rs) / 1000, 1)} | "
+                f"{fmt(present(mean([r['wait_mean'] for r in rs])) / 1000, 1)} / {fmt(max(r['wait_max'] for r in rs) / 1000, 1)} | "
                 f"{fmt(mean([r['issued'] for r in bs]))} / {fmt(mean([r['writes'] for r in bs]))} | "
                 f"{fmt(mean([r['wait_mean'] for r in bs]), 1)} / {fmt(max(r['wait_max'] for r in bs), 0)} | "
                 f"{fmt(mean([r['wait_mean'] for r in fs]), 2)} / {fmt(max(r['wait_max'] for r in fs), 1)} | "
-                f"{fmt(mean([r['sim_s'] for r in rs]) * 1000, 0)} |"
+                f"{fmt(present(mean([r['sim_s'] for r in rs])) * 1000, 0)} |"
             )
     if doc is not None:
         write_page("\n".join(L), doc)
     return "\n".join(L)
 
 
-def write_page(text, doc=OUT):
+def write_page(text: str, doc: Path = OUT) -> None:
     """docs/results/p4te.md: `text`, then the page's hand-written "## Discussion" on."""
     doc.parent.mkdir(parents=True, exist_ok=True)
     tail = ""
