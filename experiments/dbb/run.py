@@ -22,7 +22,9 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -194,7 +196,15 @@ def goodput_series(point: P.Point) -> dict[float, float]:
     return dict(zip(frame["time"].tolist(), frame["gbps"].tolist(), strict=True))
 
 
-def sec4_row(point: P.Point, t0: float, t1: float) -> dict[str, float]:
+# A section IV run's numbers: floats, and `series` (`goodput_series`).
+Sec4Row = dict[str, Any]
+# (scenario, variant, seed) -> its row.
+Sec4Rows = dict[tuple[str, str, int], Sec4Row]
+# (scheme, load, seed) -> an asymmetric run's numbers (`asym_row`).
+AsymRows = dict[tuple[str, float, int], dict[str, float]]
+
+
+def sec4_row(point: P.Point, t0: float, t1: float) -> Sec4Row:
     series = goodput_series(point)
     # Mean total goodput over the intervals that end in (t0, t1].
     bins = [g for t, g in series.items() if t0 < t <= t1]
@@ -215,12 +225,12 @@ def sec4_row(point: P.Point, t0: float, t1: float) -> dict[str, float]:
     }
 
 
-def mean(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.fmean(xs) if xs else float("nan")
+def mean(xs: Iterable[float | None]) -> float:
+    got = [x for x in xs if x is not None]
+    return statistics.fmean(got) if got else float("nan")
 
 
-def sec4_tables(mode: Mode, rows: dict) -> str:
+def sec4_tables(mode: Mode, rows: Sec4Rows) -> str:
     """Goodput beside the paper's, and reordering / duplicate ACKs /
     retransmissions per scheme."""
     out = []
@@ -308,11 +318,11 @@ def asym_row(point: P.Point) -> dict[str, float]:
     }
 
 
-def asym_tables(mode: Mode, rows: dict) -> str:
+def asym_tables(mode: Mode, rows: AsymRows) -> str:
     out = []
     ss = mode.asym_schemes
 
-    def table(metric: str, title: str, fmt) -> None:
+    def table(metric: str, title: str, fmt: Callable[[float], str]) -> None:
         out.append(
             f"\n#### {title}\n\n| load | "
             + " | ".join(ASYM_NAMES[s] for s in ss)
@@ -323,7 +333,7 @@ def asym_tables(mode: Mode, rows: dict) -> str:
             cells = [fmt(mean([rows[s, load, seed][metric] for seed in mode.seeds])) for s in ss]
             out.append(f"| {int(load * 100)}% | " + " | ".join(cells) + " |")
 
-    def ms(us):
+    def ms(us: float) -> str:
         return "-" if us != us else f"{us / 1000:.2f}"
 
     table("mean", "Mean FCT (ms), all flows", ms)
@@ -345,7 +355,9 @@ def asym_tables(mode: Mode, rows: dict) -> str:
     return "\n".join(out)
 
 
-def plots(mode: Mode, sec4: dict, windows: dict, asym: dict) -> str:
+def plots(
+    mode: Mode, sec4: Sec4Rows, windows: dict[str, tuple[float, float]], asym: AsymRows
+) -> str:
     """PNG figures in docs/results/dbb/ (skipped without matplotlib)."""
     try:
         import matplotlib
@@ -356,7 +368,7 @@ def plots(mode: Mode, sec4: dict, windows: dict, asym: dict) -> str:
         return "(Figures skipped: matplotlib is not importable.)"
     FIGS.mkdir(parents=True, exist_ok=True)
     names = []
-    figs = {}
+    figs: dict[str, list[tuple[str, str, str]]] = {}
     for name, fig, what, _ in mode.scenarios:
         figs.setdefault(fig.split()[1].rstrip("ab"), []).append((name, fig, what))
     for number, members in figs.items():
@@ -403,7 +415,7 @@ def plots(mode: Mode, sec4: dict, windows: dict, asym: dict) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument(
         "--quick", action="store_true", help="one seed, 0.5 ms per paper second (minutes)"
     )
@@ -418,8 +430,8 @@ def main() -> int:
     out = (a.out / mode.name).resolve()
     pts = sec4_points(mode, out)
     done = P.run_points([(c, s) for *_, c, s in pts], out, a.workers)
-    windows = {}
-    sec4 = {}
+    windows: dict[str, tuple[float, float]] = {}
+    sec4: Sec4Rows = {}
     for name, v, seed, c, s in pts:
         _, _, t0, t1 = flows_of(name, mode)
         windows[name] = (t0, t1)
