@@ -38,6 +38,9 @@ from pisanet import database
 SCHEME_KEY = "scheme.kind"
 SEED_KEY = "run.seed"
 
+# A run's identity (`point_key`): its config file name and effective overrides.
+PointKey = tuple[str, tuple[tuple[str, str], ...]]
+
 
 def settings(sets: Iterable[str]) -> dict[str, str]:
     """`key=value` overrides as a dict (a later value of a key wins, as in a run)."""
@@ -48,7 +51,7 @@ def settings(sets: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def point_key(config: str | Path, sets: Iterable[str]) -> tuple[str, tuple[tuple[str, str], ...]]:
+def point_key(config: str | Path, sets: Iterable[str]) -> PointKey:
     """The identity of a run: its config file name and its effective overrides."""
     return Path(config).name, tuple(sorted(settings(sets).items()))
 
@@ -229,7 +232,7 @@ def run_points(
     run: bool = True,
     executor: Executor | None = None,
     lenient: bool = False,
-) -> dict[tuple[str, tuple[tuple[str, str], ...]], Point]:
+) -> dict[PointKey, Point]:
     """Runs every `(config, overrides)` (those already finished in `out` are read
     back, not run) and returns each as a `Point`, keyed by `point_key`.
 
@@ -244,7 +247,7 @@ def run_points(
     """
     pts = [(Path(c), list(s)) for c, s in points]
     groups = _groups(pts)
-    result: dict[tuple[str, tuple[tuple[str, str], ...]], Point] = {}
+    result: dict[PointKey, Point] = {}
     todo_total = len(groups)
     for i, g in enumerate(groups):
         directory = g.directory(out)

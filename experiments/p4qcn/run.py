@@ -22,8 +22,10 @@ full (10 seeds; writes docs/). The page says which mode wrote it.
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -71,6 +73,11 @@ BG = [2, 3, 4, 5]  # background rates (Mb/s at 7 Mb/s links), section 4
 THRESHOLDS = [3, 5, 7, 9, 11, 13, 15]  # Fig. 17 (packets)
 SCALED = {"_10g": 10e9, "_40g": 40e9, "_100g": 100e9}
 
+# A run's metrics (`measure`); None: not measured (no sample, no rate cut).
+Metrics = dict[str, float | None]
+# A run: (config, overrides).
+Job = tuple[Path, list[str]]
+
 
 class Mode:
     def __init__(self, quick: bool, smoke: bool):
@@ -89,7 +96,9 @@ def flow_file(out: Path, suffix: str, bg: float, seed: int) -> Path:
     return path
 
 
-def job(out: Path, variant: str, bg: float, seed: int, suffix: str = "", extra=()):
+def job(
+    out: Path, variant: str, bg: float, seed: int, suffix: str = "", extra: Iterable[str] = ()
+) -> Job:
     sets = VARIANTS[variant] + [
         f"workload.file={flow_file(out, suffix, bg, seed)}",
         f"run.seed={seed}",
@@ -98,7 +107,7 @@ def job(out: Path, variant: str, bg: float, seed: int, suffix: str = "", extra=(
     return (HERE / f"fig10{suffix}.toml", sets)
 
 
-def measure(point, line_bps: float) -> dict:
+def measure(point: P.Point, line_bps: float) -> Metrics:
     """The metrics (docs/results/p4qcn.md, "Metrics") of one run."""
     r = point.row
     flows = point.flows()
@@ -127,16 +136,29 @@ def measure(point, line_bps: float) -> dict:
     }
 
 
-def mean(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.mean(xs) if xs else None
+def mean(xs: Iterable[float | None]) -> float | None:
+    got = [x for x in xs if x is not None]
+    return statistics.mean(got) if got else None
 
 
-def cell(v, fmt):
+def gap(v: float | None) -> float:
+    """A value to plot: None (no value) as NaN, which matplotlib leaves out
+    (as it does None itself)."""
+    return math.nan if v is None else v
+
+
+def cell(v: float | None, fmt: str) -> str:
     return "-" if v is None else format(v, fmt)
 
 
-def table(res, variants, metric, fmt, bgs, label):
+def table(
+    res: dict[tuple[str, float], list[Metrics]],
+    variants: list[str],
+    metric: str,
+    fmt: str,
+    bgs: list[int],
+    label: str,
+) -> str:
     out = [
         "| background (Mb/s) | " + " | ".join(NAMES[v] for v in variants) + " |",
         "|---" * (len(variants) + 1) + "|",
@@ -147,7 +169,12 @@ def table(res, variants, metric, fmt, bgs, label):
     return f"{label}\n\n" + "\n".join(out)
 
 
-def plots(res, bgs, fig17, thresholds) -> str:
+def plots(
+    res: dict[tuple[str, float], list[Metrics]],
+    bgs: list[int],
+    fig17: dict[tuple[str, float], list[Metrics]],
+    thresholds: list[int],
+) -> str:
     try:
         import matplotlib
 
@@ -158,11 +185,11 @@ def plots(res, bgs, fig17, thresholds) -> str:
     FIGS.mkdir(parents=True, exist_ok=True)
     made = []
 
-    def fig(name, variants, metric, ylabel, scale=1.0):
+    def fig(name: str, variants: list[str], metric: str, ylabel: str, scale: float = 1.0) -> None:
         f, ax = plt.subplots(figsize=(4.5, 3.2))
         for v in variants:
             ys = [mean([m[metric] for m in res.get((v, bg), [])]) for bg in bgs]
-            ax.plot(bgs, [None if y is None else y * scale for y in ys], "o-", label=NAMES[v])
+            ax.plot(bgs, [gap(y) * scale for y in ys], "o-", label=NAMES[v])
         ax.set_xlabel("background rate (Mb/s)")
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
@@ -189,7 +216,7 @@ def plots(res, bgs, fig17, thresholds) -> str:
     for v in ["p4qcn", "pfc"]:
         ax.plot(
             thresholds,
-            [mean([m["util"] for m in fig17.get((v, q), [])]) for q in thresholds],
+            [gap(mean([m["util"] for m in fig17.get((v, q), [])])) for q in thresholds],
             "o-",
             label=NAMES[v],
         )
@@ -205,7 +232,7 @@ def plots(res, bgs, fig17, thresholds) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="3 seeds (156 runs; minutes)")
     ap.add_argument("--smoke", action="store_true", help="one rate, one seed; prints only")
     P.add_arguments(ap, OUT)
@@ -214,18 +241,18 @@ def main() -> int:
     out = (a.out / P.mode_name(a)).resolve()
     pool = ThreadPoolExecutor(a.workers or 2)  # runs are tiny: threads, not processes
 
-    def run_all(jobs):
+    def run_all(jobs: list[Job]) -> dict[P.PointKey, P.Point]:
         return P.run_points(jobs, out, executor=pool)
 
     # Figs. 13-16: every variant, background rate and seed at 7 Mb/s.
     keys = [(v, bg, s) for v in VARIANTS for bg in mode.bg for s in mode.seeds]
     jobs = {key: job(out, *key) for key in keys}
     got = run_all(list(jobs.values()))
-    res: dict = {}
+    res: dict[tuple[str, float], list[Metrics]] = {}
     for (v, bg, _), j in jobs.items():
         res.setdefault((v, bg), []).append(measure(got[P.point_key(*j)], inputs.PAPER_BPS))
     # Fig. 17: utilization against the threshold, "slight congestion" (4 Mb/s).
-    f17 = {}
+    f17: dict[tuple[str, int, int], Job] = {}
     for q in mode.thresholds:
         for s in mode.seeds:
             f17[("p4qcn", q, s)] = job(
@@ -239,7 +266,7 @@ def main() -> int:
                 out, "pfc", 4, s, extra=[f"topology.pfc.xoff_kb={q * FRAME_KB:.3f}"]
             )
     got17 = run_all(list(f17.values()))
-    fig17: dict = {}
+    fig17: dict[tuple[str, float], list[Metrics]] = {}
     for (v, q, _), j in f17.items():
         fig17.setdefault((v, q), []).append(measure(got17[P.point_key(*j)], inputs.PAPER_BPS))
     # The scaled versions: background 4 Mb/s-equivalent, each variant, seed 1.

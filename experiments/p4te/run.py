@@ -214,7 +214,7 @@ class Store:
     ) -> None:
         self.out, self.workers, self.rerun = Path(out), workers, list(rerun)
         self.executor, self.running = executor, run
-        self.points: dict[tuple[str, tuple[tuple[str, str], ...]], P.Point] = {}
+        self.points: dict[P.PointKey, P.Point] = {}
 
     def run(self, jobs: Iterable[tuple[str, list[str]]]) -> None:
         """Runs `(config, sets)` jobs (config: a file name in experiments/p4te).
