@@ -6,7 +6,8 @@
 #      and cargo-web (bookworm(-security); binaries in /usr/bin);
 #   2. python3 (>= 3.10) with venv and headers, a C toolchain (apt, when missing);
 #   3. .venv in the repo with requirements.txt;
-#   4. the pisanet package (native module built by maturin, release) into .venv.
+#   4. the pisanet package (native module built by maturin, release, with
+#      profile-guided optimisation unless PISANET_PGO=0: scripts/pgo.sh) into .venv.
 # Uses sudo for apt when not root.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
@@ -62,7 +63,18 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
-# 4. The package itself: an editable install, the native module built in release mode.
-log "building the native module (maturin develop --release)"
-VIRTUAL_ENV="$PISANET_ROOT/.venv" .venv/bin/maturin develop --release --quiet
+# 4. The package itself: an editable install, the native module built in
+#    release mode with profile-guided optimisation (scripts/pgo.sh; about 10%
+#    faster, same digests) where the machine allows it, else without.
+#    PISANET_PGO=0 skips PGO (a quicker set-up).
+pgo=3
+if [ "${PISANET_PGO:-1}" != 0 ]; then
+  bash scripts/pgo.sh && pgo=0 || pgo=$?
+  if [ "$pgo" -ne 0 ] && [ "$pgo" -ne 3 ]; then exit "$pgo"; fi
+fi
+if [ "$pgo" -ne 0 ]; then
+  log "building the native module (maturin develop --release)"
+  VIRTUAL_ENV="$PISANET_ROOT/.venv" .venv/bin/maturin develop --release --quiet
+  rm -f .venv/.pisanet-pgo
+fi
 log "ready: .venv/bin/pisanet"
