@@ -151,3 +151,89 @@ fn with_loss_uses_alpha_the_empty_timeout_cuts_ssthresh_from_cwnd() {
         );
     }
 }
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Clone, Debug)]
+    enum Step {
+        /// An ACK of `eighths` / 8 of what is outstanding, ECE as given.
+        Ack { eighths: u64, ece: bool },
+        /// The timer fires at its deadline.
+        Timer,
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            4 => (0u64..=8, any::<bool>()).prop_map(|(eighths, ece)| Step::Ack { eighths, ece }),
+            1 => Just(Step::Timer),
+        ]
+    }
+
+    proptest! {
+        /// With both options, whatever the ACKs (marked or not) and
+        /// timeouts: new data leaves only in full segments (or the flow's
+        /// tail), a timer runs until the flow is complete (a window under
+        /// one segment never stalls it), and acknowledging everything with
+        /// ECE, firing the timer whenever nothing is in flight, completes
+        /// the flow (one segment per timeout at worst).
+        #[test]
+        fn full_segments_only_and_never_stalled(
+            steps in prop::collection::vec(step(), 1..150),
+            board in any::<bool>(),
+            size in 1u64..60_000,
+        ) {
+            let c = cfg(true, true, board);
+            let (mut tx, first) = started(&c, size);
+            let mut now = SimTime::ZERO;
+            let check = |before_max: u64, out: &[Packet], tx: &TcpSender| -> Result<(), TestCaseError> {
+                for p in out {
+                    let t = p.tcp().expect("tcp");
+                    if t.seq >= before_max {
+                        prop_assert_eq!(u64::from(t.payload), MSS.min(size - t.seq));
+                    }
+                }
+                prop_assert_eq!(tx.timer_deadline().is_none(), tx.is_complete());
+                Ok(())
+            };
+            check(0, &first, &tx)?;
+            for st in steps {
+                now += us(7);
+                let before_max = tx.stats().snd_max;
+                let mut out = Vec::new();
+                match st {
+                    Step::Ack { eighths, ece } => {
+                        let una = tx.stats().bytes_acked;
+                        let ack = una + (tx.stats().snd_max - una) * eighths / 8;
+                        tx.on_packet(now, &ack_pkt(ack, W, ece), &mut out);
+                    }
+                    Step::Timer => {
+                        if let Some(d) = tx.timer_deadline() {
+                            now = now.max(d);
+                        }
+                        tx.on_timer(now, &mut out);
+                    }
+                }
+                check(before_max, &out, &tx)?;
+            }
+            // Drain: every ACK marked, the timer whenever nothing is in flight.
+            for _ in 0..(4 * size / MSS + 20) {
+                if tx.is_complete() {
+                    break;
+                }
+                now += us(7);
+                let before_max = tx.stats().snd_max;
+                let mut out = Vec::new();
+                if tx.bytes_in_flight() > 0 {
+                    tx.on_packet(now, &ack_pkt(tx.stats().snd_max, W, true), &mut out);
+                } else {
+                    now = now.max(tx.timer_deadline().expect("a timer while incomplete"));
+                    tx.on_timer(now, &mut out);
+                }
+                check(before_max, &out, &tx)?;
+            }
+            prop_assert!(tx.is_complete(), "{:?}", tx.stats());
+        }
+    }
+}
