@@ -115,6 +115,12 @@ pub struct TransportParams {
     /// DCTCP: a loss (fast retransmit, or a timeout of a segment not yet resent by the timer) sets ssthresh to (1 - alpha / 2) x cwnd (at least 2 segments), as ns-3 3.44 (`TcpDctcp::GetSsThresh`, called by `EnterRecovery` and `ReTxTimeout`) and Linux 4.x (`dctcp_ssthresh`) do. Default false: halve as conventional TCP (RFC 8257 section 3.5), as current Linux does (`dctcp_react_to_loss`). See docs/model.md, "Hosts".
     #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["dctcp"]}))]
     pub dctcp_loss_uses_alpha: bool,
+    /// DCTCP: the alpha-scaled cut (cwnd x (1 - alpha / 2), on an ECN echo and, with `dctcp_loss_uses_alpha`, on a loss) has no floor, so cwnd may fall below one segment, as ns-3 3.44's `TcpDctcp::GetSsThresh` (tcp-dctcp.cc) returns it. Default false: at least 2 SMSS, as Linux's `dctcp_ssthresh`. See docs/model.md, "Hosts".
+    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["dctcp"]}))]
+    pub dctcp_no_floor: bool,
+    /// ns-3's silly-window avoidance: new data leaves only when the usable window holds a full segment or all the data left (ns-3 3.44 tcp-socket-base.cc, `SendPendingData`); with nothing in flight and a window under one segment the sender waits for the retransmission timer, whose expiry is a timeout (`ReTxTimeout`: ssthresh from the congestion control, cwnd = 1 SMSS, RTO doubled) that sends one segment. Linux counts cwnd in whole segments (`tcp_cwnd_test` in `tcp_write_xmit`), so this never arises there. Default false: with nothing in flight, send what the window allows at once. See docs/model.md, "Hosts".
+    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
+    pub full_segment_window: bool,
     /// Without SACK, ns-3 3.44's per-segment loss bookkeeping (`TcpTxBuffer`): each duplicate ACK marks one more segment SACKed (pipe = sent - SACKed - lost + resent), a timeout marks every outstanding segment lost and resends them all oldest first as the window allows, and marks left above a cumulative ACK mark the next segment lost (resent at once; one duplicate ACK then starts recovery). Linux keeps only counts (`tcp_add_reno_sack`) and does not resend a segment still in the host's queue. Default false. See docs/model.md, "Hosts".
     #[schemars(extend("x-applies-when" = {"key": "transport.sack", "in": [false]}))]
     pub reno_scoreboard: bool,
@@ -240,6 +246,8 @@ impl Default for TransportParams {
             ece_ends_recovery: false,
             dctcp_dupack_bytes: false,
             dctcp_loss_uses_alpha: false,
+            dctcp_no_floor: false,
+            full_segment_window: false,
             reno_scoreboard: false,
             rtt_every_ack: false,
             ts_clock_us: 0.0,
@@ -296,6 +304,8 @@ impl TransportParams {
             ece_ends_recovery: self.ece_ends_recovery,
             dctcp_dupack_bytes: self.dctcp_dupack_bytes,
             dctcp_loss_uses_alpha: self.dctcp_loss_uses_alpha,
+            dctcp_no_floor: self.dctcp_no_floor,
+            full_segment_window: self.full_segment_window,
             reno_scoreboard: self.reno_scoreboard,
             ts_clock: SimTime::from_us_f64(self.ts_clock_us),
             app_rate_bps: (self.app_rate_gbps > 0.0)

@@ -3,8 +3,9 @@
 //! `transport.limited_transmit`, `transport.rto_granularity_us`,
 //! `transport.cwr_ignores_dupacks`, `transport.rtt_every_ack`,
 //! `transport.ts_clock_us`, `transport.cwr_freeze`,
-//! `transport.reno_scoreboard`, `transport.dctcp_loss_uses_alpha` and
-//! `transport.cwr_ends_at_timeout`.
+//! `transport.reno_scoreboard`, `transport.dctcp_loss_uses_alpha`,
+//! `transport.cwr_ends_at_timeout`, `transport.dctcp_no_floor` and
+//! `transport.full_segment_window`.
 
 mod common;
 
@@ -380,4 +381,54 @@ fn cwr_ends_at_timeout_changes_dctcp_runs_with_timeouts_only() {
     let b = run_flows("cwr-timeout-alone-on", one, &alone_on);
     assert_eq!(n(&a.summary, "packets.dropped"), 0.0);
     assert_eq!(a.summary["digest"], b.summary["digest"]);
+}
+
+#[test]
+fn dctcp_no_floor_with_full_segment_windows_waits_for_timeouts() {
+    // Seven DCTCP flows into one host through a 20-packet port that marks
+    // above 5 packets: alpha stays near 1 and the cuts reach small windows.
+    let flows: String = (0..7).map(|s| format!("0,{s},7,300000\n")).collect();
+    let base = [
+        "transport.kind=\"dctcp\"",
+        "topology.buffer_pkts=20",
+        "topology.ecn_threshold_kb=0",
+        "topology.ecn_threshold_pkts=5",
+        "transport.tsq_kb=0",
+        "transport.reno_scoreboard=true",
+        "transport.cwr_freeze=true",
+        "transport.cwr_ends_at_timeout=true",
+        "metrics.flow_stats=true",
+    ];
+    let timeouts = |o: &RunOutput| o.flows.timeouts.iter().sum::<u32>();
+    let off = run_flows("no-floor-off", &flows, &base);
+    // The send rule alone: with the 2-SMSS floor no window falls below a
+    // segment, so nothing changes.
+    let mut rule = base.to_vec();
+    rule.push("transport.full_segment_window=true");
+    let rule_only = run_flows("no-floor-rule-only", &flows, &rule);
+    assert_eq!(off.summary["digest"], rule_only.summary["digest"]);
+    // Both: windows under a segment wait for the timer, so more timeouts.
+    rule.push("transport.dctcp_no_floor=true");
+    let on = run_flows("no-floor-on", &flows, &rule);
+    assert!(on.summary["conservation_ok"].as_bool().unwrap());
+    assert_ne!(off.summary["digest"], on.summary["digest"]);
+    assert!(
+        timeouts(&on) > timeouts(&off),
+        "{} {}",
+        timeouts(&on),
+        timeouts(&off)
+    );
+    // NewReno does not read `dctcp_no_floor`, and so refuses it.
+    let err = common::try_flows(
+        "ns3opt",
+        "no-floor-reno",
+        CFG,
+        INCAST,
+        &["transport.dctcp_no_floor=true"],
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("transport.dctcp_no_floor"),
+        "{err}"
+    );
 }

@@ -48,6 +48,9 @@ mod test_util;
 mod ns3_options_tests;
 
 #[cfg(test)]
+mod window_floor_tests;
+
+#[cfg(test)]
 mod features_tests;
 
 pub use receiver::{ReceiverStats, TcpReceiver};
@@ -261,6 +264,32 @@ pub struct TcpConfig {
     /// `dctcp_cwnd_event` call `dctcp_react_to_loss`: ssthresh = cwnd / 2).
     /// See docs/model.md, "Hosts".
     pub dctcp_loss_uses_alpha: bool,
+    /// DCTCP: the alpha-scaled reduction (cwnd x (1 - alpha / 2), on an
+    /// ECN echo and, with `dctcp_loss_uses_alpha`, on a loss) has no
+    /// floor, as ns-3 3.44's `TcpDctcp::GetSsThresh` returns it
+    /// (src/internet/model/tcp-dctcp.cc: `(1 - m_alpha / 2.0) *
+    /// tcb->m_cWnd`, used by `EnterCwr`, `EnterRecovery` and
+    /// `ReTxTimeout`): cwnd may fall below one segment. Default false:
+    /// at least 2 SMSS, as Linux's `dctcp_ssthresh`
+    /// (`max(cwnd - ((cwnd * alpha) >> 11), 2U)`, in segments) and RFC
+    /// 5681 equation (4).
+    /// See docs/model.md, "Hosts".
+    pub dctcp_no_floor: bool,
+    /// ns-3's sender-side silly-window avoidance: new data leaves only
+    /// when the usable window (min(cwnd, rwnd) less what is in flight)
+    /// holds a full segment or all the data left (ns-3 3.44
+    /// `TcpSocketBase::SendPendingData`: "Preventing Silly Window
+    /// Syndrome. Wait to send."). With nothing in flight and a window
+    /// under one segment no ACK will come: the sender waits for the
+    /// retransmission timer (ns-3's `NewAck` keeps it armed while the
+    /// send buffer holds data), whose expiry is a timeout like any other
+    /// (`ReTxTimeout`: ssthresh from the controller with nothing in
+    /// flight, cwnd = 1 SMSS, the RTO doubled, CA_LOSS) and sends one
+    /// segment. Linux's cwnd counts whole segments (`tcp_cwnd_test`), so
+    /// its window never falls below one. Default false: with nothing in
+    /// flight the sender sends what the window allows at once. See
+    /// docs/model.md, "Hosts".
+    pub full_segment_window: bool,
     /// Without SACK, ns-3 3.44's per-segment send buffer (`TcpTxBuffer`)
     /// and the loss recovery `TcpSocketBase` runs on it: each duplicate
     /// ACK marks one more segment SACKed (`AddRenoSack`); the pipe is the
@@ -317,6 +346,8 @@ impl Default for TcpConfig {
             ece_ends_recovery: false,
             dctcp_dupack_bytes: false,
             dctcp_loss_uses_alpha: false,
+            dctcp_no_floor: false,
+            full_segment_window: false,
             reno_scoreboard: false,
             ts_clock: SimTime::ZERO,
             app_rate_bps: None,

@@ -222,6 +222,8 @@ pub struct TcpSender {
     slow_start_all_acked: bool,
     /// `TcpConfig::dctcp_dupack_bytes`.
     dctcp_dupack_bytes: bool,
+    /// `TcpConfig::full_segment_window`.
+    full_segment_window: bool,
     /// No partial ACK has yet arrived in this recovery (RFC 6582 section
     /// 3.2 step 3: the first one resets the timer).
     first_partial_ack: bool,
@@ -288,7 +290,9 @@ impl TcpSender {
             snd_max: 0,
             last_window: cfg.rwnd_bytes,
             win: Window::new(mss, u64::from(cfg.init_cwnd_segments.max(1))),
-            cc: Cc::new(cfg.cc).with_dctcp_loss_uses_alpha(cfg.dctcp_loss_uses_alpha),
+            cc: Cc::new(cfg.cc)
+                .with_dctcp_loss_uses_alpha(cfg.dctcp_loss_uses_alpha)
+                .with_dctcp_no_floor(cfg.dctcp_no_floor),
             rto: RtoEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto)
                 .with_granularity(cfg.rto_granularity),
             dupacks: 0,
@@ -320,6 +324,7 @@ impl TcpSender {
             ack_in_cwr_freeze: false,
             ece_ends_recovery: cfg.ece_ends_recovery && cfg.cwr_ignores_dupacks,
             dctcp_dupack_bytes: cfg.dctcp_dupack_bytes,
+            full_segment_window: cfg.full_segment_window,
             lt_allowance: 0,
             syn_sent: None,
             classic_ecn: cfg.ecn && !matches!(cfg.cc, CcKind::Dctcp { .. }),
@@ -513,6 +518,11 @@ impl TcpSender {
         }
         if self.snd_max > self.snd_una {
             self.on_retransmission_timeout(now, out);
+        } else if self.full_segment_window && self.last_window > 0 {
+            // `full_segment_window`: nothing in flight and a window under
+            // one segment held the flow; ns-3's retransmission timer
+            // fires on an empty flight.
+            self.empty_flight_timeout(now);
         } else {
             self.send_window_probe(now, out);
         }
@@ -859,7 +869,12 @@ impl TcpSender {
             // `TcpLinuxReno::GetSsThresh`: max(2 SMSS, flight / 2).
             None => (self.snd_max - self.snd_una) / 2,
         };
-        self.win.ssthresh = target.max(2 * self.mss);
+        // `dctcp_no_floor`: ns-3's `TcpDctcp::GetSsThresh` has no floor.
+        self.win.ssthresh = if self.cc.dctcp_no_floor() {
+            target
+        } else {
+            target.max(2 * self.mss)
+        };
         self.win.cwnd = self.win.ssthresh;
         self.win.ca_bytes_acked = 0;
         self.in_recovery = false;
@@ -1245,6 +1260,42 @@ impl TcpSender {
         self.timer = Some(now + self.rto.rto());
     }
 
+    /// `full_segment_window`: ns-3 3.44's `TcpSocketBase::ReTxTimeout`
+    /// with nothing in flight (the usable window was under one segment, so
+    /// `SendPendingData` sent nothing and `NewAck` left the timer armed):
+    /// a timeout like any other, with an empty flight. ssthresh from the
+    /// controller (`GetSsThresh(tcb, 0)`: DCTCP's alpha cut of cwnd with
+    /// `dctcp_loss_uses_alpha`, else RFC 5681 equation (4), 2 SMSS), cwnd
+    /// = 1 SMSS, RTO doubled (RFC 6298 (5.5)), RecoveryPoint = HighData,
+    /// CA_LOSS; nothing to resend. The caller then sends (ns-3:
+    /// `SendPendingData`, one segment).
+    fn empty_flight_timeout(&mut self, now: SimTime) {
+        if self.board.is_some() {
+            // The board is empty: `reno_board_timeout` marks nothing lost.
+            self.reno_board_timeout(now);
+            return;
+        }
+        self.timeouts += 1;
+        self.ns3_cwr_until = None;
+        self.cwr_freeze_until = None;
+        self.note_loss_reduction();
+        self.end_ecn_window_at_timeout();
+        if self.sack {
+            self.scoreboard.clear();
+            self.high_rxt = self.snd_una;
+            self.rescue_rxt = None;
+        }
+        let first = !self.una_resent_by_timer;
+        self.cc.on_rto(&mut self.win, 0, first);
+        self.win.cwnd = self.mss;
+        self.rto.on_timeout();
+        self.recover = Some(self.snd_max);
+        self.in_recovery = false;
+        self.dupacks = 0;
+        self.lt_allowance = 0;
+        self.rtt_probe = None;
+    }
+
     fn send_window_probe(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         // RFC 9293 section 3.8.6.1: with a zero window, probe with one byte
         // after a retransmission timeout, backing off like the RTO.
@@ -1318,13 +1369,18 @@ impl TcpSender {
             let seg = self.segment_len(self.snd_nxt);
             let len = if flight + seg <= wnd {
                 seg
-            } else if flight == 0 && wnd > 0 {
+            } else if flight == 0 && wnd > 0 && !self.full_segment_window {
                 // NOTE: the window is below one segment and nothing is in
                 // flight, so no ACK will come to open it: send what the
                 // window allows now (RFC 9293 section 3.8.6.2.1 permits it
                 // after an override timeout; we do not wait).
                 wnd
             } else {
+                // `full_segment_window`, ns-3 3.44's `SendPendingData`:
+                // "Preventing Silly Window Syndrome. Wait to send." (the
+                // usable window is under a segment and more data than it
+                // is left); with nothing in flight, the timer armed below
+                // ends the wait (`on_timer`).
                 break;
             };
             // Linux `tcp_small_queue_check`: throttled once the flow's bytes

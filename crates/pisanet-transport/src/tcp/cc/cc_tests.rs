@@ -240,3 +240,44 @@ fn slow_start_all_acked_grows_by_every_byte_up_to_ssthresh() {
     // 10 + 10 = 20 (ssthresh), 6 left: 15 + 6 = 21 >= 20, +1 SMSS.
     assert_eq!((w.cwnd, w.ca_bytes_acked), (21 * MSS, MSS));
 }
+
+/// `TcpConfig::dctcp_no_floor`: the alpha cut of a small window goes below
+/// 2 SMSS (and below one segment), as ns-3 3.44's `TcpDctcp::GetSsThresh`;
+/// without it, Linux's floor of 2 SMSS holds. The same for a loss with
+/// `dctcp_loss_uses_alpha`.
+#[test]
+fn dctcp_no_floor_cuts_below_two_segments_and_below_one() {
+    for no_floor in [false, true] {
+        // alpha = 1 (its initial value, g = 1 keeps it at F = 1): a cut
+        // halves the window.
+        let mut d = Dctcp::new(0).with_no_floor(no_floor);
+        let mut w = Window::new(MSS, 3);
+        assert!(d.on_ack(&mut w, &ack(MSS, MSS, 3 * MSS, true)));
+        let expect = if no_floor { 1500 } else { 2 * MSS };
+        assert_eq!((w.cwnd, w.ssthresh), (expect, expect), "{no_floor}");
+        // The next window's ECE halves again: 750 B, under one segment.
+        assert!(d.on_ack(&mut w, &ack(MSS, 3 * MSS + 1, 4 * MSS, true)));
+        let expect = if no_floor { 750 } else { 2 * MSS };
+        assert_eq!((w.cwnd, w.ssthresh), (expect, expect), "{no_floor}");
+
+        // A loss with `dctcp_loss_uses_alpha`: (1 - alpha / 2) x cwnd.
+        let mut d = Dctcp::new(0)
+            .with_no_floor(no_floor)
+            .with_loss_uses_alpha(true);
+        let mut w = Window::new(MSS, 3);
+        d.on_fast_retransmit(&mut w, 3 * MSS);
+        assert_eq!(w.ssthresh, if no_floor { 1500 } else { 2 * MSS });
+        w.cwnd = 750;
+        d.on_rto(&mut w, 0, true);
+        assert_eq!(
+            (w.cwnd, w.ssthresh),
+            (MSS, if no_floor { 375 } else { 2 * MSS })
+        );
+    }
+    // The option is DCTCP's: `Cc` reports it only for DCTCP.
+    let c = Cc::new(CcKind::DCTCP).with_dctcp_no_floor(true);
+    assert!(c.dctcp_no_floor());
+    assert!(!Cc::new(CcKind::NewReno)
+        .with_dctcp_no_floor(true)
+        .dctcp_no_floor());
+}

@@ -23,6 +23,9 @@ pub struct Dctcp {
     /// `TcpConfig::dctcp_loss_uses_alpha`: a loss sets ssthresh to
     /// (1 - alpha / 2) x cwnd, as ns-3 3.44 does, instead of halving.
     pub(super) loss_uses_alpha: bool,
+    /// `TcpConfig::dctcp_no_floor`: the alpha-scaled ssthresh has no
+    /// 2-SMSS floor, as ns-3 3.44's.
+    pub(super) no_floor: bool,
 }
 
 impl Dctcp {
@@ -39,6 +42,7 @@ impl Dctcp {
             bytes_marked: 0,
             cwr_end: None,
             loss_uses_alpha: false,
+            no_floor: false,
         }
     }
 
@@ -48,13 +52,32 @@ impl Dctcp {
         self
     }
 
+    /// `TcpConfig::dctcp_no_floor`.
+    pub fn with_no_floor(mut self, on: bool) -> Self {
+        self.no_floor = on;
+        self
+    }
+
     /// The ssthresh of an alpha-scaled reduction of `cwnd`:
-    /// cwnd x (1 - alpha / 2) (RFC 8257 section 3.3), at least 2 SMSS.
+    /// cwnd x (1 - alpha / 2) (RFC 8257 section 3.3), at least 2 SMSS
+    /// unless `no_floor`.
     fn alpha_ssthresh(&self, w: &Window) -> u64 {
+        let cut = (w.cwnd as f64 * (1.0 - self.alpha / 2.0)) as u64;
+        if self.no_floor {
+            // `TcpConfig::dctcp_no_floor`: ns-3 3.44's
+            // `TcpDctcp::GetSsThresh` (tcp-dctcp.cc),
+            // `static_cast<uint32_t>((1 - m_alpha / 2.0) * tcb->m_cWnd)`.
+            return cut;
+        }
         // NOTE: floor of 2 SMSS as for a loss (RFC 5681 equation (4)), as
-        // Linux's `dctcp_ssthresh` does; ns-3's `TcpDctcp::GetSsThresh` has
-        // none (only windows under 4 SMSS differ).
-        ((w.cwnd as f64 * (1.0 - self.alpha / 2.0)) as u64).max(2 * w.mss)
+        // Linux's `dctcp_ssthresh` does (only windows under 4 SMSS differ
+        // from ns-3's, which has none: `dctcp_no_floor`).
+        cut.max(2 * w.mss)
+    }
+
+    /// Whether the alpha-scaled reduction has no floor (`dctcp_no_floor`).
+    pub fn no_floor(&self) -> bool {
+        self.no_floor
     }
 
     pub fn g(&self) -> f64 {

@@ -156,6 +156,19 @@ impl Cc {
         }
     }
 
+    /// `TcpConfig::dctcp_no_floor`; other controllers ignore it.
+    pub fn with_dctcp_no_floor(self, on: bool) -> Self {
+        match self {
+            Cc::Dctcp(d) => Cc::Dctcp(d.with_no_floor(on)),
+            other => other,
+        }
+    }
+
+    /// DCTCP with `dctcp_no_floor`: its ECN reductions keep no 2-SMSS floor.
+    pub fn dctcp_no_floor(&self) -> bool {
+        matches!(self, Cc::Dctcp(d) if d.no_floor())
+    }
+
     fn inner(&mut self) -> &mut dyn Controller {
         match self {
             Cc::NewReno(c) => c,
