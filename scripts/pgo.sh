@@ -27,6 +27,9 @@
 # and the rate-based hosts, not only the benchmarks, so that the profile is
 # not tuned to what is measured.
 #
+# PISANET_LLVM_PROFDATA=PATH names the llvm-profdata to use; PISANET_PGO_APT=0
+# stops the apt install.
+#
 # A second run with the same sources, toolchain and module does nothing (the
 # stamp in .venv/.pisanet-pgo names the sources' hash and the module's).
 set -euo pipefail
@@ -86,6 +89,12 @@ fi
 # instrumentation in practice; the merge below is checked), else install one.
 find_profdata() {
   local sysroot host cand v
+  if [ -n "${PISANET_LLVM_PROFDATA:-}" ]; then
+    # The user's own (e.g. an LLVM built to match rustc's).
+    [ -x "$PISANET_LLVM_PROFDATA" ] && { echo "$PISANET_LLVM_PROFDATA"; return 0; }
+    log "PISANET_LLVM_PROFDATA=$PISANET_LLVM_PROFDATA is not an executable"
+    return 1
+  fi
   sysroot="$(rustc --print sysroot)"
   host="$(rustc -vV | sed -n 's/^host: //p')"
   cand="$sysroot/lib/rustlib/$host/bin/llvm-profdata"
@@ -95,8 +104,8 @@ find_profdata() {
   done
   return 1
 }
-if ! profdata="$(find_profdata)"; then
-  if command -v apt-get >/dev/null && [ "${PISANET_PGO_APT:-1}" != 0 ]; then
+if ! profdata="$(find_profdata 2>/dev/null)"; then
+  if [ -z "${PISANET_LLVM_PROFDATA:-}" ] && command -v apt-get >/dev/null && [ "${PISANET_PGO_APT:-1}" != 0 ]; then
     SUDO=""; if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
     log "apt-get install llvm-19 (for llvm-profdata)"
     { $SUDO apt-get update -qq \
