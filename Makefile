@@ -7,13 +7,16 @@ PY := $(VENV)/bin/python
 MYPY_EXPERIMENTS := hula p4te dbb p4qcn p4qos soak
 SCENARIO ?= fat_tree_k8
 
-.PHONY: help setup test test-rust test-python bench lint fmt demo clean headers wheel-check
+.PHONY: help setup pgo test test-rust test-python bench lint fmt demo clean headers wheel-check
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 setup: ## Install toolchains and build the Python package into .venv
 	bash scripts/setup.sh
+
+pgo: ## Rebuild the native module with profile-guided optimisation (setup does it; PISANET_PGO=0 make setup does not)
+	bash scripts/pgo.sh --force
 
 test: ## Set up, then run the Rust and Python tests (what CI runs)
 	bash scripts/test.sh
