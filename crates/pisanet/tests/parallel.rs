@@ -964,8 +964,16 @@ fn a_custom_topology_with_topology_partitioned_is_the_single_thread_runs() {
     assert!(p["partitions"].as_u64().unwrap() >= 3, "{p}");
     assert!(p["lookahead_us"].as_f64().unwrap() > 0.0, "{p}");
     for sets in [
-        &["transport.kind=newreno", "topology.buffer_kb=20", "run.seed=3"][..],
-        &["scheme.kind=flowlet_ecmp", "run.seed=2", "workload.flows=80"][..],
+        &[
+            "transport.kind=newreno",
+            "topology.buffer_kb=20",
+            "run.seed=3",
+        ][..],
+        &[
+            "scheme.kind=flowlet_ecmp",
+            "run.seed=2",
+            "workload.flows=80",
+        ][..],
         &["scheme.kind=rps", "workload.flows=80"][..],
         &[
             "scheme.kind=hula",

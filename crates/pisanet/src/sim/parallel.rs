@@ -88,7 +88,7 @@ pub fn refusal(cfg: &Config) -> Option<String> {
         if !matches!(t.kind, TopologyKind::FatTree | TopologyKind::LeafSpine) && !t.partitioned {
             Some(format!(
                 "topology.kind {:?} without topology.partitioned = true (a single-thread run of it has no lookahead: it releases a TCP receiver at its sender's completion and checks for the run's end before every event, which partitions cannot; topology.partitioned = true cuts it by racks and gives both modes the lookahead, as a fat_tree or leaf_spine has, which changes its results from those with the key off)",
-                t.kind
+                if t.kind == TopologyKind::Custom { "custom" } else { "hula3tier" }
             ))
         } else if !SCHEMES.contains(&scheme) {
             Some(format!(
@@ -110,7 +110,7 @@ pub fn refusal(cfg: &Config) -> Option<String> {
             ))
         } else if t.link_loss_rate > 0.0 && !t.link_loss_per_link {
             Some(
-                "topology.link_loss_rate with one random stream for every link, drawn in the order of the whole run's arrivals (topology.link_loss_per_link = true gives each link its own stream, which both modes draw alike)"
+                "topology.link_loss_rate with one random stream for every link (the default: it is drawn in the order of the whole run's arrivals, which the partitions make side by side; drawing it for them before each window would need every packet's arrival time, which the wires do not keep for the first packet; topology.link_loss_per_link = true gives each link direction its own stream, drawn alike in both modes, with other draws than the shared stream's)"
                     .into(),
             )
         } else if cfg.transport.kind == pisanet_transport::params::TransportKind::Udp {
@@ -1721,8 +1721,13 @@ mod tests {
             l(3, 4, us),
             l(4, 5, SimTime::ZERO),
         ];
-        let t = Topology::from_links("custom", nodes, &links, pisanet_net::topology::AddrPlan::Flat)
-            .unwrap();
+        let t = Topology::from_links(
+            "custom",
+            nodes,
+            &links,
+            pisanet_net::topology::AddrPlan::Flat,
+        )
+        .unwrap();
         let (part, n) = partition(&t, true).unwrap();
         assert_eq!(n, 2);
         assert_eq!(part, vec![0, 1, 1, 0, 1, 1]);
@@ -1736,12 +1741,21 @@ mod tests {
         ];
         let nodes = (0..6)
             .map(|i| {
-                let kind = if i < 3 { NodeKind::Host } else { NodeKind::Switch { tier: 0 } };
+                let kind = if i < 3 {
+                    NodeKind::Host
+                } else {
+                    NodeKind::Switch { tier: 0 }
+                };
                 (format!("n{i}"), kind)
             })
             .collect();
-        let t = Topology::from_links("custom", nodes, &links, pisanet_net::topology::AddrPlan::Flat)
-            .unwrap();
+        let t = Topology::from_links(
+            "custom",
+            nodes,
+            &links,
+            pisanet_net::topology::AddrPlan::Flat,
+        )
+        .unwrap();
         assert_eq!(partition(&t, true).unwrap(), (vec![0; 6], 1));
     }
 }
