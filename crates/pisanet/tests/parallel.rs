@@ -987,6 +987,17 @@ fn a_custom_topology_with_topology_partitioned_is_the_single_thread_runs() {
             "workload.flows=60",
         ][..],
         &["run.max_sim_time_ms=2"][..],
+        &[
+            "topology.pfc.enabled=true",
+            "topology.buffer_kb=60",
+            "workload.flows=60",
+        ][..],
+        &[
+            "metrics.pcap.ports=[\"a0->c0\", \"t4->t3\", \"h2->t0\"]",
+            "metrics.trace.ports=[\"t3->a1\", \"a0->a1\", \"c0->a1\"]",
+            "metrics.trace.flows=[0, 1, 2, 3, 5, 8]",
+            "workload.flows=40",
+        ][..],
     ] {
         same_at_1_2_3(&cfg, sets);
     }
