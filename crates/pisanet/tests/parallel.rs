@@ -1015,6 +1015,22 @@ fn a_custom_topology_with_topology_partitioned_is_the_single_thread_runs() {
     assert!(e.message.contains("topology.partitioned"), "{e}");
     let before = run(&off, &[]);
     assert_eq!(before.summary["flows"]["completed"], 120);
+    // PFC's deadlock detector faster than the cut's lookahead (not
+    // topology.link_delay_us: the file's links give it) is refused with it.
+    let sets = [
+        "topology.pfc.enabled=true",
+        "topology.pfc.deadlock_ms=0.0005",
+        "run.threads=2",
+    ]
+    .map(String::from);
+    let e = run_toml(&cfg, None, &sets, &mut |_| true).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Input, "{e}");
+    assert!(!e.message.contains('\n'), "{e}");
+    assert!(
+        e.message
+            .contains("shorter than twice the lookahead (0.7 us"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -95,11 +95,12 @@ pub fn refusal(cfg: &Config) -> Option<String> {
                 "scheme.kind {scheme:?} (only {})",
                 SCHEMES.join(", ")
             ))
-        } else if t.pfc.enabled && t.pfc.deadlock_ms > 0.0 && {
+        } else if t.pfc.enabled && t.pfc.deadlock_ms > 0.0 && t.kind != TopologyKind::Custom && {
             // The next check is armed at the end of a window (`pfc_window`):
             // half of deadlock_ms must be at least the lookahead, a fat
-            // tree's or leaf-spine's link delay (`run_parallel` checks it
-            // again on the built network).
+            // tree's, leaf-spine's or hula3tier's link delay (`run_parallel`
+            // checks it on the built network, where a custom file's links
+            // give the lookahead).
             let after = SimTime::from_us_f64(t.pfc.deadlock_ms * 1000.0);
             after.ps() / 2 < SimTime::from_us_f64(t.link_delay_us).ps()
         } {
