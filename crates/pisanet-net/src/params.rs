@@ -98,6 +98,20 @@ pub struct TopologyParams {
     /// run's order, so both modes drop the same packets.
     #[schemars(extend("x-applies-when" = {"key": "topology.link_loss_rate", "nonzero": true}))]
     pub link_loss_per_link: bool,
+    /// custom and hula3tier: cut the topology into partitions (groups of
+    /// racks, each ToR with its hosts; a switch without hosts joins the
+    /// partition of the switches between it and the hosts, or is dealt
+    /// round-robin when they are in several; links of zero delay never
+    /// cross) and give the run the lookahead of that cut (the smallest
+    /// delay of a link between partitions), as a fat_tree or leaf_spine
+    /// always has: a TCP receiver lingers a lookahead after its sender
+    /// completes and the run checks for its end between windows of the
+    /// lookahead (docs/architecture.md, "Parallel mode"). Needed for
+    /// `run.threads` on these topologies, whose results at every number of
+    /// threads are then this setting's with `run.threads` unset. Off by
+    /// default: existing configs keep their digests.
+    #[schemars(extend("x-applies-when" = {"key": "topology.kind", "in": ["hula3tier", "custom"]}))]
+    pub partitioned: bool,
     /// Priority flow control (IEEE 802.1Qbb) in the switches' traffic
     /// managers and the host NICs (crates/pisanet/src/pfc.rs).
     pub pfc: PfcParams,
@@ -125,6 +139,7 @@ impl Default for TopologyParams {
             shared_buffer_alpha: 1.0,
             link_loss_rate: 0.0,
             link_loss_per_link: false,
+            partitioned: false,
             pfc: Default::default(),
         }
     }

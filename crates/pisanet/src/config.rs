@@ -60,14 +60,14 @@ pub struct RunCfg {
     pub max_memory_mb: f64,
     /// Parallel mode (docs/architecture.md, "Parallel mode"): worker
     /// threads over the topology's partitions (a fat tree's pods, a
-    /// leaf-spine's groups of leaves), which advance in windows of the
-    /// smallest delay of a link between partitions. Unset (default): one
-    /// thread. Set, 1 included: the partitioned run, whose results are the
-    /// unset run's (same digest, flows, samples and summary) at every
-    /// number of threads. For now fat_tree and leaf_spine topologies with
-    /// TCP flows, every scheme, samples and streamed flows; PFC, link loss
-    /// and failures, UDP and duration-limited flows, per-flow measurement
-    /// and capture are refused, each with why.
+    /// leaf-spine's groups of leaves, groups of racks of a hula3tier or
+    /// custom topology with `topology.partitioned`), which advance in
+    /// windows of the smallest delay of a link between partitions. Unset
+    /// (default): one thread. Set, 1 included: the partitioned run, whose
+    /// results are the unset run's (same digest, flows, samples and
+    /// summary) at every number of threads. UDP and rate-based flows and
+    /// random link loss with the one shared stream are refused, each with
+    /// why.
     #[schemars(range(min = 1, max = 1024), extend("x-unit" = "threads"))]
     pub threads: Option<u32>,
 }

@@ -453,7 +453,8 @@ fn run_parallel(
         return Err(Error::input(msg));
     }
     let first = build_world(cfg, base)?;
-    let (node_part, parts) = parallel::partition(&first.topo).map_err(Error::input)?;
+    let (node_part, parts) =
+        parallel::partition(&first.topo, cfg.topology.partitioned).map_err(Error::input)?;
     if parallel::lookahead(&first, &node_part).is_none() {
         // One partition (a leaf-spine with one leaf): nothing to run in
         // parallel; the single-thread run is the same run.
@@ -625,7 +626,7 @@ pub fn build_world(cfg: &Config, base: Option<&Path>) -> Result<World, Error> {
     }
     // The lookahead of the topology's partitioning, run.threads set or not
     // (sim/parallel.rs; `World::lookahead`).
-    world.lookahead = crate::sim::parallel::partition(&world.topo)
+    world.lookahead = crate::sim::parallel::partition(&world.topo, t.partitioned)
         .ok()
         .and_then(|(part, _)| crate::sim::parallel::lookahead(&world, &part))
         .unwrap_or(SimTime::ZERO);

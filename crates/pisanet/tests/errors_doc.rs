@@ -91,6 +91,22 @@ fn cases() -> Vec<(
             None,
         ),
         (
+            "unsupported",
+            "the parallel mode with the shared link-loss stream",
+            vec!["run.threads=2", "topology.link_loss_rate=0.001"],
+            None,
+        ),
+        (
+            "unsupported",
+            "the parallel mode on a hula3tier without topology.partitioned",
+            vec![
+                "run.threads=2",
+                "topology.kind=\"hula3tier\"",
+                "run.unused_keys=\"ignore\"",
+            ],
+            None,
+        ),
+        (
             "unused key",
             "workload.file without pattern = file",
             vec!["workload.file=\"f.csv\""],

@@ -517,7 +517,7 @@ fn what_the_parallel_mode_does_not_support_is_refused_with_one_line() {
         (
             FAT,
             &["topology.kind=hula3tier", "run.unused_keys=ignore"],
-            "topology.kind",
+            "topology.partitioned",
         ),
     ];
     for (cfg, sets, what) in cases {
@@ -761,4 +761,377 @@ fn pfc_is_the_single_thread_runs_with_its_deadlock_detector() {
             .contains("topology.pfc.deadlock_ms = 0.001 below twice"),
         "{e}"
     );
+}
+
+/// A custom topology file (docs/architecture.md, "Parallel mode"): an
+/// irregular fabric of 5 racks of 3 hosts under two aggregation switches
+/// and a core, with links of several delays, a rack hanging off another
+/// ToR, a 0-delay link between two switches (never cut) and a host link
+/// of its own delay.
+const IRREGULAR: &str = r#"
+[[nodes]]
+name = "h0"
+kind = "host"
+[[nodes]]
+name = "h1"
+kind = "host"
+[[nodes]]
+name = "h2"
+kind = "host"
+[[nodes]]
+name = "h3"
+kind = "host"
+[[nodes]]
+name = "h4"
+kind = "host"
+[[nodes]]
+name = "h5"
+kind = "host"
+[[nodes]]
+name = "h6"
+kind = "host"
+[[nodes]]
+name = "h7"
+kind = "host"
+[[nodes]]
+name = "h8"
+kind = "host"
+[[nodes]]
+name = "h9"
+kind = "host"
+[[nodes]]
+name = "h10"
+kind = "host"
+[[nodes]]
+name = "h11"
+kind = "host"
+[[nodes]]
+name = "h12"
+kind = "host"
+[[nodes]]
+name = "h13"
+kind = "host"
+[[nodes]]
+name = "h14"
+kind = "host"
+[[nodes]]
+name = "t0"
+kind = "switch"
+[[nodes]]
+name = "t1"
+kind = "switch"
+[[nodes]]
+name = "t2"
+kind = "switch"
+[[nodes]]
+name = "t3"
+kind = "switch"
+[[nodes]]
+name = "t4"
+kind = "switch"
+[[nodes]]
+name = "a0"
+kind = "switch"
+tier = 1
+[[nodes]]
+name = "a1"
+kind = "switch"
+tier = 1
+[[nodes]]
+name = "c0"
+kind = "switch"
+tier = 2
+
+[[links]]
+a = "h0"
+b = "t0"
+[[links]]
+a = "h1"
+b = "t0"
+[[links]]
+a = "h2"
+b = "t0"
+delay_us = 0.3
+[[links]]
+a = "h3"
+b = "t1"
+[[links]]
+a = "h4"
+b = "t1"
+[[links]]
+a = "h5"
+b = "t1"
+[[links]]
+a = "h6"
+b = "t2"
+[[links]]
+a = "h7"
+b = "t2"
+[[links]]
+a = "h8"
+b = "t2"
+[[links]]
+a = "h9"
+b = "t3"
+[[links]]
+a = "h10"
+b = "t3"
+[[links]]
+a = "h11"
+b = "t3"
+[[links]]
+a = "h12"
+b = "t4"
+[[links]]
+a = "h13"
+b = "t4"
+[[links]]
+a = "h14"
+b = "t4"
+[[links]]
+a = "t0"
+b = "a0"
+[[links]]
+a = "t1"
+b = "a0"
+delay_us = 1.5
+[[links]]
+a = "t2"
+b = "a1"
+[[links]]
+a = "t3"
+b = "a1"
+delay_us = 0.0
+[[links]]
+a = "t4"
+b = "t3"
+delay_us = 2.0
+[[links]]
+a = "a0"
+b = "c0"
+delay_us = 0.7
+[[links]]
+a = "a1"
+b = "c0"
+[[links]]
+a = "a0"
+b = "a1"
+delay_us = 3.0
+"#;
+
+/// Writes a custom topology file; returns the config that runs it.
+fn custom(name: &str, text: &str) -> String {
+    let d = std::env::temp_dir().join(format!("pisanet-parallel-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let path = d.join("topology.toml");
+    std::fs::write(&path, text).unwrap();
+    format!(
+        r#"
+[run]
+max_sim_time_ms = 200
+[topology]
+kind = "custom"
+file = {:?}
+partitioned = true
+host_link_gbps = 10.0
+fabric_link_gbps = 10.0
+link_delay_us = 1.0
+buffer_kb = 100
+ecn_threshold_kb = 65
+[transport]
+kind = "dctcp"
+[workload]
+cdf = "websearch"
+load = 0.5
+flows = 120
+[scheme]
+kind = "ecmp"
+"#,
+        path.to_str().unwrap()
+    )
+}
+
+#[test]
+fn a_custom_topology_with_topology_partitioned_is_the_single_thread_runs() {
+    // `topology.partitioned`: the custom fabric is cut by its graph
+    // (sim/parallel.rs `partition_general`) and both modes get the
+    // lookahead of the cut: the smallest delay of a link between
+    // partitions, never a 0-delay one.
+    let cfg = custom("irregular", IRREGULAR);
+    let par = same_at_1_2_3(&cfg, &[]);
+    assert_eq!(par.summary["flows"]["completed"], 120);
+    let p = &par.summary["parallel"];
+    assert!(p["partitions"].as_u64().unwrap() >= 3, "{p}");
+    assert!(p["lookahead_us"].as_f64().unwrap() > 0.0, "{p}");
+    for sets in [
+        &[
+            "transport.kind=newreno",
+            "topology.buffer_kb=20",
+            "run.seed=3",
+        ][..],
+        &[
+            "scheme.kind=flowlet_ecmp",
+            "run.seed=2",
+            "workload.flows=80",
+        ][..],
+        &["scheme.kind=rps", "workload.flows=80"][..],
+        &[
+            "scheme.kind=hula",
+            "workload.flows=80",
+            "run.unused_keys=ignore",
+        ][..],
+        &[
+            "metrics.flow_stats=true",
+            "metrics.goodput_interval_us=50",
+            "metrics.queue_sample_interval_us=20",
+            "workload.flows=60",
+        ][..],
+        &["run.max_sim_time_ms=2"][..],
+        &[
+            "topology.pfc.enabled=true",
+            "topology.buffer_kb=60",
+            "workload.flows=60",
+        ][..],
+        &[
+            "metrics.pcap.ports=[\"a0->c0\", \"t4->t3\", \"h2->t0\"]",
+            "metrics.trace.ports=[\"t3->a1\", \"a0->a1\", \"c0->a1\"]",
+            "metrics.trace.flows=[0, 1, 2, 3, 5, 8]",
+            "workload.flows=40",
+        ][..],
+    ] {
+        same_at_1_2_3(&cfg, sets);
+    }
+    // A link failure between partitions (t4 - t3, 2 us).
+    let failure = format!(
+        "{cfg}\n[[events]]\nat_ms = 1.0\nkind = \"link_down\"\nlink = \"t4-t3\"\n[[events]]\nat_ms = 3.0\nkind = \"link_up\"\nlink = \"t4-t3\"\n"
+    );
+    same_at_1_2_3(&failure, &["workload.flows=60"]);
+    // The key changes the single-thread run's rules (a lookahead), so
+    // without it the run is refused in parallel mode and runs as before.
+    let off = cfg.replace("partitioned = true", "partitioned = false");
+    let e = run_toml(&off, None, &["run.threads=2".to_string()], &mut |_| true).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Input, "{e}");
+    assert!(!e.message.contains('\n'), "{e}");
+    assert!(e.message.contains("topology.partitioned"), "{e}");
+    let before = run(&off, &[]);
+    assert_eq!(before.summary["flows"]["completed"], 120);
+    // PFC's deadlock detector faster than the cut's lookahead (not
+    // topology.link_delay_us: the file's links give it) is refused with it.
+    let sets = [
+        "topology.pfc.enabled=true",
+        "topology.pfc.deadlock_ms=0.0005",
+        "run.threads=2",
+    ]
+    .map(String::from);
+    let e = run_toml(&cfg, None, &sets, &mut |_| true).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Input, "{e}");
+    assert!(!e.message.contains('\n'), "{e}");
+    assert!(
+        e.message
+            .contains("shorter than twice the lookahead (0.7 us"),
+        "{e}"
+    );
+}
+
+#[test]
+fn hula3tier_with_topology_partitioned_is_the_single_thread_runs() {
+    // HULA's paper topology, with its probes between partitions (each
+    // ToR's rack a partition, aggregation switches and spines dealt
+    // round-robin: every ToR-aggregation link may be cut).
+    let sets = [
+        "topology.kind=hula3tier",
+        "topology.partitioned=true",
+        "topology.hosts_per_tor=4",
+        "workload.flows=80",
+        "run.unused_keys=ignore",
+    ];
+    for scheme in ["hula", "ecmp", "flowlet_ecmp"] {
+        let kind = format!("scheme.kind={scheme}");
+        let mut s = sets.to_vec();
+        s.push(&kind);
+        let par = same_at_1_2_3(FAT, &s);
+        assert_eq!(par.summary["parallel"]["partitions"], 4, "{scheme}");
+        assert_eq!(par.summary["flows"]["completed"], 80, "{scheme}");
+        if scheme == "hula" {
+            assert!(par.summary["packets"]["consumed"].as_u64().unwrap() > 0);
+        }
+    }
+}
+
+mod random_fabrics {
+    //! Random custom fabrics (racks, extra switches, links of random
+    //! delays, some 0): with `topology.partitioned`, runs at 2 and 3
+    //! threads give the single-thread run's digest and summary.
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A custom topology file: `racks` ToRs with `hosts[r]` hosts each,
+    /// `extra` switches without hosts, a chain through every switch (so
+    /// it is connected) and the `more` links, with delays (tenths of a
+    /// microsecond, 0 allowed) from `delays`, cycled.
+    fn fabric(hosts: &[u8], extra: u8, more: &[(u8, u8)], delays: &[u8]) -> String {
+        let mut t = String::new();
+        let mut links = Vec::new();
+        let mut h = 0;
+        let switches = hosts.len() + extra as usize;
+        for (r, &n) in hosts.iter().enumerate() {
+            for _ in 0..n {
+                t += &format!("[[nodes]]\nname = \"h{h}\"\nkind = \"host\"\n");
+                links.push((format!("h{h}"), format!("s{r}")));
+                h += 1;
+            }
+        }
+        for s in 0..switches {
+            t += &format!("[[nodes]]\nname = \"s{s}\"\nkind = \"switch\"\n");
+        }
+        let mut seen = std::collections::HashSet::new();
+        for s in 1..switches {
+            links.push((format!("s{}", s - 1), format!("s{s}")));
+            seen.insert((s - 1, s));
+        }
+        for &(a, b) in more {
+            let (a, b) = (a as usize % switches, b as usize % switches);
+            let (a, b) = (a.min(b), a.max(b));
+            if a != b && seen.insert((a, b)) {
+                links.push((format!("s{a}"), format!("s{b}")));
+            }
+        }
+        for (i, (a, b)) in links.iter().enumerate() {
+            let d = f64::from(delays[i % delays.len()]) / 10.0;
+            t += &format!("[[links]]\na = \"{a}\"\nb = \"{b}\"\ndelay_us = {d}\n");
+        }
+        t
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 12,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+        #[test]
+        fn a_random_partitioned_fabric_gives_one_digest_at_every_thread_count(
+            hosts in prop::collection::vec(1u8..4, 2..7),
+            extra in 0u8..4,
+            more in prop::collection::vec((0u8..10, 0u8..10), 0..6),
+            delays in prop::collection::vec(0u8..25, 1..6),
+            seed in 1u32..1000,
+            scheme in prop::sample::select(vec!["ecmp", "flowlet_ecmp", "rps"]),
+        ) {
+            let cfg = custom("random", &fabric(&hosts, extra, &more, &delays));
+            let seed = format!("run.seed={seed}");
+            let kind = format!("scheme.kind={scheme}");
+            let sets = [seed.as_str(), kind.as_str(), "workload.flows=40", "transport.kind=newreno"];
+            let single = run(&cfg, &sets);
+            for t in ["2", "3"] {
+                let key = format!("run.threads={t}");
+                let mut s = sets.to_vec();
+                s.push(&key);
+                let par = run(&cfg, &s);
+                prop_assert_eq!(digest(&par), digest(&single));
+                prop_assert_eq!(results(&par), results(&single));
+                prop_assert_eq!(&par.ports, &single.ports);
+            }
+        }
+    }
 }

@@ -85,21 +85,22 @@ pub fn refusal(cfg: &Config) -> Option<String> {
         use crate::config::TopologyKind;
         let t = &cfg.topology;
         let scheme = cfg.scheme.kind.name();
-        if !matches!(t.kind, TopologyKind::FatTree | TopologyKind::LeafSpine) {
+        if !matches!(t.kind, TopologyKind::FatTree | TopologyKind::LeafSpine) && !t.partitioned {
             Some(format!(
-                "topology.kind {:?} (only fat_tree and leaf_spine are partitioned: a single-thread run of another topology has no lookahead, so releases a TCP receiver at its sender's completion and checks for the run's end before every event; a partitioned run can do neither, and giving that topology a lookahead would change its single-thread results)",
-                t.kind
+                "topology.kind {:?} without topology.partitioned = true (a single-thread run of it has no lookahead: it releases a TCP receiver at its sender's completion and checks for the run's end before every event, which partitions cannot; topology.partitioned = true cuts it by racks and gives both modes the lookahead, as a fat_tree or leaf_spine has, which changes its results from those with the key off)",
+                if t.kind == TopologyKind::Custom { "custom" } else { "hula3tier" }
             ))
         } else if !SCHEMES.contains(&scheme) {
             Some(format!(
                 "scheme.kind {scheme:?} (only {})",
                 SCHEMES.join(", ")
             ))
-        } else if t.pfc.enabled && t.pfc.deadlock_ms > 0.0 && {
+        } else if t.pfc.enabled && t.pfc.deadlock_ms > 0.0 && t.kind != TopologyKind::Custom && {
             // The next check is armed at the end of a window (`pfc_window`):
             // half of deadlock_ms must be at least the lookahead, a fat
-            // tree's or leaf-spine's link delay (`run_parallel` checks it
-            // again on the built network).
+            // tree's, leaf-spine's or hula3tier's link delay (`run_parallel`
+            // checks it on the built network, where a custom file's links
+            // give the lookahead).
             let after = SimTime::from_us_f64(t.pfc.deadlock_ms * 1000.0);
             after.ps() / 2 < SimTime::from_us_f64(t.link_delay_us).ps()
         } {
@@ -110,7 +111,7 @@ pub fn refusal(cfg: &Config) -> Option<String> {
             ))
         } else if t.link_loss_rate > 0.0 && !t.link_loss_per_link {
             Some(
-                "topology.link_loss_rate with one random stream for every link, drawn in the order of the whole run's arrivals (topology.link_loss_per_link = true gives each link its own stream, which both modes draw alike)"
+                "topology.link_loss_rate with one random stream for every link (the default: it is drawn in the order of the whole run's arrivals, which the partitions make side by side; drawing it for them before each window would need every packet's arrival time, which the wires do not keep for the first packet; topology.link_loss_per_link = true gives each link direction its own stream, drawn alike in both modes, with other draws than the shared stream's)"
                     .into(),
             )
         } else if cfg.transport.kind == pisanet_transport::params::TransportKind::Udp {
@@ -133,7 +134,7 @@ pub fn refusal(cfg: &Config) -> Option<String> {
             })
         }
     };
-    what.map(|w| format!("run.threads: the parallel mode does not support {w} yet; unset run.threads to run it on one thread (it supports fat_tree and leaf_spine topologies, every scheme, TCP flows (duration-limited too), link failures, random link loss with topology.link_loss_per_link, per-flow measurement, samples, capture (metrics.pcap, metrics.trace), PFC with its deadlock detector, and streaming: docs/architecture.md, \"Parallel mode\")"))
+    what.map(|w| format!("run.threads: the parallel mode does not support {w} yet; unset run.threads to run it on one thread (it supports fat_tree and leaf_spine topologies, hula3tier and custom ones with topology.partitioned, every scheme, TCP flows (duration-limited too), link failures, random link loss with topology.link_loss_per_link, per-flow measurement, samples, capture (metrics.pcap, metrics.trace), PFC with its deadlock detector, and streaming: docs/architecture.md, \"Parallel mode\")"))
 }
 
 /// A partition's view of the cut: which nodes are its own, and what it
@@ -301,8 +302,9 @@ impl Part {
 }
 
 /// The partition of every node of `topo` (fat tree: pods; leaf-spine:
-/// groups of leaves), and how many there are.
-pub fn partition(topo: &Topology) -> Result<(Vec<u32>, u32), String> {
+/// groups of leaves; with `general`, `topology.partitioned`, any other
+/// topology: [`partition_general`]), and how many there are.
+pub fn partition(topo: &Topology, general: bool) -> Result<(Vec<u32>, u32), String> {
     let n = topo.nodes.len();
     let nh = topo.n_hosts as usize;
     let racks = topo.racks.len() as u32;
@@ -317,10 +319,10 @@ pub fn partition(topo: &Topology) -> Result<(Vec<u32>, u32), String> {
         }
         "leaf_spine" => {
             // Groups of consecutive leaves, at most MAX_GROUPS of them.
-            const MAX_GROUPS: u32 = 16;
             let p = racks.clamp(1, MAX_GROUPS);
             ((0..racks).map(|r| r * p / racks).collect(), p)
         }
+        _ if general => return Ok(partition_general(topo)),
         other => return Err(format!("run.threads: cannot partition a {other} topology")),
     };
     let mut part = vec![u32::MAX; n];
@@ -361,6 +363,127 @@ pub fn partition(topo: &Topology) -> Result<(Vec<u32>, u32), String> {
         };
     }
     Ok((part, parts))
+}
+
+/// At most this many groups of racks (a leaf-spine's, and
+/// [`partition_general`]'s).
+const MAX_GROUPS: u32 = 16;
+
+/// A cut of any topology (custom files, hula3tier; `topology.partitioned`),
+/// from its graph alone:
+///
+/// 1. Racks (each switch with hosts, in node order, with its hosts) go in
+///    at most [`MAX_GROUPS`] groups of consecutive racks, as a
+///    leaf-spine's leaves.
+/// 2. Every other switch, in order of its hop distance from the nearest
+///    rack switch (then node order), joins the partition of its
+///    neighbours one hop closer to the racks if they are all in one (an
+///    aggregation switch of one group), else it is dealt round-robin over
+///    the partitions (a spine or core, which links several).
+/// 3. The nodes joined by links of zero delay (possible in a custom file)
+///    are put in one partition, with the hosts of their racks, the one of
+///    their lowest node, so that every link between partitions has a
+///    positive delay: the lookahead.
+///
+/// Partitions left empty by step 3 are dropped and the rest renumbered in
+/// order. The cut depends on the topology only, never on the number of
+/// threads; which cut it is does not change any result (every partition
+/// runs the single-thread run's events of its nodes), only the speed and,
+/// through the smallest delay of a link it cuts, the lookahead.
+pub fn partition_general(topo: &Topology) -> (Vec<u32>, u32) {
+    let n = topo.nodes.len();
+    let nh = topo.n_hosts as usize;
+    let racks = topo.racks.len() as u32;
+    let groups = racks.clamp(1, MAX_GROUPS);
+    let mut part = vec![u32::MAX; n];
+    for (r, &tor) in topo.racks.iter().enumerate() {
+        part[tor as usize] = r as u32 * groups / racks.max(1);
+    }
+    for h in 0..nh {
+        part[h] = part[topo.racks[topo.host_rack[h] as usize] as usize];
+    }
+    // Hop distance of every switch from the nearest rack switch, over
+    // switch-to-switch links (every switch is reached: the topology is
+    // connected and hosts hang off rack switches only).
+    let mut dist = vec![u32::MAX; n];
+    let mut queue: std::collections::VecDeque<usize> = std::collections::VecDeque::new();
+    for &tor in &topo.racks {
+        dist[tor as usize] = 0;
+        queue.push_back(tor as usize);
+    }
+    let mut order = Vec::new();
+    while let Some(id) = queue.pop_front() {
+        if dist[id] > 0 {
+            order.push(id);
+        }
+        for p in &topo.nodes[id].ports {
+            let peer = p.peer_node as usize;
+            if peer >= nh && dist[peer] == u32::MAX {
+                dist[peer] = dist[id] + 1;
+                queue.push_back(peer);
+            }
+        }
+    }
+    order.sort_by_key(|&id| (dist[id], id));
+    let mut dealt = 0u32;
+    for &id in &order {
+        let mut closer = topo.nodes[id]
+            .ports
+            .iter()
+            .map(|p| p.peer_node as usize)
+            .filter(|&peer| peer >= nh && dist[peer] + 1 == dist[id])
+            .map(|peer| part[peer]);
+        let first = closer.next();
+        part[id] = match first {
+            Some(p) if closer.all(|q| q == p) => p,
+            _ => {
+                dealt += 1;
+                (dealt - 1) % groups
+            }
+        };
+    }
+    for p in part.iter_mut().filter(|p| **p == u32::MAX) {
+        // Not reached from a rack over switches: cannot happen in a
+        // connected topology whose hosts hang off switches; kept defined.
+        *p = 0;
+    }
+    // Zero-delay links never cross: union-find over them, each set taking
+    // its lowest node's partition.
+    let mut root: Vec<usize> = (0..n).collect();
+    fn find(root: &mut [usize], mut x: usize) -> usize {
+        while root[x] != x {
+            root[x] = root[root[x]];
+            x = root[x];
+        }
+        x
+    }
+    // A host stays with its ToR, whatever the delay of its link.
+    for (id, node) in topo.nodes.iter().enumerate() {
+        for p in &node.ports {
+            if p.delay == SimTime::ZERO || id < nh {
+                let (a, b) = (find(&mut root, id), find(&mut root, p.peer_node as usize));
+                // The lower node is the root: a set's root is its lowest.
+                let (lo, hi) = if a < b { (a, b) } else { (b, a) };
+                root[hi] = lo;
+            }
+        }
+    }
+    for id in 0..n {
+        let r = find(&mut root, id);
+        part[id] = part[r];
+    }
+    // Number the partitions in use in order of their first node.
+    let mut used = vec![u32::MAX; groups as usize];
+    let mut next = 0u32;
+    for p in part.iter_mut() {
+        let u = &mut used[*p as usize];
+        if *u == u32::MAX {
+            *u = next;
+            next += 1;
+        }
+        *p = *u;
+    }
+    (part, next)
 }
 
 /// The smallest propagation delay of a link between two partitions (`None`
@@ -1506,7 +1629,7 @@ pub fn merge(worlds: Vec<World>, collector: Collector) -> World {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pisanet_net::topology::{fat_tree, leaf_spine};
+    use pisanet_net::topology::{fat_tree, hula3tier, leaf_spine, LinkSpec};
 
     fn g(x: f64) -> BitRate {
         BitRate::from_gbps(x)
@@ -1516,7 +1639,7 @@ mod tests {
     fn a_fat_tree_is_cut_by_pod_with_the_cores_dealt_round_robin() {
         let k = 4;
         let t = fat_tree(k, g(10.0), g(40.0), SimTime::from_us(1)).unwrap();
-        let (part, n) = partition(&t).unwrap();
+        let (part, n) = partition(&t, false).unwrap();
         assert_eq!(n, k);
         // Every link inside a pod (host-edge, edge-agg) stays in one
         // partition; only agg-core links cross.
@@ -1544,12 +1667,96 @@ mod tests {
     #[test]
     fn a_leaf_spine_is_cut_into_groups_of_leaves_with_their_hosts() {
         let t = leaf_spine(40, 4, 2, g(10.0), g(40.0), SimTime::from_us(1)).unwrap();
-        let (part, n) = partition(&t).unwrap();
+        let (part, n) = partition(&t, false).unwrap();
         assert_eq!(n, 16);
         for h in 0..t.n_hosts as usize {
             let tor = t.racks[t.host_rack[h] as usize] as usize;
             assert_eq!(part[h], part[tor]);
         }
         assert!(part.iter().all(|&p| p < n));
+    }
+
+    #[test]
+    fn any_topology_is_cut_by_racks_only_with_topology_partitioned() {
+        let t = hula3tier(g(10.0), g(40.0), SimTime::from_us(1), 2).unwrap();
+        assert!(partition(&t, false).is_err());
+        let (part, n) = partition(&t, true).unwrap();
+        assert_eq!((part.clone(), n), partition_general(&t));
+        // Four racks, one each; the aggregation switches link two racks
+        // each and the spines every aggregation switch: dealt round-robin.
+        assert_eq!(n, 4);
+        for h in 0..t.n_hosts as usize {
+            assert_eq!(part[h], part[t.racks[t.host_rack[h] as usize] as usize]);
+        }
+        let mut sizes = vec![0; n as usize];
+        for &p in &part {
+            sizes[p as usize] += 1;
+        }
+        assert!(sizes.iter().all(|&s| s >= 3), "{sizes:?}");
+    }
+
+    #[test]
+    fn a_zero_delay_link_is_never_cut_and_empty_partitions_go() {
+        // s0 - s1 - s2 in a chain, a host under each; s1 - s2 has no
+        // delay, so s1 and s2 (and their hosts) share a partition, and the
+        // three racks make two partitions, numbered from 0.
+        let us = SimTime::from_us(1);
+        let nodes = vec![
+            ("h0".to_string(), NodeKind::Host),
+            ("h1".to_string(), NodeKind::Host),
+            ("h2".to_string(), NodeKind::Host),
+            ("s0".to_string(), NodeKind::Switch { tier: 0 }),
+            ("s1".to_string(), NodeKind::Switch { tier: 0 }),
+            ("s2".to_string(), NodeKind::Switch { tier: 0 }),
+        ];
+        let l = |a, b, delay| LinkSpec {
+            a,
+            b,
+            rate: g(10.0),
+            delay,
+        };
+        let links = [
+            l(0, 3, us),
+            l(1, 4, us),
+            l(2, 5, us),
+            l(3, 4, us),
+            l(4, 5, SimTime::ZERO),
+        ];
+        let t = Topology::from_links(
+            "custom",
+            nodes,
+            &links,
+            pisanet_net::topology::AddrPlan::Flat,
+        )
+        .unwrap();
+        let (part, n) = partition(&t, true).unwrap();
+        assert_eq!(n, 2);
+        assert_eq!(part, vec![0, 1, 1, 0, 1, 1]);
+        // With every switch link of zero delay: one partition.
+        let links = [
+            l(0, 3, us),
+            l(1, 4, us),
+            l(2, 5, us),
+            l(3, 4, SimTime::ZERO),
+            l(4, 5, SimTime::ZERO),
+        ];
+        let nodes = (0..6)
+            .map(|i| {
+                let kind = if i < 3 {
+                    NodeKind::Host
+                } else {
+                    NodeKind::Switch { tier: 0 }
+                };
+                (format!("n{i}"), kind)
+            })
+            .collect();
+        let t = Topology::from_links(
+            "custom",
+            nodes,
+            &links,
+            pisanet_net::topology::AddrPlan::Flat,
+        )
+        .unwrap();
+        assert_eq!(partition(&t, true).unwrap(), (vec![0; 6], 1));
     }
 }
