@@ -132,7 +132,11 @@ pub trait Controller {
 }
 
 /// A controller of one of the supported kinds.
+// NOTE: `repr(u8)`: the tag first and each controller's state 8 bytes
+// after it, so that the tag and DCTCP's per-ACK state share a line of the
+// sender (docs/performance.md, "Session 12 (host side)").
 #[derive(Clone, Debug, PartialEq)]
+#[repr(u8)]
 pub enum Cc {
     NewReno(NewReno),
     Dctcp(Dctcp),
