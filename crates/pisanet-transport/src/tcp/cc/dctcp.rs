@@ -68,6 +68,7 @@ impl Dctcp {
 }
 
 impl Controller for Dctcp {
+    #[inline(always)]
     fn on_ack(&mut self, w: &mut Window, ev: &AckEvent) -> bool {
         // RFC 8257 section 3.3: count acked bytes, and those acked with ECE.
         self.bytes_acked += ev.acked;

@@ -170,8 +170,16 @@ impl Cc {
 }
 
 impl Controller for Cc {
+    // NOTE: a direct match, not `inner`'s dynamic call: the sender's every
+    // ACK comes here, and DCTCP's and NewReno's hooks then inline into it
+    // (docs/performance.md, "Session 12 (host side)").
+    #[inline(always)]
     fn on_ack(&mut self, w: &mut Window, ev: &AckEvent) -> bool {
-        self.inner().on_ack(w, ev)
+        match self {
+            Cc::NewReno(c) => c.on_ack(w, ev),
+            Cc::Dctcp(c) => c.on_ack(w, ev),
+            Cc::Cubic(c) => c.on_ack(w, ev),
+        }
     }
     fn on_dup_ack(&mut self, ece: bool, mss: u64) {
         self.inner().on_dup_ack(ece, mss)
