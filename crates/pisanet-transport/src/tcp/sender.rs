@@ -821,6 +821,11 @@ impl TcpSender {
     /// Sends `[seq, seq + len)`, timing it if it is new data and no
     /// segment is being timed (RFC 6298 section 3: one per round trip);
     /// returns whether it was new data (snd_max grew to its end).
+    // NOTE: inlined with `emit_data`'s body into the send loops, the
+    // path of nearly every data packet; the other senders of a segment
+    // (retransmissions, probes) call `emit_data` out of line
+    // (docs/performance.md, "Session 12 (host side)").
+    #[inline(always)]
     pub(super) fn emit_timed(
         &mut self,
         now: SimTime,
@@ -831,7 +836,7 @@ impl TcpSender {
         if seq >= self.snd_max && self.rtt_probe.is_none() && self.sent_log.is_none() {
             self.rtt_probe = RttProbe::new(seq + len, now);
         }
-        self.emit_data(now, seq, len, out);
+        self.emit_data_inline(now, seq, len, out);
         if seq + len > self.snd_max {
             self.snd_max = seq + len;
             true
@@ -1541,7 +1546,14 @@ impl TcpSender {
         }
     }
 
+    #[inline(never)]
     fn emit_data(&mut self, now: SimTime, seq: u64, len: u64, out: &mut Vec<Packet>) {
+        self.emit_data_inline(now, seq, len, out);
+    }
+
+    /// Sends `[seq, seq + len)` (`emit_data`, inlined).
+    #[inline(always)]
+    fn emit_data_inline(&mut self, now: SimTime, seq: u64, len: u64, out: &mut Vec<Packet>) {
         if let Some(log) = &mut self.sent_log {
             log_send(log, seq, len, self.snd_max, now);
         }
