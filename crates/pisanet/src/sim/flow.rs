@@ -707,45 +707,54 @@ impl World {
     // "Session 10").
     #[inline(always)]
     fn arm_flow_timers(q: &mut Events, id: FlowId, af: &mut ActiveFlow) {
-        let (tx_deadline, rx_deadline) = match &af.ends {
-            Endpoints::Tcp { tx, rx } => (
-                match (tx.timer_deadline(), af.close_at.get()) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                },
-                // Without delayed ACKs the receiver's deadline is always
-                // none: its line is not read.
-                if af.rx_timed {
-                    rx.timer_deadline()
-                } else {
-                    debug_assert!(rx.timer_deadline().is_none());
-                    None
-                },
-            ),
-            Endpoints::Udp {
-                tx, rx, drain_at, ..
-            } => (tx.timer_deadline().or(*drain_at), rx.timer_deadline()),
-        };
         // NOTE: a timer records the time its event was scheduled for (a
         // deadline already past fires now): `on_flow_timer` clears it when
         // that event fires. Recording a past deadline instead left it set
         // forever, and no later, earlier-only deadline was ever scheduled (a
         // duration-limited flow held back by TSQ never closed).
         let now = q.now();
-        let tx_deadline = tx_deadline.filter(|_| !af.sender_done());
-        if let Some(d) = tx_deadline {
-            let d = d.max(now);
-            if af.tx_timer.get().is_none_or(|t| d < t) {
-                af.tx_timer = Some(d).into();
-                Self::schedule_timer(q, d, Ev::SenderTimer(id));
+        let done = af.sender_done();
+        match &af.ends {
+            Endpoints::Tcp { tx, rx } => {
+                if !done {
+                    let d = match (tx.timer_deadline(), af.close_at.get()) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                    if let Some(d) = d {
+                        Self::arm(q, &mut af.tx_timer, d.max(now), Ev::SenderTimer(id));
+                    }
+                }
+                // Without delayed ACKs the receiver's deadline is always
+                // none: its line is not read.
+                debug_assert!(af.rx_timed || rx.timer_deadline().is_none());
+                if af.rx_timed {
+                    if let Some(d) = rx.timer_deadline() {
+                        Self::arm(q, &mut af.rx_timer, d.max(now), Ev::ReceiverTimer(id));
+                    }
+                }
+            }
+            Endpoints::Udp {
+                tx, rx, drain_at, ..
+            } => {
+                let (txd, rxd) = (tx.timer_deadline().or(*drain_at), rx.timer_deadline());
+                if let Some(d) = txd.filter(|_| !done) {
+                    Self::arm(q, &mut af.tx_timer, d.max(now), Ev::SenderTimer(id));
+                }
+                if let Some(d) = rxd {
+                    Self::arm(q, &mut af.rx_timer, d.max(now), Ev::ReceiverTimer(id));
+                }
             }
         }
-        if let Some(d) = rx_deadline {
-            let d = d.max(now);
-            if af.rx_timer.get().is_none_or(|t| d < t) {
-                af.rx_timer = Some(d).into();
-                Self::schedule_timer(q, d, Ev::ReceiverTimer(id));
-            }
+    }
+
+    /// Schedules `ev` at `d` unless the timer `slot` records an event due
+    /// no later.
+    #[inline(always)]
+    fn arm(q: &mut Events, slot: &mut OptTime, d: SimTime, ev: Ev) {
+        if slot.get().is_none_or(|t| d < t) {
+            *slot = Some(d).into();
+            Self::schedule_timer(q, d, ev);
         }
     }
 
