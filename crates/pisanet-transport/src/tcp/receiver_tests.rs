@@ -370,7 +370,11 @@ proptest! {
 fn the_receiver_reads_by_cache_line() {
     use std::mem::{offset_of, size_of};
     let line = |off: usize, size: usize| {
-        assert_eq!(off / 64, (off + size - 1) / 64, "field at {off} across lines");
+        assert_eq!(
+            off / 64,
+            (off + size - 1) / 64,
+            "field at {off} across lines"
+        );
         off / 64
     };
     for (off, size) in [

@@ -913,7 +913,10 @@ impl TcpSender {
                     // RFC 6582 section 3.2 step 3, full acknowledgment:
                     // cwnd = min(ssthresh, max(FlightSize, SMSS) + SMSS).
                     let flight = self.snd_nxt - self.snd_una;
-                    self.win.cwnd = self.win.ssthresh.min(flight.max(self.win.mss) + self.win.mss);
+                    self.win.cwnd = self
+                        .win
+                        .ssthresh
+                        .min(flight.max(self.win.mss) + self.win.mss);
                     self.win.ca_bytes_acked = 0;
                     self.in_recovery = false;
                 }
@@ -1132,7 +1135,10 @@ impl TcpSender {
                 Some(r) => self.snd_una >= r,
             };
             // (1) DupAcks >= DupThresh, or (2) IsLost(HighACK + 1).
-            let lost = self.scoreboard.lost_below(self.win.mss, self.dupack_threshold) > self.snd_una;
+            let lost = self
+                .scoreboard
+                .lost_below(self.win.mss, self.dupack_threshold)
+                > self.snd_una;
             if recovery_allowed && (self.dupacks >= self.dupack_threshold || lost) {
                 self.enter_sack_recovery(now, out);
             } else if self.limited_transmit {
@@ -1199,7 +1205,9 @@ impl TcpSender {
     /// RFC 6675 section 4, SetPipe(): un-SACKed bytes in flight that are
     /// not lost, plus those retransmitted (below HighRxt).
     fn pipe(&self) -> u64 {
-        let lost_below = self.scoreboard.lost_below(self.win.mss, self.dupack_threshold);
+        let lost_below = self
+            .scoreboard
+            .lost_below(self.win.mss, self.dupack_threshold);
         let sb = &self.scoreboard;
         sb.unsacked_in(self.snd_una.max(lost_below), self.snd_max)
             + sb.unsacked_in(self.snd_una, self.high_rxt.min(self.snd_max))
