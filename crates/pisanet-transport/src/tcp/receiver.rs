@@ -53,22 +53,33 @@ struct AppDelivery {
 }
 
 impl AppDelivery {
+    // NOTE: the check inline, its message out of line: a data segment in
+    // order comes here (docs/performance.md, "Session 12 (host side)").
+    #[inline]
     fn deliver(&mut self, start: u64, end: u64) {
-        if self.error.is_none() {
-            if start != self.delivered {
-                self.error = Some(Box::new(format!(
-                    "chunk [{start}, {end}) handed to the application after {} bytes: \
-                     a byte delivered twice or out of order",
-                    self.delivered
-                )));
-            } else if end > self.size {
-                self.error = Some(Box::new(format!(
-                    "chunk [{start}, {end}) goes beyond the flow's {} bytes",
-                    self.size
-                )));
-            }
+        if self.error.is_none() && (start != self.delivered || end > self.size) {
+            self.fail(start, end);
         }
         self.delivered += end.saturating_sub(start);
+    }
+
+    /// The first delivery error: `[start, end)` does not start where the
+    /// last chunk ended, or passes the flow's size.
+    #[cold]
+    #[inline(never)]
+    fn fail(&mut self, start: u64, end: u64) {
+        self.error = Some(Box::new(if start != self.delivered {
+            format!(
+                "chunk [{start}, {end}) handed to the application after {} bytes: \
+                 a byte delivered twice or out of order",
+                self.delivered
+            )
+        } else {
+            format!(
+                "chunk [{start}, {end}) goes beyond the flow's {} bytes",
+                self.size
+            )
+        }));
     }
 }
 

@@ -403,3 +403,39 @@ fn the_receiver_reads_by_cache_line() {
         assert_eq!(line(off, size), 1, "{off}");
     }
 }
+
+/// The application check keeps the first error: a chunk that does not
+/// start where the last one ended, then one beyond the flow's size.
+#[test]
+fn the_application_check_keeps_the_first_error() {
+    let mut app = AppDelivery {
+        size: 20,
+        delivered: 0,
+        error: None,
+    };
+    app.deliver(0, 10);
+    assert!(app.error.is_none());
+    app.deliver(5, 15);
+    let first = app
+        .error
+        .as_deref()
+        .cloned()
+        .expect("an overlap is an error");
+    assert!(first.contains("delivered twice or out of order"), "{first}");
+    app.deliver(15, 30);
+    assert_eq!(app.error.as_deref(), Some(&first));
+    // Every chunk is counted, even after the error.
+    assert_eq!(app.delivered, 10 + 10 + 15);
+    let mut app = AppDelivery {
+        size: 20,
+        delivered: 0,
+        error: None,
+    };
+    app.deliver(0, 21);
+    let e = app
+        .error
+        .as_deref()
+        .cloned()
+        .expect("beyond the size is an error");
+    assert!(e.contains("goes beyond the flow's 20 bytes"), "{e}");
+}
