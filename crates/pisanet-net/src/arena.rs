@@ -99,28 +99,37 @@ impl PacketArena {
     /// Stores `pkt` with its queueing metadata and returns its id.
     #[inline]
     pub fn insert_with(&mut self, pkt: Packet, tm: TmMeta) -> PktId {
-        match self.free.pop() {
-            Some(id) => {
-                let s = &mut self.slots[id as usize];
-                // The slot's old packet was moved out or freed: its box is
-                // already gone (`remove` and `free` leave `None`), so there
-                // is nothing to drop. Forgetting it instead of assigning
-                // over it spares the hot path a read of the slot's cold line
-                // (the drop's test of the box) before the stores.
-                debug_assert!(s.pkt.extra.is_none());
-                std::mem::forget(std::mem::replace(&mut s.pkt, pkt));
-                s.tm = tm;
-                id
-            }
-            None => self.grow(pkt, tm),
-        }
+        // NOTE: `pkt` and `tm` are stored on one path only (a new slot is
+        // made empty first): when `grow` took them too, the caller's `tm`
+        // was built on the stack with narrow stores and read back with
+        // wide loads to be copied, a store-forwarding stall on every
+        // packet a host sends (docs/performance.md, "Session 12 (host
+        // side)").
+        let id = match self.free.pop() {
+            Some(id) => id,
+            None => self.grow(),
+        };
+        let s = &mut self.slots[id as usize];
+        // The slot's old packet was moved out or freed: its box is
+        // already gone (`remove` and `free` leave `None`; a new slot holds
+        // none), so there is nothing to drop. Forgetting it instead of
+        // assigning over it spares the hot path a read of the slot's cold
+        // line (the drop's test of the box) before the stores.
+        debug_assert!(s.pkt.extra.is_none());
+        std::mem::forget(std::mem::replace(&mut s.pkt, pkt));
+        s.tm = tm;
+        id
     }
 
+    /// A new, empty slot (no box in it), counted as used.
     #[cold]
     #[inline(never)]
-    fn grow(&mut self, pkt: Packet, tm: TmMeta) -> PktId {
+    fn grow(&mut self) -> PktId {
         let id = PktId::try_from(self.slots.len()).expect("more than 2^32 packets in flight");
-        self.slots.push(Slot { pkt, tm });
+        self.slots.push(Slot {
+            pkt: Packet::default(),
+            tm: TmMeta::plain(SimTime::ZERO),
+        });
         id
     }
 

@@ -46,26 +46,40 @@ struct AppDelivery {
     size: u64,
     /// Bytes handed over so far; the next chunk must start here.
     delivered: u64,
-    error: Option<String>,
+    /// What went wrong first. Boxed: one word among the fields a data
+    /// segment reads.
+    #[allow(clippy::box_collection)]
+    error: Option<Box<String>>,
 }
 
 impl AppDelivery {
+    // NOTE: the check inline, its message out of line: a data segment in
+    // order comes here (docs/performance.md, "Session 12 (host side)").
+    #[inline]
     fn deliver(&mut self, start: u64, end: u64) {
-        if self.error.is_none() {
-            if start != self.delivered {
-                self.error = Some(format!(
-                    "chunk [{start}, {end}) handed to the application after {} bytes: \
-                     a byte delivered twice or out of order",
-                    self.delivered
-                ));
-            } else if end > self.size {
-                self.error = Some(format!(
-                    "chunk [{start}, {end}) goes beyond the flow's {} bytes",
-                    self.size
-                ));
-            }
+        if self.error.is_none() && (start != self.delivered || end > self.size) {
+            self.fail(start, end);
         }
         self.delivered += end.saturating_sub(start);
+    }
+
+    /// The first delivery error: `[start, end)` does not start where the
+    /// last chunk ended, or passes the flow's size.
+    #[cold]
+    #[inline(never)]
+    fn fail(&mut self, start: u64, end: u64) {
+        self.error = Some(Box::new(if start != self.delivered {
+            format!(
+                "chunk [{start}, {end}) handed to the application after {} bytes: \
+                 a byte delivered twice or out of order",
+                self.delivered
+            )
+        } else {
+            format!(
+                "chunk [{start}, {end}) goes beyond the flow's {} bytes",
+                self.size
+            )
+        }));
     }
 }
 
@@ -73,29 +87,28 @@ impl AppDelivery {
 #[derive(Clone, Debug)]
 #[repr(C)]
 pub struct TcpReceiver {
-    // NOTE: `repr(C)`, in the order a data segment reads it: the first
-    // line holds the delayed-ACK deadline that every event of the flow
-    // reads (`timer_deadline`) and the in-order state, the next two the
-    // application, the ACK's fields and the flags; what only options,
-    // holes and completion read comes last (docs/performance.md,
-    // "Session 10").
+    // NOTE: `repr(C)`, by cache line (the simulator's flow state puts the
+    // receiver at a line): a data segment in order reads the first two
+    // lines only. The first holds the delayed-ACK deadline that every
+    // event of the flow reads (`timer_deadline`), the in-order state and
+    // the application check; the second the ACK's fields and the flags;
+    // what only holes, options, the FIN and completion read comes last
+    // (docs/performance.md, "Session 10" and "Session 12 (host side)").
+    // `the_receiver_reads_by_cache_line` checks the offsets.
     delayed_ack_deadline: Option<SimTime>,
     rcv_nxt: u64,
-    /// Received bytes beyond `rcv_nxt`: start -> end, disjoint and
-    /// non-adjacent, every start > `rcv_nxt`.
-    ooo: BTreeMap<u64, u64>,
-    duplicate_bytes: u64,
+    /// Bytes held in `ooo` (zero exactly when it is empty).
+    ooo_bytes: u64,
+    app: AppDelivery,
     data_packets: u32,
     ce_packets: u32,
-    app: AppDelivery,
+    // The second line.
     ends: FlowEnds,
     rwnd: u32,
-    /// The first FIN seen: (when, sequence of its end).
-    fin: Option<(SimTime, u64)>,
+    duplicate_bytes: u64,
     /// In-order segments received since the last ACK (delayed ACKs).
     unacked_segments: u32,
     acks_sent: u32,
-    reordered: u32,
     delayed_ack: bool,
     /// Echo CE per RFC 8257 (DCTCP).
     dctcp_echo: bool,
@@ -107,12 +120,18 @@ pub struct TcpReceiver {
     sack: bool,
     /// DCTCP.CE: the CE state of the last data packet (RFC 8257 3.2).
     ce_state: bool,
+    // Holes, options, the FIN, completion.
+    /// Received bytes beyond `rcv_nxt`: start -> end, disjoint and
+    /// non-adjacent, every start > `rcv_nxt`.
+    ooo: BTreeMap<u64, u64>,
+    /// The first FIN seen: (when, sequence of its end).
+    fin: Option<(SimTime, u64)>,
+    reordered: u32,
     delayed_ack_timeout: SimTime,
     /// A byte of each of the most recently reported SACK blocks, the most
     /// recent first (RFC 2018 section 4).
     sack_recent: [u64; MAX_SACK_BLOCKS],
     sack_recent_len: usize,
-    ooo_bytes: u64,
     completed_at: Option<SimTime>,
     sack_acks: u32,
 }
@@ -199,10 +218,10 @@ impl TcpReceiver {
             if self.app.size == u64::MAX {
                 self.set_size(now, end);
             } else if end != self.app.size && self.app.error.is_none() {
-                self.app.error = Some(format!(
+                self.app.error = Some(Box::new(format!(
                     "FIN at byte {end} but the flow has {} bytes",
                     self.app.size
-                ));
+                )));
             }
         }
         if tcp.payload == 0 {
@@ -234,7 +253,10 @@ impl TcpReceiver {
             self.ce_state = ce;
         }
 
-        let had_hole = !self.ooo.is_empty();
+        debug_assert_eq!(self.ooo_bytes == 0, self.ooo.is_empty());
+        // (`ooo_bytes`, in the first line, is zero exactly when the set is
+        // empty: it holds no empty interval.)
+        let had_hole = self.ooo_bytes > 0;
         let from = start.max(self.rcv_nxt);
         let (new_bytes, advanced) = if had_hole || from > self.rcv_nxt {
             let new_bytes = self.insert(from, end);
@@ -287,6 +309,13 @@ impl TcpReceiver {
         self.delayed_ack_deadline
     }
 
+    /// Whether this receiver ever holds a timer: only with delayed ACKs
+    /// (`TcpConfig::delayed_ack`); without, `timer_deadline` is always
+    /// `None` and the caller need not ask.
+    pub fn uses_timer(&self) -> bool {
+        self.delayed_ack
+    }
+
     /// Bytes handed to the application, in order.
     pub fn delivered_bytes(&self) -> u64 {
         self.app.delivered
@@ -318,7 +347,7 @@ impl TcpReceiver {
     /// `Some` if the application was ever handed a byte twice, out of
     /// order, or beyond the flow's size; says what happened first.
     pub fn delivery_error(&self) -> Option<String> {
-        self.app.error.clone()
+        self.app.error.as_deref().cloned()
     }
 
     /// `rcv_nxt`: the next byte expected in order.
@@ -416,7 +445,7 @@ impl TcpReceiver {
     /// `rcv_nxt` (RFC 2018: SACK only on ACKs that do not acknowledge the
     /// highest sequence received).
     fn sack_option(&mut self) -> Option<SackOption> {
-        if !self.sack || self.ooo.is_empty() {
+        if !self.sack || self.ooo_bytes == 0 {
             return None;
         }
         let mut blocks = [SackBlock::default(); MAX_SACK_BLOCKS];

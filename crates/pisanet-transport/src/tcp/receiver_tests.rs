@@ -361,17 +361,81 @@ proptest! {
     }
 }
 
-/// The receiver's first cache line holds the delayed-ACK deadline (read by
-/// every event of its flow) and the in-order state; see the note at
-/// `TcpReceiver`.
+/// A data segment in order reads the receiver's first two cache lines
+/// only (the simulator puts the receiver at a line): the first holds the
+/// delayed-ACK deadline (read by every event of its flow), the in-order
+/// state and the application check, the second the ACK's fields and the
+/// flags; see the note at `TcpReceiver`.
 #[test]
-fn the_receiver_reads_its_first_line_first() {
-    use std::mem::offset_of;
-    for off in [
-        offset_of!(TcpReceiver, delayed_ack_deadline) + 15,
-        offset_of!(TcpReceiver, rcv_nxt) + 7,
-        offset_of!(TcpReceiver, ooo) + 23,
+fn the_receiver_reads_by_cache_line() {
+    use std::mem::{offset_of, size_of};
+    let line = |off: usize, size: usize| {
+        assert_eq!(
+            off / 64,
+            (off + size - 1) / 64,
+            "field at {off} across lines"
+        );
+        off / 64
+    };
+    for (off, size) in [
+        (offset_of!(TcpReceiver, delayed_ack_deadline), 16),
+        (offset_of!(TcpReceiver, rcv_nxt), 8),
+        (offset_of!(TcpReceiver, ooo_bytes), 8),
+        (offset_of!(TcpReceiver, app), size_of::<AppDelivery>()),
+        (offset_of!(TcpReceiver, data_packets), 4),
+        (offset_of!(TcpReceiver, ce_packets), 4),
     ] {
-        assert!(off < 64, "{off}");
+        assert_eq!(line(off, size), 0, "{off}");
     }
+    for (off, size) in [
+        (offset_of!(TcpReceiver, ends), size_of::<FlowEnds>()),
+        (offset_of!(TcpReceiver, rwnd), 4),
+        (offset_of!(TcpReceiver, duplicate_bytes), 8),
+        (offset_of!(TcpReceiver, unacked_segments), 4),
+        (offset_of!(TcpReceiver, acks_sent), 4),
+        (offset_of!(TcpReceiver, delayed_ack), 1),
+        (offset_of!(TcpReceiver, dctcp_echo), 1),
+        (offset_of!(TcpReceiver, classic_echo), 1),
+        (offset_of!(TcpReceiver, ece_latched), 1),
+        (offset_of!(TcpReceiver, sack), 1),
+        (offset_of!(TcpReceiver, ce_state), 1),
+    ] {
+        assert_eq!(line(off, size), 1, "{off}");
+    }
+}
+
+/// The application check keeps the first error: a chunk that does not
+/// start where the last one ended, then one beyond the flow's size.
+#[test]
+fn the_application_check_keeps_the_first_error() {
+    let mut app = AppDelivery {
+        size: 20,
+        delivered: 0,
+        error: None,
+    };
+    app.deliver(0, 10);
+    assert!(app.error.is_none());
+    app.deliver(5, 15);
+    let first = app
+        .error
+        .as_deref()
+        .cloned()
+        .expect("an overlap is an error");
+    assert!(first.contains("delivered twice or out of order"), "{first}");
+    app.deliver(15, 30);
+    assert_eq!(app.error.as_deref(), Some(&first));
+    // Every chunk is counted, even after the error.
+    assert_eq!(app.delivered, 10 + 10 + 15);
+    let mut app = AppDelivery {
+        size: 20,
+        delivered: 0,
+        error: None,
+    };
+    app.deliver(0, 21);
+    let e = app
+        .error
+        .as_deref()
+        .cloned()
+        .expect("beyond the size is an error");
+    assert!(e.contains("goes beyond the flow's 20 bytes"), "{e}");
 }

@@ -10,15 +10,23 @@ use pisanet_engine::SimTime;
 
 /// RFC 6298 section 2: K = 4, alpha = 1/8, beta = 1/4.
 const K: u64 = 4;
+/// `RtoEstimator::srtt` before the first sample.
+const NO_SRTT: SimTime = SimTime(u64::MAX);
 /// Clock granularity G by default: our clock ticks in picoseconds.
 const CLOCK_GRANULARITY: SimTime = SimTime(1);
 
 /// SRTT / RTTVAR / RTO state of one sender.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
 pub struct RtoEstimator {
-    srtt: Option<SimTime>,
-    rttvar: SimTime,
+    // NOTE: `repr(C)`, what an ACK reads first (`rto`, `srtt`: the sender
+    // puts them at the end of one of its lines, the rest in the next;
+    // docs/performance.md, "Session 12 (host side)").
     rto: SimTime,
+    /// The smoothed RTT; the largest time until the first sample (an RTT
+    /// is never that long), so that it takes 8 bytes.
+    srtt: SimTime,
+    rttvar: SimTime,
     min_rto: SimTime,
     max_rto: SimTime,
     /// Clock granularity G of RFC 6298 (2.2)/(2.3) (`TcpConfig::rto_granularity`).
@@ -35,7 +43,7 @@ impl RtoEstimator {
     pub fn new(initial_rto: SimTime, min_rto: SimTime, max_rto: SimTime) -> Self {
         let max_rto = max_rto.max(min_rto);
         RtoEstimator {
-            srtt: None,
+            srtt: NO_SRTT,
             rttvar: SimTime::ZERO,
             // RFC 6298 (2.1): until a measurement is made, RTO = initial.
             rto: initial_rto.clamp(min_rto, max_rto),
@@ -69,8 +77,9 @@ impl RtoEstimator {
     }
 
     /// The smoothed RTT, once a sample was taken.
+    #[inline]
     pub fn srtt(&self) -> Option<SimTime> {
-        self.srtt
+        (self.srtt != NO_SRTT).then_some(self.srtt)
     }
 
     pub fn rttvar(&self) -> SimTime {
@@ -87,10 +96,11 @@ impl RtoEstimator {
     pub fn on_sample(&mut self, r: SimTime) {
         self.samples = self.samples.wrapping_add(1);
         self.last_sample = r;
-        match self.srtt {
+        debug_assert!(r != NO_SRTT, "an RTT sample of the largest time");
+        match self.srtt() {
             None => {
                 // RFC 6298 (2.2): SRTT <- R, RTTVAR <- R/2.
-                self.srtt = Some(r);
+                self.srtt = r;
                 self.rttvar = SimTime(r.ps() / 2);
             }
             Some(srtt) => {
@@ -98,10 +108,10 @@ impl RtoEstimator {
                 // (with the old SRTT), then SRTT <- 7/8 SRTT + 1/8 R'.
                 let err = srtt.ps().abs_diff(r.ps());
                 self.rttvar = SimTime((3 * self.rttvar.ps() + err) / 4);
-                self.srtt = Some(SimTime((7 * srtt.ps() + r.ps()) / 8));
+                self.srtt = SimTime((7 * srtt.ps() + r.ps()) / 8);
             }
         }
-        let srtt = self.srtt.unwrap_or(r);
+        let srtt = self.srtt;
         // RFC 6298 (2.2)/(2.3): RTO <- SRTT + max(G, K*RTTVAR).
         let var = SimTime(K.saturating_mul(self.rttvar.ps())).max(self.granularity);
         // RFC 6298 (2.4) and (2.5): clamp; our floor is `min_rto`.

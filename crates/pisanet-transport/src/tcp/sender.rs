@@ -126,13 +126,21 @@ pub struct SenderStats {
 #[derive(Clone, Debug)]
 #[repr(C)]
 pub struct TcpSender {
-    // NOTE: `repr(C)`, in the order an ACK reads it (docs/performance.md,
-    // "Session 10"): first what a flow's other events read too
-    // (`is_complete`, `timer_deadline`: 48 bytes, within the line the
-    // simulator's flow state starts it on), then what the new-ACK and send
-    // paths read, then what only options, loss recovery and the counters
-    // read. The options' state (token bucket, ns-3's board, the sent log)
-    // is boxed: a flow without them reads one word each.
+    // NOTE: `repr(C)`, by cache line, for the simulator's flow state, which
+    // puts the sender 8 bytes into a line, after its endpoints' tag
+    // (docs/performance.md, "Session 10" and "Session 12 (host side)").
+    // An ACK of new data reads lines A to D and the controller's line F,
+    // not E or what follows it (RTT samples read E, loss recovery, options
+    // and the counters the rest). Line A (56 bytes, with the tag): what
+    // every event of the flow reads (`is_complete`, `timer_deadline`) and
+    // the sequence state. B: the window and its validation. C: the RTT
+    // probe, the ACK's and the data's fields, the hot flags. D: the rest of
+    // the hot flags, the options' boxes (a flow without them reads one word
+    // each), ns-3's CWR marks and the RTO estimator's `rto` and `srtt`; its
+    // cold fields fill E. F: the congestion controller, its tag and its
+    // per-ACK state. `the_sender_reads_by_cache_line` checks the offsets.
+    //
+    // Line A.
     snd_una: u64,
     size: u64,
     /// RTO or persist deadline.
@@ -141,10 +149,12 @@ pub struct TcpSender {
     /// the flow back.
     app_timer: Option<SimTime>,
     snd_nxt: u64,
+    // Line B.
     snd_max: u64,
-    mss: u64,
     /// Wire bytes the host still lets this flow put into its NIC now.
     send_budget: u64,
+    /// cwnd, ssthresh and the SMSS (`win.mss`, the sender's MSS).
+    win: Window,
     /// Bytes above cwnd that limited transmit lets out now: one SMSS per
     /// duplicate ACK below the threshold; 0 once recovery starts or new
     /// data is acknowledged.
@@ -152,27 +162,49 @@ pub struct TcpSender {
     /// Linux `tp->max_packets_out`, in bytes: the largest flight in the
     /// current tracking window.
     max_flight: u64,
+    // Line C.
     /// Linux `tp->cwnd_usage_seq`: `snd_nxt` when the tracking window began;
     /// once `snd_una` reaches it, a new one starts.
     cwnd_usage_seq: u64,
-    first_sent_at: Option<SimTime>,
-    /// A SYN is out and no SYN-ACK has come: (when the SYN was first sent,
-    /// whether it was resent). No data leaves meanwhile.
-    syn_sent: Option<(SimTime, bool)>,
-    /// ns-3's CA_CWR (`TcpConfig::cwr_ignores_dupacks`): after an ECN
-    /// window reduction, until an ACK passes this (the highest byte sent
-    /// then), duplicate ACKs start neither limited transmit nor recovery.
-    /// `None` when the option is off or no such reduction is pending.
-    ns3_cwr_until: Option<u64>,
-    /// `TcpConfig::cwr_freeze`: after an ECN window reduction, cwnd does
-    /// not grow until an ACK passes this (the highest byte sent at the
-    /// cut), and is then set to ssthresh (ns-3's CA_CWR).
-    cwr_freeze_until: Option<u64>,
     /// The segment being timed: (end of its bytes, when it was sent).
-    rtt_probe: Option<(u64, SimTime)>,
-    win: Window,
-    cc: Cc,
-    rto: RtoEstimator,
+    rtt_probe: RttProbe,
+    ends: FlowEnds,
+    /// Window of the latest acceptable ACK, as advertised.
+    last_window: u32,
+    dupacks: u32,
+    ece_acks: u32,
+    /// `first_sent_at` is set: `on_start` ran (or `close` before it).
+    started: bool,
+    /// `syn_sent` is set: a SYN is out and no SYN-ACK has come.
+    syn_pending: bool,
+    /// SACK and RFC 6675 recovery (`TcpConfig::sack`).
+    sack: bool,
+    in_recovery: bool,
+    /// The last send stopped because of `send_budget` while the windows
+    /// allowed more.
+    budget_blocked: bool,
+    /// Linux `tp->is_cwnd_limited`: the flow was cwnd-limited at some send
+    /// in the current tracking window.
+    is_cwnd_limited: bool,
+    /// Set CWR on the next new data segment (RFC 3168 section 6.1.2).
+    cwr_pending: bool,
+    /// Classic ECN (RFC 3168) reactions (`TcpConfig::ecn`, not DCTCP).
+    classic_ecn: bool,
+    // Line D.
+    /// The ACK being processed arrived inside a frozen CWR window.
+    ack_in_cwr_freeze: bool,
+    /// The segment at `snd_una` has been resent by the timer (RFC 5681
+    /// section 3.1 then holds ssthresh on a further timeout).
+    una_resent_by_timer: bool,
+    /// `TcpConfig::unvalidated_cwnd`.
+    unvalidated_cwnd: bool,
+    /// `TcpConfig::slow_start_all_acked`.
+    slow_start_all_acked: bool,
+    data_ecn: Ecn,
+    /// `TcpConfig::ece_ends_recovery` (with `cwr_ignores_dupacks`).
+    ece_ends_recovery: bool,
+    cwr_ignores_dupacks: bool,
+    cwr_freeze: bool,
     /// The application's rate cap (`TcpConfig::app_rate_bps`).
     app: Option<Box<AppBucket>>,
     /// `TcpConfig::reno_scoreboard` (without SACK): ns-3's per-segment
@@ -185,61 +217,43 @@ pub struct TcpSender {
     // bytes (docs/performance.md, "Session 10").
     #[allow(clippy::box_collection)]
     sent_log: Option<Box<VecDeque<SentSeg>>>,
-    ends: FlowEnds,
-    /// Window of the latest acceptable ACK, as advertised.
-    last_window: u32,
-    dupacks: u32,
-    ece_acks: u32,
+    /// ns-3's CA_CWR (`TcpConfig::cwr_ignores_dupacks`): after an ECN
+    /// window reduction, until an ACK passes this (the highest byte sent
+    /// then), duplicate ACKs start neither limited transmit nor recovery.
+    /// None when the option is off or no such reduction is pending.
+    ns3_cwr_until: OptSeq,
+    /// `TcpConfig::cwr_freeze`: after an ECN window reduction, cwnd does
+    /// not grow until an ACK passes this (the highest byte sent at the
+    /// cut), and is then set to ssthresh (ns-3's CA_CWR).
+    cwr_freeze_until: OptSeq,
+    /// `rto` and `srtt` first, at the end of line D; the rest in line E.
+    rto: RtoEstimator,
+    // Line E (after the estimator's cold fields).
+    dupack_threshold: u32,
     retransmitted: u32,
     ecn_cuts: u32,
-    in_recovery: bool,
-    /// The last send stopped because of `send_budget` while the windows
-    /// allowed more.
-    budget_blocked: bool,
-    /// Linux `tp->is_cwnd_limited`: the flow was cwnd-limited at some send
-    /// in the current tracking window.
-    is_cwnd_limited: bool,
-    /// Set CWR on the next new data segment (RFC 3168 section 6.1.2).
-    cwr_pending: bool,
-    /// SACK and RFC 6675 recovery (`TcpConfig::sack`).
-    sack: bool,
-    /// Classic ECN (RFC 3168) reactions (`TcpConfig::ecn`, not DCTCP).
-    classic_ecn: bool,
-    /// The ACK being processed arrived inside a frozen CWR window.
-    ack_in_cwr_freeze: bool,
-    /// The segment at `snd_una` has been resent by the timer (RFC 5681
-    /// section 3.1 then holds ssthresh on a further timeout).
-    una_resent_by_timer: bool,
-    /// `TcpConfig::ece_ends_recovery` (with `cwr_ignores_dupacks`).
-    ece_ends_recovery: bool,
-    cwr_ignores_dupacks: bool,
-    cwr_freeze: bool,
-    /// `TcpConfig::cwr_ends_at_timeout`.
-    cwr_ends_at_timeout: bool,
-    /// `TcpConfig::unvalidated_cwnd`.
-    unvalidated_cwnd: bool,
-    /// `TcpConfig::slow_start_all_acked`.
-    slow_start_all_acked: bool,
     /// `TcpConfig::dctcp_dupack_bytes`.
     dctcp_dupack_bytes: bool,
-    /// `TcpConfig::full_segment_window`.
-    full_segment_window: bool,
     /// No partial ACK has yet arrived in this recovery (RFC 6582 section
     /// 3.2 step 3: the first one resets the timer).
     first_partial_ack: bool,
-    data_ecn: Ecn,
+    /// `TcpConfig::cwr_ends_at_timeout`.
+    cwr_ends_at_timeout: bool,
+    /// Open with a SYN (`TcpConfig::handshake`).
+    handshake: bool,
+    // Line F: the controller (its tag, then DCTCP's per-ACK state).
+    cc: Cc,
     // Options, loss recovery and counters.
-    dupack_threshold: u32,
+    first_sent_at: Option<SimTime>,
+    /// A SYN is out and no SYN-ACK has come: (when the SYN was first sent,
+    /// whether it was resent). No data leaves meanwhile.
+    syn_sent: Option<(SimTime, bool)>,
     /// RFC 6582 `recover`, kept as the exclusive end of the data sent when
     /// it was recorded. `None` plays the role of the initial send sequence.
     recover: Option<u64>,
     /// `TcpConfig::ts_clock` (zero: the simulator's clock).
     ts_clock: SimTime,
     completed_at: Option<SimTime>,
-    /// Open with a SYN (`TcpConfig::handshake`).
-    handshake: bool,
-    /// RFC 3042 limited transmit (`TcpConfig::limited_transmit`).
-    limited_transmit: bool,
     /// `snd_max` at the last window reduction under classic ECN: no ECE
     /// cut until `snd_una` passes it (RFC 3168 section 6.1.2).
     cwr_end: Option<u64>,
@@ -249,6 +263,8 @@ pub struct TcpSender {
     high_rxt: u64,
     /// RFC 6675 RescueRxt; `None` is "undefined".
     rescue_rxt: Option<u64>,
+    /// RFC 3042 limited transmit (`TcpConfig::limited_transmit`).
+    limited_transmit: bool,
     /// With `board`: ns-3's CA_LOSS, from a timeout until the cumulative
     /// ACK reaches `recover` (duplicate ACKs are ignored meanwhile).
     loss: bool,
@@ -257,6 +273,9 @@ pub struct TcpSender {
     recover_active: bool,
     /// `close` was called: `size` is what had been sent then.
     closed: bool,
+    /// `TcpConfig::full_segment_window` (read off the ACK path: a window
+    /// under one segment, and the timer).
+    full_segment_window: bool,
     timeouts: u32,
     fast_retransmits: u32,
     dup_acks: u32,
@@ -265,6 +284,70 @@ pub struct TcpSender {
     classic_ecn_cuts: u32,
     sack_recoveries: u32,
     rescue_retransmits: u32,
+    /// Unused: the sender takes 56 bytes more than whole lines, so that a
+    /// receiver after it (in the simulator's flow state) starts at a line.
+    _pad: [u32; 9],
+}
+
+/// An optional sequence number in 8 bytes (`Option<u64>` takes 16): the
+/// largest number stands for none (a flow never sends 2^64 bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct OptSeq(u64);
+
+impl OptSeq {
+    const NONE: OptSeq = OptSeq(u64::MAX);
+
+    #[inline]
+    fn some(seq: u64) -> OptSeq {
+        debug_assert!(seq != u64::MAX, "the largest sequence number is none");
+        OptSeq(seq)
+    }
+
+    #[inline]
+    fn is_some(self) -> bool {
+        self.0 != u64::MAX
+    }
+
+    #[inline]
+    fn is_none(self) -> bool {
+        self.0 == u64::MAX
+    }
+
+    #[inline]
+    fn is_some_and(self, f: impl FnOnce(u64) -> bool) -> bool {
+        self.is_some() && f(self.0)
+    }
+}
+
+/// The segment being timed (RFC 6298 section 3), in 16 bytes: the end of
+/// its bytes (`u64::MAX`: none) and when it was sent.
+#[derive(Clone, Copy, Debug)]
+struct RttProbe {
+    end: u64,
+    sent: SimTime,
+}
+
+impl RttProbe {
+    const NONE: RttProbe = RttProbe {
+        end: u64::MAX,
+        sent: SimTime::ZERO,
+    };
+
+    #[inline]
+    fn new(end: u64, sent: SimTime) -> RttProbe {
+        debug_assert!(end != u64::MAX, "the largest sequence number is none");
+        RttProbe { end, sent }
+    }
+
+    #[inline]
+    fn get(self) -> Option<(u64, SimTime)> {
+        (self.end != u64::MAX).then_some((self.end, self.sent))
+    }
+
+    #[inline]
+    fn is_none(self) -> bool {
+        self.end == u64::MAX
+    }
 }
 
 impl TcpSender {
@@ -278,7 +361,6 @@ impl TcpSender {
         TcpSender {
             ends,
             size: size_bytes,
-            mss,
             dupack_threshold: cfg.dupack_threshold.max(1),
             data_ecn: if cfg.cc.ecn_capable() || cfg.ecn {
                 Ecn::Ect0
@@ -300,7 +382,7 @@ impl TcpSender {
             recover: None,
             first_partial_ack: false,
             una_resent_by_timer: false,
-            rtt_probe: None,
+            rtt_probe: RttProbe::NONE,
             sent_log: cfg.rtt_every_ack.then(Box::default),
             ts_clock: cfg.ts_clock,
             timer: None,
@@ -314,9 +396,9 @@ impl TcpSender {
             completed_at: None,
             handshake: cfg.handshake,
             limited_transmit: cfg.limited_transmit,
-            ns3_cwr_until: None,
+            ns3_cwr_until: OptSeq::NONE,
             cwr_ignores_dupacks: cfg.cwr_ignores_dupacks,
-            cwr_freeze_until: None,
+            cwr_freeze_until: OptSeq::NONE,
             cwr_freeze: cfg.cwr_freeze,
             cwr_ends_at_timeout: cfg.cwr_ends_at_timeout,
             unvalidated_cwnd: cfg.unvalidated_cwnd,
@@ -327,6 +409,8 @@ impl TcpSender {
             full_segment_window: cfg.full_segment_window,
             lt_allowance: 0,
             syn_sent: None,
+            started: false,
+            syn_pending: false,
             classic_ecn: cfg.ecn && !matches!(cfg.cc, CcKind::Dctcp { .. }),
             cwr_end: None,
             sack: cfg.sack,
@@ -358,21 +442,22 @@ impl TcpSender {
             classic_ecn_cuts: 0,
             sack_recoveries: 0,
             rescue_retransmits: 0,
+            _pad: [0; 9],
         }
     }
 
     /// Sends the first window. Calling it twice does nothing new.
     pub fn on_start(&mut self, now: SimTime, out: &mut Vec<Packet>) {
-        if self.first_sent_at.is_some() || self.completed_at.is_some() {
-            return;
-        }
-        if self.size == 0 {
-            // NOTE: an empty flow is complete at once and sends nothing.
-            self.first_sent_at = Some(now);
-            self.completed_at = Some(now);
+        if self.started || self.completed_at.is_some() {
             return;
         }
         self.first_sent_at = Some(now);
+        self.started = true;
+        if self.size == 0 {
+            // NOTE: an empty flow is complete at once and sends nothing.
+            self.completed_at = Some(now);
+            return;
+        }
         if let Some(app) = &mut self.app {
             // The bucket starts full when the application starts.
             app.last = now;
@@ -380,6 +465,7 @@ impl TcpSender {
         if self.handshake {
             // RFC 9293 section 3.5: SYN first; data waits for the SYN-ACK.
             self.syn_sent = Some((now, false));
+            self.syn_pending = true;
             self.emit_syn(now, out);
             return;
         }
@@ -417,6 +503,7 @@ impl TcpSender {
             return;
         }
         self.syn_sent = None;
+        self.syn_pending = false;
         self.timer = None;
         self.last_window = tcp.window;
         if !resent {
@@ -435,12 +522,14 @@ impl TcpSender {
     /// Packets that are not TCP ACKs, ACK data never sent, or are older
     /// than `snd_una` are ignored.
     pub fn on_packet(&mut self, now: SimTime, pkt: &Packet, out: &mut Vec<Packet>) {
-        if self.syn_sent.is_some() {
+        debug_assert_eq!(self.syn_pending, self.syn_sent.is_some());
+        debug_assert_eq!(self.started, self.first_sent_at.is_some());
+        if self.syn_pending {
             self.on_packet_syn_sent(now, pkt, out);
             return;
         }
         let Some(tcp) = pkt.tcp() else { return };
-        if !tcp.has(tcp_flags::ACK) || self.first_sent_at.is_none() {
+        if !tcp.has(tcp_flags::ACK) || !self.started {
             return;
         }
         let ack = tcp.ack;
@@ -476,7 +565,7 @@ impl TcpSender {
             }
             if is_dup {
                 if self.dctcp_dupack_bytes {
-                    self.cc.on_dup_ack(ece, self.mss);
+                    self.cc.on_dup_ack(ece, self.win.mss);
                 }
                 self.on_dup_ack(now, ack, out);
             }
@@ -508,7 +597,7 @@ impl TcpSender {
         if self.is_complete() {
             return;
         }
-        if self.syn_sent.is_some() {
+        if self.syn_pending {
             // RFC 6298 (5.5)-(5.6) for the SYN: back off and resend it.
             self.timeouts += 1;
             self.rto.on_timeout();
@@ -588,7 +677,7 @@ impl TcpSender {
         self.closed = true;
         self.size = self.snd_max;
         self.app_timer = None;
-        if self.first_sent_at.is_some() && self.syn_sent.is_none() {
+        if self.started && !self.syn_pending {
             self.send_budget = self
                 .send_budget
                 .saturating_sub(u64::from(Packet::tcp_wire_size(0)));
@@ -607,7 +696,9 @@ impl TcpSender {
         } else {
             // Closed before anything was sent (or before the SYN-ACK).
             self.syn_sent = None;
+            self.syn_pending = false;
             self.first_sent_at.get_or_insert(now);
+            self.started = true;
         }
         if self.is_complete() {
             self.completed_at.get_or_insert(now);
@@ -699,12 +790,12 @@ impl TcpSender {
         if self.in_recovery {
             // RFC 5681 section 3.2 step 4 (RFC 6582 section 3.2 step 3):
             // each further duplicate ACK inflates cwnd by SMSS.
-            self.win.cwnd += self.mss;
+            self.win.cwnd += self.win.mss;
         } else if self.limited_transmit && self.dupacks < self.dupack_threshold {
             // RFC 3042 section 2: on each of the first two duplicate ACKs,
             // send one new segment if the peer's window allows and the
             // flight stays within cwnd + 2 SMSS; cwnd itself is unchanged.
-            self.lt_allowance = u64::from(self.dupacks) * self.mss;
+            self.lt_allowance = u64::from(self.dupacks) * self.win.mss;
         } else if self.dupacks == self.dupack_threshold {
             // RFC 6582 section 3.2 step 2: enter fast retransmit only if the
             // ACK covers more than `recover` (the highest byte sent when
@@ -722,7 +813,7 @@ impl TcpSender {
     fn enter_fast_recovery(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         self.lt_allowance = 0;
         // Loss recovery manages the window from here (ns-3 CA_RECOVERY).
-        self.cwr_freeze_until = None;
+        self.cwr_freeze_until = OptSeq::NONE;
         let flight = self.snd_nxt - self.snd_una;
         // RFC 5681 section 3.2 step 2: ssthresh per equation (4).
         self.cc.on_fast_retransmit(&mut self.win, flight);
@@ -735,12 +826,17 @@ impl TcpSender {
         // RFC 5681 section 3.2 step 3: retransmit the lost segment, and
         // cwnd = ssthresh + 3 * SMSS (one SMSS per duplicate ACK counted).
         self.retransmit_una(now, out);
-        self.win.cwnd = self.win.ssthresh + u64::from(self.dupack_threshold) * self.mss;
+        self.win.cwnd = self.win.ssthresh + u64::from(self.dupack_threshold) * self.win.mss;
     }
 
     /// Sends `[seq, seq + len)`, timing it if it is new data and no
     /// segment is being timed (RFC 6298 section 3: one per round trip);
     /// returns whether it was new data (snd_max grew to its end).
+    // NOTE: inlined with `emit_data`'s body into the send loops, the
+    // path of nearly every data packet; the other senders of a segment
+    // (retransmissions, probes) call `emit_data` out of line
+    // (docs/performance.md, "Session 12 (host side)").
+    #[inline(always)]
     pub(super) fn emit_timed(
         &mut self,
         now: SimTime,
@@ -749,9 +845,9 @@ impl TcpSender {
         out: &mut Vec<Packet>,
     ) -> bool {
         if seq >= self.snd_max && self.rtt_probe.is_none() && self.sent_log.is_none() {
-            self.rtt_probe = Some((seq + len, now));
+            self.rtt_probe = RttProbe::new(seq + len, now);
         }
-        self.emit_data(now, seq, len, out);
+        self.emit_data_inline(now, seq, len, out);
         if seq + len > self.snd_max {
             self.snd_max = seq + len;
             true
@@ -780,10 +876,10 @@ impl TcpSender {
 
         // RFC 6298 section 3 with Karn's rule: only a segment never
         // retransmitted is timed (the probe is dropped on retransmission).
-        if let Some((end, sent)) = self.rtt_probe {
+        if let Some((end, sent)) = self.rtt_probe.get() {
             if ack >= end {
                 self.rto.on_sample(now.saturating_sub(sent));
-                self.rtt_probe = None;
+                self.rtt_probe = RttProbe::NONE;
             }
         }
         self.sample_every_ack(now, ack);
@@ -815,10 +911,10 @@ impl TcpSender {
                     // if at least one SMSS was acked.
                     self.retransmit_una(now, out);
                     self.win.cwnd = self.win.cwnd.saturating_sub(acked);
-                    if acked >= self.mss {
-                        self.win.cwnd += self.mss;
+                    if acked >= self.win.mss {
+                        self.win.cwnd += self.win.mss;
                     }
-                    self.win.cwnd = self.win.cwnd.max(self.mss);
+                    self.win.cwnd = self.win.cwnd.max(self.win.mss);
                     // ...and reset the timer on the first partial ACK only
                     // (the "Impatient" variant, RFC 6582 section 4).
                     restart_timer = self.first_partial_ack;
@@ -828,7 +924,10 @@ impl TcpSender {
                     // RFC 6582 section 3.2 step 3, full acknowledgment:
                     // cwnd = min(ssthresh, max(FlightSize, SMSS) + SMSS).
                     let flight = self.snd_nxt - self.snd_una;
-                    self.win.cwnd = self.win.ssthresh.min(flight.max(self.mss) + self.mss);
+                    self.win.cwnd = self
+                        .win
+                        .ssthresh
+                        .min(flight.max(self.win.mss) + self.win.mss);
                     self.win.ca_bytes_acked = 0;
                     self.in_recovery = false;
                 }
@@ -873,7 +972,7 @@ impl TcpSender {
         self.win.ssthresh = if self.cc.dctcp_no_floor() {
             target
         } else {
-            target.max(2 * self.mss)
+            target.max(2 * self.win.mss)
         };
         self.win.cwnd = self.win.ssthresh;
         self.win.ca_bytes_acked = 0;
@@ -881,9 +980,9 @@ impl TcpSender {
         self.recover = Some(self.snd_max);
         self.ecn_cuts += 1;
         self.cwr_pending = true;
-        self.ns3_cwr_until = Some(self.snd_max);
+        self.ns3_cwr_until = OptSeq::some(self.snd_max);
         if self.cwr_freeze {
-            self.cwr_freeze_until = Some(self.snd_max);
+            self.cwr_freeze_until = OptSeq::some(self.snd_max);
         }
     }
 
@@ -938,10 +1037,10 @@ impl TcpSender {
     /// m_recover).
     fn enter_ns3_cwr(&mut self) {
         if self.cwr_ignores_dupacks && !self.in_recovery && self.ns3_cwr_until.is_none() {
-            self.ns3_cwr_until = Some(self.snd_max);
+            self.ns3_cwr_until = OptSeq::some(self.snd_max);
         }
         if self.cwr_freeze && !self.in_recovery && self.cwr_freeze_until.is_none() {
-            self.cwr_freeze_until = Some(self.snd_max);
+            self.cwr_freeze_until = OptSeq::some(self.snd_max);
         }
     }
 
@@ -953,7 +1052,7 @@ impl TcpSender {
     fn leave_cwr_freeze(&mut self, ack: u64) {
         self.ack_in_cwr_freeze = self.cwr_freeze_until.is_some();
         if self.cwr_freeze_until.is_some_and(|end| ack > end) {
-            self.cwr_freeze_until = None;
+            self.cwr_freeze_until = OptSeq::NONE;
             self.win.cwnd = self.win.ssthresh;
             self.win.ca_bytes_acked = 0;
         }
@@ -961,7 +1060,7 @@ impl TcpSender {
 
     fn leave_ns3_cwr(&mut self, ack: u64) {
         if self.ns3_cwr_until.is_some_and(|end| ack > end) {
-            self.ns3_cwr_until = None;
+            self.ns3_cwr_until = OptSeq::NONE;
         }
     }
 
@@ -1012,10 +1111,10 @@ impl TcpSender {
             self.dupacks = 0;
             self.lt_allowance = 0;
             self.una_resent_by_timer = false;
-            if let Some((end, sent)) = self.rtt_probe {
+            if let Some((end, sent)) = self.rtt_probe.get() {
                 if ack >= end {
                     self.rto.on_sample(now.saturating_sub(sent));
-                    self.rtt_probe = None;
+                    self.rtt_probe = RttProbe::NONE;
                 }
             }
             self.sample_every_ack(now, ack);
@@ -1029,7 +1128,7 @@ impl TcpSender {
         if dup {
             self.dup_acks += 1;
             if self.dctcp_dupack_bytes {
-                self.cc.on_dup_ack(ece, self.mss);
+                self.cc.on_dup_ack(ece, self.win.mss);
             }
         }
 
@@ -1052,7 +1151,10 @@ impl TcpSender {
                 Some(r) => self.snd_una >= r,
             };
             // (1) DupAcks >= DupThresh, or (2) IsLost(HighACK + 1).
-            let lost = self.scoreboard.lost_below(self.mss, self.dupack_threshold) > self.snd_una;
+            let lost = self
+                .scoreboard
+                .lost_below(self.win.mss, self.dupack_threshold)
+                > self.snd_una;
             if recovery_allowed && (self.dupacks >= self.dupack_threshold || lost) {
                 self.enter_sack_recovery(now, out);
             } else if self.limited_transmit {
@@ -1084,7 +1186,7 @@ impl TcpSender {
     /// RFC 6675 section 5, step (4): fast retransmit and loss recovery.
     fn enter_sack_recovery(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         self.lt_allowance = 0;
-        self.cwr_freeze_until = None;
+        self.cwr_freeze_until = OptSeq::NONE;
         let flight = self.snd_max - self.snd_una;
         // (4.1) RecoveryPoint = HighData.
         self.recover = Some(self.snd_max);
@@ -1109,7 +1211,7 @@ impl TcpSender {
     /// End of a segment starting at un-SACKed `seq`: one SMSS, but not into
     /// the next SACKed range nor beyond what was sent.
     fn hole_end(&self, seq: u64) -> u64 {
-        let mut end = (seq + self.mss).min(self.snd_max);
+        let mut end = (seq + self.win.mss).min(self.snd_max);
         if let Some(s) = self.scoreboard.next_sacked_start(seq) {
             end = end.min(s);
         }
@@ -1119,7 +1221,9 @@ impl TcpSender {
     /// RFC 6675 section 4, SetPipe(): un-SACKed bytes in flight that are
     /// not lost, plus those retransmitted (below HighRxt).
     fn pipe(&self) -> u64 {
-        let lost_below = self.scoreboard.lost_below(self.mss, self.dupack_threshold);
+        let lost_below = self
+            .scoreboard
+            .lost_below(self.win.mss, self.dupack_threshold);
         let sb = &self.scoreboard;
         sb.unsacked_in(self.snd_una.max(lost_below), self.snd_max)
             + sb.unsacked_in(self.snd_una, self.high_rxt.min(self.snd_max))
@@ -1133,7 +1237,7 @@ impl TcpSender {
         let mut sent = false;
         loop {
             let pipe = self.pipe();
-            if self.win.cwnd < pipe + self.mss {
+            if self.win.cwnd < pipe + self.win.mss {
                 break;
             }
             if self.send_budget == 0 {
@@ -1166,7 +1270,7 @@ impl TcpSender {
     fn next_seg(&mut self, now: SimTime, app_blocked: &mut bool) -> Option<(u64, u64, bool)> {
         let sb = &self.scoreboard;
         let highest = sb.highest_sacked().unwrap_or(self.snd_una);
-        let lost_below = sb.lost_below(self.mss, self.dupack_threshold);
+        let lost_below = sb.lost_below(self.win.mss, self.dupack_threshold);
         // Rules (1) and (3): the first un-SACKed byte above HighRxt and
         // below the highest SACKed byte; (1) if it is lost.
         let s2 = sb.next_unsacked(self.high_rxt.max(self.snd_una));
@@ -1198,7 +1302,7 @@ impl TcpSender {
         if self.rescue_rxt.is_none_or(|r| self.snd_una > r) {
             let from = self.snd_una.max(self.high_rxt);
             if let Some((start, end)) = self.scoreboard.last_unsacked_run(from, self.snd_max) {
-                let s = start.max(end.saturating_sub(self.mss));
+                let s = start.max(end.saturating_sub(self.win.mss));
                 return Some((s, end - s, true));
             }
         }
@@ -1212,8 +1316,8 @@ impl TcpSender {
         }
         self.timeouts += 1;
         // ns-3 leaves CA_CWR for CA_LOSS.
-        self.ns3_cwr_until = None;
-        self.cwr_freeze_until = None;
+        self.ns3_cwr_until = OptSeq::NONE;
+        self.cwr_freeze_until = OptSeq::NONE;
         self.note_loss_reduction();
         self.end_ecn_window_at_timeout();
         if self.sack {
@@ -1246,7 +1350,7 @@ impl TcpSender {
         self.in_recovery = false;
         self.dupacks = 0;
         // Karn's rule: nothing in flight may be timed now.
-        self.rtt_probe = None;
+        self.rtt_probe = RttProbe::NONE;
         // Go back to snd_una and resend from there in slow start
         // (RFC 5681 section 3.1, RFC 6298 (5.4)).
         self.snd_nxt = self.snd_una;
@@ -1276,8 +1380,8 @@ impl TcpSender {
             return;
         }
         self.timeouts += 1;
-        self.ns3_cwr_until = None;
-        self.cwr_freeze_until = None;
+        self.ns3_cwr_until = OptSeq::NONE;
+        self.cwr_freeze_until = OptSeq::NONE;
         self.note_loss_reduction();
         self.end_ecn_window_at_timeout();
         if self.sack {
@@ -1287,13 +1391,13 @@ impl TcpSender {
         }
         let first = !self.una_resent_by_timer;
         self.cc.on_rto(&mut self.win, 0, first);
-        self.win.cwnd = self.mss;
+        self.win.cwnd = self.win.mss;
         self.rto.on_timeout();
         self.recover = Some(self.snd_max);
         self.in_recovery = false;
         self.dupacks = 0;
         self.lt_allowance = 0;
-        self.rtt_probe = None;
+        self.rtt_probe = RttProbe::NONE;
     }
 
     fn send_window_probe(&mut self, now: SimTime, out: &mut Vec<Packet>) {
@@ -1331,7 +1435,7 @@ impl TcpSender {
             Some(b) => b.bytes_in_flight(),
             None => self.snd_nxt - self.snd_una,
         };
-        let limited = flight + self.mss > self.win.cwnd;
+        let limited = flight + self.win.mss > self.win.cwnd;
         // Linux `tcp_write_xmit`: only if something was sent or cwnd-limited.
         if !(sent || limited) {
             return;
@@ -1349,7 +1453,7 @@ impl TcpSender {
     /// Sends new segments while `min(cwnd, rwnd)` and the send budget
     /// allow, then arms the retransmission or persist timer as needed.
     fn send_new_data(&mut self, now: SimTime, out: &mut Vec<Packet>) {
-        if self.first_sent_at.is_none() || self.syn_sent.is_some() {
+        if !self.started || self.syn_pending {
             return;
         }
         if self.sack && self.in_recovery {
@@ -1458,7 +1562,7 @@ impl TcpSender {
 
     /// Length of a full segment starting at `seq`, cut at the flow's end.
     fn segment_len(&self, seq: u64) -> u64 {
-        self.mss.min(self.size.saturating_sub(seq))
+        self.win.mss.min(self.size.saturating_sub(seq))
     }
 
     /// An RTT sample from a send at `sent` acknowledged at `now`: on the
@@ -1507,7 +1611,14 @@ impl TcpSender {
         }
     }
 
+    #[inline(never)]
     fn emit_data(&mut self, now: SimTime, seq: u64, len: u64, out: &mut Vec<Packet>) {
+        self.emit_data_inline(now, seq, len, out);
+    }
+
+    /// Sends `[seq, seq + len)` (`emit_data`, inlined).
+    #[inline(always)]
+    fn emit_data_inline(&mut self, now: SimTime, seq: u64, len: u64, out: &mut Vec<Packet>) {
         if let Some(log) = &mut self.sent_log {
             log_send(log, seq, len, self.snd_max, now);
         }
@@ -1521,8 +1632,8 @@ impl TcpSender {
             // that was retransmitted. NOTE: resending any segment before the
             // timed one drops the sample too, since the ACK that covers the
             // timed segment then waits for the resend.
-            if self.rtt_probe.is_some_and(|(end, _)| seq < end) {
-                self.rtt_probe = None;
+            if self.rtt_probe.get().is_some_and(|(end, _)| seq < end) {
+                self.rtt_probe = RttProbe::NONE;
             }
         } else if self.cwr_pending {
             // RFC 3168 section 6.1.2: CWR on the next new data segment.

@@ -16,7 +16,7 @@
 //! recovery (`DupAck`: `IsLost(HighACK + 1)`).
 
 use super::super::cc::Controller;
-use super::{RenoBoard, TcpSender};
+use super::{OptSeq, RenoBoard, RttProbe, TcpSender};
 use pisanet_engine::SimTime;
 use pisanet_net::packet::{tcp_flags, Packet};
 
@@ -60,7 +60,7 @@ impl TcpSender {
             self.reno_dup_ack(now, out);
             if self.dctcp_dupack_bytes {
                 // `ProcessAck`: "Artificially call PktsAcked".
-                self.cc.on_dup_ack(ece, self.mss);
+                self.cc.on_dup_ack(ece, self.win.mss);
             }
         }
         self.send_new_data(now, out);
@@ -106,7 +106,7 @@ impl TcpSender {
         self.board().add_reno_sack();
         self.board().mark_head_as_lost();
         self.lt_allowance = 0;
-        self.cwr_freeze_until = None;
+        self.cwr_freeze_until = OptSeq::NONE;
         // (4.1) RecoveryPoint = HighData.
         self.recover = Some(self.snd_max);
         self.recover_active = true;
@@ -115,7 +115,7 @@ impl TcpSender {
         self.fast_retransmits += 1;
         // (4.2) "If SACK is not enabled, still consider the head as 'in
         // flight'": ssthresh from the pipe plus one segment.
-        let flight = self.board().bytes_in_flight() + self.mss;
+        let flight = self.board().bytes_in_flight() + self.win.mss;
         self.cc.on_fast_retransmit(&mut self.win, flight);
         // `TcpClassicRecovery::EnterRecovery`: cwnd = ssthresh.
         self.win.cwnd = self.win.ssthresh;
@@ -156,7 +156,7 @@ impl TcpSender {
                 // unless this ACK is that resend's; the window does not
                 // grow; the timer restarts on the first partial ACK only.
                 self.board().mark_head_as_lost();
-                let mss = self.mss;
+                let mss = self.win.mss;
                 if !self.board().is_retransmitted_data_acked(ack + mss) {
                     self.reno_retransmit(now, out);
                 }
@@ -184,8 +184,8 @@ impl TcpSender {
     /// The caller then sends (`SendPendingData`).
     pub(super) fn reno_board_timeout(&mut self, now: SimTime) {
         self.timeouts += 1;
-        self.ns3_cwr_until = None;
-        self.cwr_freeze_until = None;
+        self.ns3_cwr_until = OptSeq::NONE;
+        self.cwr_freeze_until = OptSeq::NONE;
         self.note_loss_reduction();
         self.end_ecn_window_at_timeout();
         let in_flight = self.board().bytes_in_flight();
@@ -204,11 +204,11 @@ impl TcpSender {
         // (CA_LOSS with the head resent); cwnd = 1 SMSS.
         let first = !(self.loss && head_resent);
         self.cc.on_rto(&mut self.win, in_flight, first);
-        self.win.cwnd = self.mss;
+        self.win.cwnd = self.win.mss;
         self.in_recovery = false;
         self.loss = true;
         self.lt_allowance = 0;
-        self.rtt_probe = None;
+        self.rtt_probe = RttProbe::NONE;
         self.una_resent_by_timer = true;
         self.timer = Some(now + self.rto.rto());
     }
@@ -247,7 +247,7 @@ impl TcpSender {
             };
             // Silly-window avoidance: wait for a full segment's room
             // unless less data than the room is left.
-            if avail < self.mss && self.size - seq > avail {
+            if avail < self.win.mss && self.size - seq > avail {
                 break;
             }
             let len = len.min(avail);

@@ -800,17 +800,77 @@ mod properties {
     }
 }
 
-/// The sender's first cache line holds what every event of its flow reads
-/// (`is_complete`, `timer_deadline`); see the note at `TcpSender`.
+/// An ACK of new data reads lines A to D and F of the sender, as the
+/// simulator places it (8 bytes into a line, after its endpoints' tag),
+/// and every other event of its flow line A; see the note at `TcpSender`.
 #[test]
-fn the_sender_reads_its_first_line_first() {
-    use std::mem::offset_of;
-    for off in [
-        offset_of!(TcpSender, snd_una),
-        offset_of!(TcpSender, size),
-        offset_of!(TcpSender, timer) + 15,
-        offset_of!(TcpSender, app_timer) + 15,
-    ] {
-        assert!(off < 64, "{off}");
+fn the_sender_reads_by_cache_line() {
+    use super::super::cc::{Cc, Dctcp};
+    use std::mem::{offset_of, size_of};
+    let line = |off: usize, size: usize| {
+        let (first, last) = ((off + 8) / 64, (off + 8 + size - 1) / 64);
+        assert_eq!(first, last, "field at {off} across lines");
+        first
+    };
+    let lines: [&[(usize, usize)]; 4] = [
+        &[
+            (offset_of!(TcpSender, snd_una), 8),
+            (offset_of!(TcpSender, size), 8),
+            (offset_of!(TcpSender, timer), 16),
+            (offset_of!(TcpSender, app_timer), 16),
+            (offset_of!(TcpSender, snd_nxt), 8),
+        ],
+        &[
+            (offset_of!(TcpSender, snd_max), 8),
+            (offset_of!(TcpSender, send_budget), 8),
+            (offset_of!(TcpSender, win), size_of::<Window>()),
+            (offset_of!(TcpSender, lt_allowance), 8),
+            (offset_of!(TcpSender, max_flight), 8),
+        ],
+        &[
+            (offset_of!(TcpSender, cwnd_usage_seq), 8),
+            (offset_of!(TcpSender, rtt_probe), size_of::<RttProbe>()),
+            (offset_of!(TcpSender, ends), size_of::<FlowEnds>()),
+            (offset_of!(TcpSender, last_window), 4),
+            (offset_of!(TcpSender, dupacks), 4),
+            (offset_of!(TcpSender, ece_acks), 4),
+            (offset_of!(TcpSender, started), 1),
+            (offset_of!(TcpSender, syn_pending), 1),
+            (offset_of!(TcpSender, sack), 1),
+            (offset_of!(TcpSender, in_recovery), 1),
+            (offset_of!(TcpSender, budget_blocked), 1),
+            (offset_of!(TcpSender, is_cwnd_limited), 1),
+            (offset_of!(TcpSender, cwr_pending), 1),
+            (offset_of!(TcpSender, classic_ecn), 1),
+        ],
+        &[
+            (offset_of!(TcpSender, ack_in_cwr_freeze), 1),
+            (offset_of!(TcpSender, una_resent_by_timer), 1),
+            (offset_of!(TcpSender, unvalidated_cwnd), 1),
+            (offset_of!(TcpSender, slow_start_all_acked), 1),
+            (offset_of!(TcpSender, data_ecn), 1),
+            (offset_of!(TcpSender, app), 8),
+            (offset_of!(TcpSender, board), 8),
+            (offset_of!(TcpSender, sent_log), 8),
+            (offset_of!(TcpSender, ns3_cwr_until), 8),
+            (offset_of!(TcpSender, cwr_freeze_until), 8),
+            // The estimator's `rto` and `srtt` (`RtoEstimator` is repr(C)).
+            (offset_of!(TcpSender, rto), 16),
+        ],
+    ];
+    for (i, fields) in lines.iter().enumerate() {
+        for &(off, size) in fields.iter() {
+            assert_eq!(line(off, size), i, "field at {off}");
+        }
     }
+    // Line F: the controller's tag and DCTCP's per-ACK state (56 bytes,
+    // `Cc` is repr(u8): its state 8 bytes after the tag).
+    let cc = offset_of!(TcpSender, cc);
+    assert_eq!(line(cc, 64), 5);
+    let c = Cc::Dctcp(Dctcp::new(4));
+    let Cc::Dctcp(d) = &c else { unreachable!() };
+    let at = (d as *const Dctcp as usize) - (&c as *const Cc as usize);
+    assert_eq!(at, 8);
+    // A receiver after the sender starts at a line.
+    assert_eq!((size_of::<TcpSender>() + 8) % 64, 0);
 }

@@ -149,6 +149,10 @@ pub(crate) struct ActiveFlow {
     pub(crate) tsq_counts: bool,
     /// `rec.finish` is set (`sender_done`), in this line.
     finished: bool,
+    /// The receiver may hold a timer (TCP with delayed ACKs, or UDP): the
+    /// timer check after an event reads its deadline only then, not the
+    /// receiver's line (docs/performance.md, "Session 12 (host side)").
+    rx_timed: bool,
     /// TSQ: wire bytes of the sender's packets waiting in its host's NIC
     /// queue (counted only when `World::tsq_bytes` is set).
     pub(crate) nic_bytes: u64,
@@ -214,6 +218,10 @@ impl ActiveFlow {
             tsq_blocked,
             tsq_counts: matches!(ends, Endpoints::Tcp { .. }),
             finished: false,
+            rx_timed: match &ends {
+                Endpoints::Tcp { rx, .. } => rx.uses_timer(),
+                Endpoints::Udp { .. } => true,
+            },
             nic_bytes: 0,
             tx_timer: OptTime::NONE,
             rx_timer: OptTime::NONE,
@@ -699,38 +707,54 @@ impl World {
     // "Session 10").
     #[inline(always)]
     fn arm_flow_timers(q: &mut Events, id: FlowId, af: &mut ActiveFlow) {
-        let (tx_deadline, rx_deadline) = match &af.ends {
-            Endpoints::Tcp { tx, rx } => (
-                match (tx.timer_deadline(), af.close_at.get()) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                },
-                rx.timer_deadline(),
-            ),
-            Endpoints::Udp {
-                tx, rx, drain_at, ..
-            } => (tx.timer_deadline().or(*drain_at), rx.timer_deadline()),
-        };
         // NOTE: a timer records the time its event was scheduled for (a
         // deadline already past fires now): `on_flow_timer` clears it when
         // that event fires. Recording a past deadline instead left it set
         // forever, and no later, earlier-only deadline was ever scheduled (a
         // duration-limited flow held back by TSQ never closed).
         let now = q.now();
-        let tx_deadline = tx_deadline.filter(|_| !af.sender_done());
-        if let Some(d) = tx_deadline {
-            let d = d.max(now);
-            if af.tx_timer.get().is_none_or(|t| d < t) {
-                af.tx_timer = Some(d).into();
-                Self::schedule_timer(q, d, Ev::SenderTimer(id));
+        let done = af.sender_done();
+        match &af.ends {
+            Endpoints::Tcp { tx, rx } => {
+                if !done {
+                    let d = match (tx.timer_deadline(), af.close_at.get()) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                    if let Some(d) = d {
+                        Self::arm(q, &mut af.tx_timer, d.max(now), Ev::SenderTimer(id));
+                    }
+                }
+                // Without delayed ACKs the receiver's deadline is always
+                // none: its line is not read.
+                debug_assert!(af.rx_timed || rx.timer_deadline().is_none());
+                if af.rx_timed {
+                    if let Some(d) = rx.timer_deadline() {
+                        Self::arm(q, &mut af.rx_timer, d.max(now), Ev::ReceiverTimer(id));
+                    }
+                }
+            }
+            Endpoints::Udp {
+                tx, rx, drain_at, ..
+            } => {
+                let (txd, rxd) = (tx.timer_deadline().or(*drain_at), rx.timer_deadline());
+                if let Some(d) = txd.filter(|_| !done) {
+                    Self::arm(q, &mut af.tx_timer, d.max(now), Ev::SenderTimer(id));
+                }
+                if let Some(d) = rxd {
+                    Self::arm(q, &mut af.rx_timer, d.max(now), Ev::ReceiverTimer(id));
+                }
             }
         }
-        if let Some(d) = rx_deadline {
-            let d = d.max(now);
-            if af.rx_timer.get().is_none_or(|t| d < t) {
-                af.rx_timer = Some(d).into();
-                Self::schedule_timer(q, d, Ev::ReceiverTimer(id));
-            }
+    }
+
+    /// Schedules `ev` at `d` unless the timer `slot` records an event due
+    /// no later.
+    #[inline(always)]
+    fn arm(q: &mut Events, slot: &mut OptTime, d: SimTime, ev: Ev) {
+        if slot.get().is_none_or(|t| d < t) {
+            *slot = Some(d).into();
+            Self::schedule_timer(q, d, ev);
         }
     }
 
@@ -948,6 +972,7 @@ mod layout_tests {
             offset_of!(ActiveFlow, src_addr),
             offset_of!(ActiveFlow, tsq_counts),
             offset_of!(ActiveFlow, finished),
+            offset_of!(ActiveFlow, rx_timed),
             offset_of!(ActiveFlow, nic_bytes) + 7,
             offset_of!(ActiveFlow, rx_timer) + 7,
             offset_of!(ActiveFlow, close_at) + 7,
@@ -959,5 +984,53 @@ mod layout_tests {
         let finish = offset_of!(ActiveFlow, rec) + offset_of!(FlowRecord, finish);
         assert_eq!(finish / 64, 1);
         assert_eq!(offset_of!(ActiveFlow, ends) % 64, 0);
+    }
+
+    /// The sender starts 8 bytes into the endpoints' line (after their
+    /// tag), as its layout expects, and the receiver at a line
+    /// (`the_sender_reads_by_cache_line`, `the_receiver_reads_by_cache_line`
+    /// in the transport crate).
+    #[test]
+    fn the_endpoints_sit_where_their_layouts_expect() {
+        let cfg = TcpConfig::default();
+        let ends = pisanet_transport::FlowEnds {
+            flow: 0,
+            src_addr: 1,
+            dst_addr: 2,
+            sport: 10_000,
+            dport: 80,
+            dscp: 0,
+            prio: 0,
+        };
+        let rec = FlowRecord {
+            finish: None,
+            first_sent: None,
+            arrival: SimTime::ZERO,
+            ideal: SimTime::ZERO,
+            bytes: 1000,
+            lost_bytes: 0,
+            delivered: 0,
+            src: 0,
+            dst: 1,
+            retransmissions: 0,
+            reordered: 0,
+            lost_packets: 0,
+            group: 0,
+            class: 0,
+            transport: 0,
+            prio: 0,
+        };
+        let tcp = Endpoints::Tcp {
+            tx: TcpSender::new(&cfg, ends, 1000),
+            rx: TcpReceiver::new(&cfg, ends.reversed(), 1000),
+        };
+        let af = Box::new(ActiveFlow::new(1, rec, tcp, false, None, None));
+        let base = &*af as *const ActiveFlow as usize;
+        let Endpoints::Tcp { tx, rx } = &af.ends else {
+            unreachable!()
+        };
+        assert_eq!((tx as *const TcpSender as usize - base) % 64, 8);
+        assert_eq!((rx as *const TcpReceiver as usize - base) % 64, 0);
+        assert_eq!(base % 64, 0);
     }
 }

@@ -5,21 +5,26 @@ use super::{AckEvent, Controller, NewReno, Window};
 
 /// DCTCP sender state (RFC 8257 section 3.3).
 #[derive(Clone, Debug, PartialEq)]
+#[repr(C)]
 pub struct Dctcp {
-    reno: NewReno,
-    /// EWMA gain g.
-    g: f64,
-    /// DCTCP.Alpha, the estimated fraction of marked bytes.
-    alpha: f64,
-    /// DCTCP.WindowEnd: when `snd_una` passes it, one observation window ends.
-    window_end: u64,
+    // NOTE: `repr(C)`, what every ACK reads first, then what the end of an
+    // observation window reads (`alpha`, `g`): 56 bytes, which with the
+    // `Cc` tag before them fill the line the sender puts its controller on
+    // (docs/performance.md, "Session 12 (host side)").
     /// DCTCP.BytesAcked in the current observation window.
     bytes_acked: u64,
     /// DCTCP.BytesMarked in the current observation window.
     bytes_marked: u64,
+    /// DCTCP.WindowEnd: when `snd_una` passes it, one observation window ends.
+    window_end: u64,
     /// `snd_nxt` at the last ECE-triggered cut: no further cut until the
     /// ACKs pass it (once per window of data, RFC 3168 section 6.1.2).
     cwr_end: Option<u64>,
+    /// DCTCP.Alpha, the estimated fraction of marked bytes.
+    alpha: f64,
+    /// EWMA gain g.
+    g: f64,
+    reno: NewReno,
     /// `TcpConfig::dctcp_loss_uses_alpha`: a loss sets ssthresh to
     /// (1 - alpha / 2) x cwnd, as ns-3 3.44 does, instead of halving.
     pub(super) loss_uses_alpha: bool,
@@ -86,6 +91,7 @@ impl Dctcp {
 }
 
 impl Controller for Dctcp {
+    #[inline(always)]
     fn on_ack(&mut self, w: &mut Window, ev: &AckEvent) -> bool {
         // RFC 8257 section 3.3: count acked bytes, and those acked with ECE.
         self.bytes_acked += ev.acked;
@@ -172,5 +178,27 @@ impl Controller for Dctcp {
 
     fn alpha(&self) -> Option<f64> {
         Some(self.alpha)
+    }
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::Dctcp;
+    use std::mem::offset_of;
+
+    /// What every ACK reads, and `alpha` and `g`, in the first 56 bytes
+    /// (with the `Cc` tag before them, one line of the sender).
+    #[test]
+    fn an_ack_reads_the_first_56_bytes() {
+        for end in [
+            offset_of!(Dctcp, bytes_acked) + 8,
+            offset_of!(Dctcp, bytes_marked) + 8,
+            offset_of!(Dctcp, window_end) + 8,
+            offset_of!(Dctcp, cwr_end) + 16,
+            offset_of!(Dctcp, alpha) + 8,
+            offset_of!(Dctcp, g) + 8,
+        ] {
+            assert!(end <= 56, "{end}");
+        }
     }
 }

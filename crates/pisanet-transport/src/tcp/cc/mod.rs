@@ -132,7 +132,11 @@ pub trait Controller {
 }
 
 /// A controller of one of the supported kinds.
+// NOTE: `repr(u8)`: the tag first and each controller's state 8 bytes
+// after it, so that the tag and DCTCP's per-ACK state share a line of the
+// sender (docs/performance.md, "Session 12 (host side)").
 #[derive(Clone, Debug, PartialEq)]
+#[repr(u8)]
 pub enum Cc {
     NewReno(NewReno),
     Dctcp(Dctcp),
@@ -179,8 +183,16 @@ impl Cc {
 }
 
 impl Controller for Cc {
+    // NOTE: a direct match, not `inner`'s dynamic call: the sender's every
+    // ACK comes here, and DCTCP's and NewReno's hooks then inline into it
+    // (docs/performance.md, "Session 12 (host side)").
+    #[inline(always)]
     fn on_ack(&mut self, w: &mut Window, ev: &AckEvent) -> bool {
-        self.inner().on_ack(w, ev)
+        match self {
+            Cc::NewReno(c) => c.on_ack(w, ev),
+            Cc::Dctcp(c) => c.on_ack(w, ev),
+            Cc::Cubic(c) => c.on_ack(w, ev),
+        }
     }
     fn on_dup_ack(&mut self, ece: bool, mss: u64) {
         self.inner().on_dup_ack(ece, mss)

@@ -9,6 +9,7 @@ use super::{AckEvent, Controller, Window};
 pub struct NewReno;
 
 impl Controller for NewReno {
+    #[inline(always)]
     fn on_ack(&mut self, w: &mut Window, ev: &AckEvent) -> bool {
         if ev.in_recovery {
             return false;
