@@ -93,7 +93,7 @@ pub struct Counts {
     pub delivered: u64,
     pub dropped: u64,
     pub consumed: u64,
-    pub ecn_marked: u64,
+    // (ECN marks: `World::ecn_marked`, the ports' counts.)
     pub packet_hops: u64,
     pub late_packets: u64,
     /// Packets of rate-based flows that reached their senders (feedback).

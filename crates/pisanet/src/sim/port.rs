@@ -111,7 +111,15 @@ impl Wire {
             return Some((id, None));
         }
         let (at, next) = self.ring[self.start as usize];
-        self.start = (self.start + 1) & (self.ring.len() as u32 - 1);
+        // A ring left empty starts again at its first entry: the wires
+        // that hold a few packets at a time (most) reuse one cache line of
+        // their ring instead of walking all of it (docs/performance.md,
+        // "Session 12: switch side"). So `start` is 0 whenever `len <= 1`.
+        self.start = if self.len == 1 {
+            0
+        } else {
+            (self.start + 1) & (self.ring.len() as u32 - 1)
+        };
         self.head = next;
         Some((id, Some(at)))
     }
@@ -149,6 +157,15 @@ impl Wire {
 }
 
 impl World {
+    /// Packets marked CE by the queues so far: the sum of the ports' own
+    /// counts (each port's queue counts its marks; a run's total is not
+    /// counted again per enqueue, docs/performance.md, "Session 12: switch
+    /// side"). In parallel mode, after the merge, each port is its own
+    /// partition's, the only one that queued at it.
+    pub fn ecn_marked(&self) -> u64 {
+        self.ports.iter().map(|p| p.queue.counters.ecn_marks).sum()
+    }
+
     /// Queues `pkt` at egress port `p` and starts the transmitter if idle.
     pub(crate) fn enqueue(&mut self, now: SimTime, p: PortIdx, pkt: Packet) {
         let id = self.arena.insert_with(pkt, TmMeta::plain(now));
@@ -185,10 +202,7 @@ impl World {
             port.shared.map(|i| &mut self.shared[i as usize])
         };
         let slot = self.arena.slot_mut(id);
-        // The queue marks an ECT packet CE and changes its ECN field in no
-        // other way: a changed field is a mark (the port's mark counter is
-        // on a line of the port that a packet not marked does not need).
-        let ecn_before = slot.pkt.ip.ecn;
+        // (A mark is counted by the queue alone: `World::ecn_marked`.)
         if port.queue.is_empty()
             && !port.tx_event
             && port.busy_until <= now
@@ -203,7 +217,6 @@ impl World {
                 Ok(()) => {
                     // (`enq_qdepth` is read only by an egress pass, which
                     // this port has not: not written, see `tm_read`.)
-                    self.counts.ecn_marked += (slot.pkt.ip.ecn != ecn_before) as u64;
                     let (size, made) = (slot.pkt.size, slot.pkt.switch_made);
                     self.send_dequeued(now, p, id, size, made);
                 }
@@ -216,7 +229,6 @@ impl World {
                     // Read only by the egress pass (see `tm_read`).
                     slot.tm.enq_qdepth = depth;
                 }
-                self.counts.ecn_marked += (slot.pkt.ip.ecn != ecn_before) as u64;
                 if port.tx_event {
                     // The pending TxDone will serve it.
                 } else if port.busy_until <= now {
