@@ -500,12 +500,41 @@ impl Switch {
         pkt: &mut Packet,
         out: &mut Vec<Emit>,
     ) -> Option<PortNo> {
+        match self.form_try(pkt) {
+            Ok(port) => Some(port),
+            Err(port) => self.form_finish(now, in_port, pkt, port, out),
+        }
+    }
+
+    /// [`Self::form_unicast`] in two steps: the pass (counted) gives
+    /// `Ok(port)` for a port of the switch, which is then all of it (nothing
+    /// emitted, nothing scheduled), and otherwise `Err(egress_spec)`, which
+    /// [`Self::form_finish`] completes. The caller's common case skips what
+    /// only the rest needs (docs/performance.md, "Session 12: switch side").
+    #[inline]
+    pub fn form_try(&mut self, pkt: &Packet) -> Result<PortNo, PortNo> {
         debug_assert!(self.form_only);
         self.pass += 1;
         let port = self.form_port(pkt);
         if port < self.n_ports {
-            return Some(port);
+            Ok(port)
+        } else {
+            Err(port)
         }
+    }
+
+    /// The rest of a [`Self::form_try`] pass that gave `port`, not a port
+    /// of the switch (a drop, or the general path's handling of it): what
+    /// [`Self::form_unicast`] gives then.
+    #[inline]
+    pub fn form_finish(
+        &mut self,
+        now: SimTime,
+        in_port: PortNo,
+        pkt: &mut Packet,
+        port: PortNo,
+        out: &mut Vec<Emit>,
+    ) -> Option<PortNo> {
         self.form_other(now, in_port, pkt, InstanceType::Normal, [0; 2], port, out)
             .map(|(port, _)| port)
     }

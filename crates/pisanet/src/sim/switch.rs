@@ -168,17 +168,22 @@ impl World {
                 // `emits` is empty between uses (apply_emits drains it).
                 debug_assert!(self.emits.is_empty());
                 let switch = &mut switches[sw as usize];
-                let scheduled = switch.scheduled();
                 let pkt = self.arena.get_mut(id);
                 // With nothing to read the queue metadata (`tm_read`: no
                 // egress control, PFC or tap), a form's pass gives the port
-                // alone (its metadata not built nor passed on).
+                // alone (its metadata not built nor passed on); a port of
+                // the switch (nearly every pass) is all of it
+                // (`Switch::form_try`).
+                let scheduled = switch.scheduled();
                 let (unicast, meta) =
                     if switch.form_only() && self.pfc.is_none() && self.tap.is_none() {
-                        (
-                            switch.form_unicast(now, in_port, pkt, &mut self.emits),
-                            None,
-                        )
+                        match switch.form_try(pkt) {
+                            Ok(port) => return self.enqueue_unicast(now, node, port, id, None),
+                            Err(port) => (
+                                switch.form_finish(now, in_port, pkt, port, &mut self.emits),
+                                None,
+                            ),
+                        }
                     } else {
                         match switch.ingress_unicast(now, in_port, pkt, &mut self.emits) {
                             Some((port, meta)) => (Some(port), Some(meta)),
