@@ -178,7 +178,12 @@ impl World {
                 let (unicast, meta) =
                     if switch.form_only() && self.pfc.is_none() && self.tap.is_none() {
                         match switch.form_try(pkt) {
-                            Ok(port) => return self.enqueue_unicast(now, node, port, id, None),
+                            Ok(port) => {
+                                // `enqueue_unicast` with no tap, no PFC and
+                                // nothing to write: the port's own limits.
+                                let p = self.port_base[node as usize] + port as PortIdx;
+                                return self.enqueue_plain(now, p, id);
+                            }
                             Err(port) => (
                                 switch.form_finish(now, in_port, pkt, port, &mut self.emits),
                                 None,
