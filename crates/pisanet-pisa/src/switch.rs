@@ -958,10 +958,14 @@ impl Switch {
     /// The `egress_spec` of an ingress pass through the program's ingress
     /// form, checked at load: the same lookups, hash and selection as its
     /// `ingress`, straight.
-    // NOTE: out of line: inlined into the event loop, the form grew the
-    // loop's register saves for every event (0.7% more instructions on the
-    // demo for every scheme, the reference too).
-    #[inline(never)]
+    // NOTE: inline(always): the simulator's arrival handler (`on_arrive`,
+    // out of the event loop since session 10) calls it through
+    // `form_try`; out of line it cost 13 instructions of register saves a
+    // pass (demo 300 flows: 1.4% fewer instructions inlined, the k=8 bench
+    // 1.9%; `ecmp_native`, which does not run it, 0.5% more: the larger
+    // `on_arrive`'s saves; docs/performance.md, "Session 12: switch side").
+    // Inlined into the event loop itself (session 8) it cost every event.
+    #[inline(always)]
     fn form_port(&mut self, pkt: &Packet) -> PortNo {
         self.form.run(&mut self.pipe, pkt)
     }
