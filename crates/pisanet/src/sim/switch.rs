@@ -174,9 +174,10 @@ impl World {
                 // alone (its metadata not built nor passed on); a port of
                 // the switch (nearly every pass) is all of it
                 // (`Switch::form_try`).
-                let scheduled = switch.scheduled();
-                let (unicast, meta) =
+                let (scheduled, unicast, meta) =
                     if switch.form_only() && self.pfc.is_none() && self.tap.is_none() {
+                        // (`form_try` schedules nothing: `scheduled` is
+                        // read only for the rest.)
                         match switch.form_try(pkt) {
                             Ok(port) => {
                                 // `enqueue_unicast` with no tap, no PFC and
@@ -185,14 +186,16 @@ impl World {
                                 return self.enqueue_plain(now, p, id);
                             }
                             Err(port) => (
+                                switch.scheduled(),
                                 switch.form_finish(now, in_port, pkt, port, &mut self.emits),
                                 None,
                             ),
                         }
                     } else {
+                        let scheduled = switch.scheduled();
                         match switch.ingress_unicast(now, in_port, pkt, &mut self.emits) {
-                            Some((port, meta)) => (Some(port), Some(meta)),
-                            None => (None, None),
+                            Some((port, meta)) => (scheduled, Some(port), Some(meta)),
+                            None => (scheduled, None, None),
                         }
                     };
                 let rearm = switch.scheduled() != scheduled;
