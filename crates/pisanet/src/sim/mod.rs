@@ -280,6 +280,7 @@ impl World {
                     shared: sb,
                     is_host_port: is_host,
                     egress_pass: false,
+                    pass_limit: 0,
                 });
             }
         }
@@ -309,6 +310,9 @@ impl World {
                     "switch {sw}'s ports"
                 );
             }
+        }
+        for port in ports.iter_mut() {
+            port.pass_limit = port.pass_limit_of();
         }
         World {
             topo,
