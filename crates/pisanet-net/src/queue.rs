@@ -293,6 +293,16 @@ impl EgressQueue {
         Ok(())
     }
 
+    /// What [`Self::pass_through`] counts of a packet of `size` bytes that
+    /// it admits and does not mark (the caller knows: an empty queue, no
+    /// shared buffer, `size` within the byte limit, packet limit and packet
+    /// ECN threshold above 0): its largest depth. Reads and writes only the
+    /// queue's last 32 bytes (see the note at [`EgressQueue`]).
+    #[inline]
+    pub fn count_passed(&mut self, size: u32) {
+        self.counters.max_depth_bytes = self.counters.max_depth_bytes.max(size as u64);
+    }
+
     /// Admits a packet of a lossless priority under PFC: the port's own
     /// limits and the shared buffer's dynamic threshold do not apply (the
     /// switch admits it by its ingress account, sim/pfc.rs); only the

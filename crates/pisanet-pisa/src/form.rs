@@ -207,9 +207,16 @@ impl FormPass {
         self.evictions = 0;
     }
 
+    /// The memo slot of `key`. With the memo empty (`shift` 64) the shift
+    /// wraps to 0 and gives an index past the end, which the lookup misses
+    /// (`>>` by 64 panicked in debug builds, which check for overflow; the
+    /// release build's instruction is the same, the hardware masking the
+    /// count).
     #[inline(always)]
     fn slot(&self, key: u32) -> usize {
-        ((key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+        (key as u64)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .wrapping_shr(self.shift as u32) as usize
     }
 
     /// The pass: the `egress_spec` the program would set (possibly

@@ -500,12 +500,41 @@ impl Switch {
         pkt: &mut Packet,
         out: &mut Vec<Emit>,
     ) -> Option<PortNo> {
+        match self.form_try(pkt) {
+            Ok(port) => Some(port),
+            Err(port) => self.form_finish(now, in_port, pkt, port, out),
+        }
+    }
+
+    /// [`Self::form_unicast`] in two steps: the pass (counted) gives
+    /// `Ok(port)` for a port of the switch, which is then all of it (nothing
+    /// emitted, nothing scheduled), and otherwise `Err(egress_spec)`, which
+    /// [`Self::form_finish`] completes. The caller's common case skips what
+    /// only the rest needs (docs/performance.md, "Session 12: switch side").
+    #[inline]
+    pub fn form_try(&mut self, pkt: &Packet) -> Result<PortNo, PortNo> {
         debug_assert!(self.form_only);
         self.pass += 1;
         let port = self.form_port(pkt);
         if port < self.n_ports {
-            return Some(port);
+            Ok(port)
+        } else {
+            Err(port)
         }
+    }
+
+    /// The rest of a [`Self::form_try`] pass that gave `port`, not a port
+    /// of the switch (a drop, or the general path's handling of it): what
+    /// [`Self::form_unicast`] gives then.
+    #[inline]
+    pub fn form_finish(
+        &mut self,
+        now: SimTime,
+        in_port: PortNo,
+        pkt: &mut Packet,
+        port: PortNo,
+        out: &mut Vec<Emit>,
+    ) -> Option<PortNo> {
         self.form_other(now, in_port, pkt, InstanceType::Normal, [0; 2], port, out)
             .map(|(port, _)| port)
     }
@@ -929,10 +958,14 @@ impl Switch {
     /// The `egress_spec` of an ingress pass through the program's ingress
     /// form, checked at load: the same lookups, hash and selection as its
     /// `ingress`, straight.
-    // NOTE: out of line: inlined into the event loop, the form grew the
-    // loop's register saves for every event (0.7% more instructions on the
-    // demo for every scheme, the reference too).
-    #[inline(never)]
+    // NOTE: inline(always): the simulator's arrival handler (`on_arrive`,
+    // out of the event loop since session 10) calls it through
+    // `form_try`; out of line it cost 13 instructions of register saves a
+    // pass (demo 300 flows: 1.4% fewer instructions inlined, the k=8 bench
+    // 1.9%; `ecmp_native`, which does not run it, 0.5% more: the larger
+    // `on_arrive`'s saves; docs/performance.md, "Session 12: switch side").
+    // Inlined into the event loop itself (session 8) it cost every event.
+    #[inline(always)]
     fn form_port(&mut self, pkt: &Packet) -> PortNo {
         self.form.run(&mut self.pipe, pkt)
     }

@@ -457,9 +457,15 @@ impl LpmMemo {
         self.evictions = 0;
     }
 
+    /// The slot of `key`. With no slots (`shift` 64) the shift wraps to 0
+    /// and gives an index past the end, which the lookup misses (`>>` by 64
+    /// panicked in debug builds, which check for overflow; the release
+    /// build's instruction is the same).
     #[inline(always)]
     fn slot(&self, key: u32) -> usize {
-        ((key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+        (key as u64)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .wrapping_shr(self.shift) as usize
     }
 
     /// Stores a result (after a walk).

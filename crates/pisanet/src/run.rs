@@ -887,7 +887,7 @@ fn finish(
             "consumed": c.consumed,
             "dropped": c.dropped,
             "in_flight": in_flight,
-            "ecn_marked": c.ecn_marked,
+            "ecn_marked": world.ecn_marked(),
             "reordered": reordered,
             "late": c.late_packets,
         },

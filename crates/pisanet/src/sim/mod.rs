@@ -93,7 +93,7 @@ pub struct Counts {
     pub delivered: u64,
     pub dropped: u64,
     pub consumed: u64,
-    pub ecn_marked: u64,
+    // (ECN marks: `World::ecn_marked`, the ports' counts.)
     pub packet_hops: u64,
     pub late_packets: u64,
     /// Packets of rate-based flows that reached their senders (feedback).
@@ -280,6 +280,7 @@ impl World {
                     shared: sb,
                     is_host_port: is_host,
                     egress_pass: false,
+                    pass_limit: 0,
                 });
             }
         }
@@ -309,6 +310,9 @@ impl World {
                     "switch {sw}'s ports"
                 );
             }
+        }
+        for port in ports.iter_mut() {
+            port.pass_limit = port.pass_limit_of();
         }
         World {
             topo,

@@ -1589,7 +1589,6 @@ pub fn merge(worlds: Vec<World>, collector: Collector) -> World {
         c.delivered += o.delivered;
         c.dropped += o.dropped;
         c.consumed += o.consumed;
-        c.ecn_marked += o.ecn_marked;
         c.packet_hops += o.packet_hops;
         c.late_packets += o.late_packets;
         c.rate_feedback += o.rate_feedback;

@@ -292,7 +292,6 @@ impl World {
         let size = slot.pkt.size as u64;
         let limit = pfc.xoff[inp as usize] + pfc.headroom[inp as usize];
         let shared = port.shared.map(|i| &mut self.shared[i as usize]);
-        let marks_before = port.queue.counters.ecn_marks;
         let admitted = if pfc.ingress[k] + size > limit {
             port.queue.count_drop(size);
             Err(DropCause::PortBufferFull)
@@ -312,7 +311,6 @@ impl World {
                 return;
             }
         }
-        self.counts.ecn_marked += port.queue.counters.ecn_marks - marks_before;
         pfc.ingress[k] += size;
         let s = &mut pfc.stats[k];
         s.max_ingress_bytes = s.max_ingress_bytes.max(pfc.ingress[k]);

@@ -30,7 +30,10 @@ pub struct Port {
     /// so that an arrival does not read the peer port; the peer is a host
     /// when `peer_node` is below the topology's `n_hosts`).
     pub peer_node: NodeId,
-    pub port_no: PortNo,
+    /// An idle port passes a packet of at most this many bytes straight to
+    /// its transmitter without reading its queue (`Port::pass_limit_of`;
+    /// 0: never), in the first line, where the port number was.
+    pub pass_limit: u16,
     pub peer_port_no: PortNo,
     /// A `TxDone` is pending (always, while the queue is not empty).
     pub tx_event: bool,
@@ -51,6 +54,29 @@ pub struct Port {
     pub made_tx_bytes: u64,
     /// Index into `World::shared` of the switch's shared buffer, if any.
     pub shared: Option<u32>,
+    pub port_no: PortNo,
+}
+
+impl Port {
+    /// What `pass_limit` is for this port: the largest packet (at most
+    /// 65535 bytes) that an empty queue of it admits and does not mark, and
+    /// hands at once to an idle transmitter with nothing else to do: no
+    /// egress pass, no shared buffer (whose admission depends on the
+    /// switch), a packet limit and a packet ECN threshold above 0 (the byte
+    /// threshold never marks at an empty queue: `bytes > threshold` is
+    /// false for 0 bytes). 0 when any of these does not hold. Set once the
+    /// port's queue, shared buffer and egress pass are (`World::new`).
+    pub fn pass_limit_of(&self) -> u16 {
+        let cfg = self.queue.config();
+        if self.egress_pass
+            || self.shared.is_some()
+            || cfg.buffer_packets == 0
+            || cfg.ecn_threshold_packets == 0
+        {
+            return 0;
+        }
+        cfg.buffer_bytes.min(u16::MAX as u64) as u16
+    }
 }
 
 /// The packets on a link, in order of arrival: the first one's arena id
@@ -111,7 +137,15 @@ impl Wire {
             return Some((id, None));
         }
         let (at, next) = self.ring[self.start as usize];
-        self.start = (self.start + 1) & (self.ring.len() as u32 - 1);
+        // A ring left empty starts again at its first entry: the wires
+        // that hold a few packets at a time (most) reuse one cache line of
+        // their ring instead of walking all of it (docs/performance.md,
+        // "Session 12: switch side"). So `start` is 0 whenever `len <= 1`.
+        self.start = if self.len == 1 {
+            0
+        } else {
+            (self.start + 1) & (self.ring.len() as u32 - 1)
+        };
         self.head = next;
         Some((id, Some(at)))
     }
@@ -149,6 +183,15 @@ impl Wire {
 }
 
 impl World {
+    /// Packets marked CE by the queues so far: the sum of the ports' own
+    /// counts (each port's queue counts its marks; a run's total is not
+    /// counted again per enqueue, docs/performance.md, "Session 12: switch
+    /// side"). In parallel mode, after the merge, each port is its own
+    /// partition's, the only one that queued at it.
+    pub fn ecn_marked(&self) -> u64 {
+        self.ports.iter().map(|p| p.queue.counters.ecn_marks).sum()
+    }
+
     /// Queues `pkt` at egress port `p` and starts the transmitter if idle.
     pub(crate) fn enqueue(&mut self, now: SimTime, p: PortIdx, pkt: Packet) {
         let id = self.arena.insert_with(pkt, TmMeta::plain(now));
@@ -177,6 +220,21 @@ impl World {
     #[inline]
     pub(crate) fn enqueue_plain(&mut self, now: SimTime, p: PortIdx, id: PktId) {
         let port = &mut self.ports[p as usize];
+        if !port.tx_event && port.busy_until <= now && self.pfc.is_none() {
+            // An idle transmitter. Without PFC its queue is empty (a queue
+            // that holds a packet has its TxDone pending: `transmit_sized`,
+            // `start_tx`), so a packet within `pass_limit` is admitted and
+            // not marked: what `pass_through` below does for it, without
+            // reading the queue's line (docs/performance.md, "Session 12:
+            // switch side").
+            let slot = self.arena.slot(id);
+            let (size, made) = (slot.pkt.size, slot.pkt.switch_made);
+            if size <= port.pass_limit as u32 {
+                debug_assert!(port.queue.is_empty());
+                port.queue.count_passed(size);
+                return self.send_dequeued(now, p, id, size, made, true);
+            }
+        }
         // Without shared buffers (the default) the port's index is not read
         // (it is on a line of the port that a queued packet does not need).
         let shared = if self.shared.is_empty() {
@@ -185,10 +243,7 @@ impl World {
             port.shared.map(|i| &mut self.shared[i as usize])
         };
         let slot = self.arena.slot_mut(id);
-        // The queue marks an ECT packet CE and changes its ECN field in no
-        // other way: a changed field is a mark (the port's mark counter is
-        // on a line of the port that a packet not marked does not need).
-        let ecn_before = slot.pkt.ip.ecn;
+        // (A mark is counted by the queue alone: `World::ecn_marked`.)
         if port.queue.is_empty()
             && !port.tx_event
             && port.busy_until <= now
@@ -203,9 +258,8 @@ impl World {
                 Ok(()) => {
                     // (`enq_qdepth` is read only by an egress pass, which
                     // this port has not: not written, see `tm_read`.)
-                    self.counts.ecn_marked += (slot.pkt.ip.ecn != ecn_before) as u64;
                     let (size, made) = (slot.pkt.size, slot.pkt.switch_made);
-                    self.send_dequeued(now, p, id, size, made);
+                    self.send_dequeued(now, p, id, size, made, true);
                 }
                 Err(_) => self.lose_id(id),
             };
@@ -216,7 +270,6 @@ impl World {
                     // Read only by the egress pass (see `tm_read`).
                     slot.tm.enq_qdepth = depth;
                 }
-                self.counts.ecn_marked += (slot.pkt.ip.ecn != ecn_before) as u64;
                 if port.tx_event {
                     // The pending TxDone will serve it.
                 } else if port.busy_until <= now {
@@ -329,7 +382,7 @@ impl World {
                     }
                 }
             };
-            self.send_dequeued(now, p, id, q.size, q.made);
+            self.send_dequeued(now, p, id, q.size, q.made, false);
             if credit.0 != pisanet_net::queue::NO_PFC {
                 self.pfc_dequeued(now, p, credit);
             }
@@ -339,9 +392,18 @@ impl World {
 
     /// Transmits packet `id` (`size` bytes, `made` by a switch), just
     /// dequeued from port `p` with no egress pass, and tells TSQ if it
-    /// left a host's NIC.
+    /// left a host's NIC. `empty`: the caller knows that the queue is
+    /// empty (a packet passed straight through it).
     #[inline(always)]
-    fn send_dequeued(&mut self, now: SimTime, p: PortIdx, id: PktId, size: u32, made: bool) {
+    fn send_dequeued(
+        &mut self,
+        now: SimTime,
+        p: PortIdx,
+        id: PktId,
+        size: u32,
+        made: bool,
+        empty: bool,
+    ) {
         // TSQ: a host's packet leaves its NIC queue (flow, source, size).
         let from_host =
             (self.tsq_bytes.is_some() && self.ports[p as usize].is_host_port).then(|| {
@@ -351,7 +413,7 @@ impl World {
         if self.tap.is_some() {
             crate::capture::transmit_tapped(self, now, p, id);
         } else {
-            self.transmit_sized(now, p, id, size, made);
+            self.transmit_after(now, p, id, size, made, empty);
         }
         if let Some((flow, src, size)) = from_host {
             self.host_nic_dequeued(now, flow, src, size);
@@ -387,11 +449,29 @@ impl World {
         size: u32,
         switch_made: bool,
     ) {
+        self.transmit_after(now, p, id, size, switch_made, false)
+    }
+
+    /// [`Self::transmit_sized`]; `empty`: the caller knows that the
+    /// port's queue is empty (a packet passed straight through it), and
+    /// its line is not read to find out (docs/performance.md, "Session
+    /// 12: switch side").
+    #[inline(always)]
+    fn transmit_after(
+        &mut self,
+        now: SimTime,
+        p: PortIdx,
+        id: PktId,
+        size: u32,
+        switch_made: bool,
+        empty: bool,
+    ) {
         let port = &mut self.ports[p as usize];
         port.queue.count_tx(size);
         let done = now + port.rate.tx_time_by(size as u64, port.ps_per_byte);
         port.busy_until = done;
-        if !port.queue.is_empty() && !port.tx_event {
+        debug_assert!(!empty || port.queue.is_empty());
+        if !empty && !port.queue.is_empty() && !port.tx_event {
             port.tx_event = true;
             self.q.schedule(done, Ev::TxDone(p));
         }
@@ -560,6 +640,7 @@ mod tests {
             offset_of!(Port, peer),
             offset_of!(Port, node),
             offset_of!(Port, peer_node),
+            offset_of!(Port, pass_limit),
             offset_of!(Port, peer_port_no),
             offset_of!(Port, egress_pass),
         ] {
@@ -581,5 +662,6 @@ mod tests {
             assert_eq!(line(off), 3, "{off}");
         }
         assert_eq!(line(offset_of!(Port, made_tx_bytes)), 4);
+        assert_eq!(line(offset_of!(Port, port_no)), 4);
     }
 }

@@ -168,21 +168,34 @@ impl World {
                 // `emits` is empty between uses (apply_emits drains it).
                 debug_assert!(self.emits.is_empty());
                 let switch = &mut switches[sw as usize];
-                let scheduled = switch.scheduled();
                 let pkt = self.arena.get_mut(id);
                 // With nothing to read the queue metadata (`tm_read`: no
                 // egress control, PFC or tap), a form's pass gives the port
-                // alone (its metadata not built nor passed on).
-                let (unicast, meta) =
+                // alone (its metadata not built nor passed on); a port of
+                // the switch (nearly every pass) is all of it
+                // (`Switch::form_try`).
+                let (scheduled, unicast, meta) =
                     if switch.form_only() && self.pfc.is_none() && self.tap.is_none() {
-                        (
-                            switch.form_unicast(now, in_port, pkt, &mut self.emits),
-                            None,
-                        )
+                        // (`form_try` schedules nothing: `scheduled` is
+                        // read only for the rest.)
+                        match switch.form_try(pkt) {
+                            Ok(port) => {
+                                // `enqueue_unicast` with no tap, no PFC and
+                                // nothing to write: the port's own limits.
+                                let p = self.port_base[node as usize] + port as PortIdx;
+                                return self.enqueue_plain(now, p, id);
+                            }
+                            Err(port) => (
+                                switch.scheduled(),
+                                switch.form_finish(now, in_port, pkt, port, &mut self.emits),
+                                None,
+                            ),
+                        }
                     } else {
+                        let scheduled = switch.scheduled();
                         match switch.ingress_unicast(now, in_port, pkt, &mut self.emits) {
-                            Some((port, meta)) => (Some(port), Some(meta)),
-                            None => (None, None),
+                            Some((port, meta)) => (scheduled, Some(port), Some(meta)),
+                            None => (scheduled, None, None),
                         }
                     };
                 let rearm = switch.scheduled() != scheduled;
