@@ -103,8 +103,8 @@ impl PacketArena {
         // made empty first): when `grow` took them too, the caller's `tm`
         // was built on the stack with narrow stores and read back with
         // wide loads to be copied, a store-forwarding stall on every
-        // packet a host sends (docs/performance.md, "Session 12 (host
-        // side)").
+        // packet a host sends (docs/performance.md, "Session 12: host
+        // side").
         let id = match self.free.pop() {
             Some(id) => id,
             None => self.grow(),

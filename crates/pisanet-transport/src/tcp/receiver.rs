@@ -54,7 +54,7 @@ struct AppDelivery {
 
 impl AppDelivery {
     // NOTE: the check inline, its message out of line: a data segment in
-    // order comes here (docs/performance.md, "Session 12 (host side)").
+    // order comes here (docs/performance.md, "Session 12: host side").
     #[inline]
     fn deliver(&mut self, start: u64, end: u64) {
         if self.error.is_none() && (start != self.delivered || end > self.size) {
@@ -93,7 +93,7 @@ pub struct TcpReceiver {
     // event of the flow reads (`timer_deadline`), the in-order state and
     // the application check; the second the ACK's fields and the flags;
     // what only holes, options, the FIN and completion read comes last
-    // (docs/performance.md, "Session 10" and "Session 12 (host side)").
+    // (docs/performance.md, "Session 10" and "Session 12: host side").
     // `the_receiver_reads_by_cache_line` checks the offsets.
     delayed_ack_deadline: Option<SimTime>,
     rcv_nxt: u64,

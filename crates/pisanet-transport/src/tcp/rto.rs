@@ -21,7 +21,7 @@ const CLOCK_GRANULARITY: SimTime = SimTime(1);
 pub struct RtoEstimator {
     // NOTE: `repr(C)`, what an ACK reads first (`rto`, `srtt`: the sender
     // puts them at the end of one of its lines, the rest in the next;
-    // docs/performance.md, "Session 12 (host side)").
+    // docs/performance.md, "Session 12: host side").
     rto: SimTime,
     /// The smoothed RTT; the largest time until the first sample (an RTT
     /// is never that long), so that it takes 8 bytes.

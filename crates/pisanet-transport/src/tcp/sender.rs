@@ -128,7 +128,7 @@ pub struct SenderStats {
 pub struct TcpSender {
     // NOTE: `repr(C)`, by cache line, for the simulator's flow state, which
     // puts the sender 8 bytes into a line, after its endpoints' tag
-    // (docs/performance.md, "Session 10" and "Session 12 (host side)").
+    // (docs/performance.md, "Session 10" and "Session 12: host side").
     // An ACK of new data reads lines A to D and the controller's line F,
     // not E or what follows it (RTT samples read E, loss recovery, options
     // and the counters the rest). Line A (56 bytes, with the tag): what
@@ -835,7 +835,7 @@ impl TcpSender {
     // NOTE: inlined with `emit_data`'s body into the send loops, the
     // path of nearly every data packet; the other senders of a segment
     // (retransmissions, probes) call `emit_data` out of line
-    // (docs/performance.md, "Session 12 (host side)").
+    // (docs/performance.md, "Session 12: host side").
     #[inline(always)]
     pub(super) fn emit_timed(
         &mut self,

@@ -151,7 +151,7 @@ pub(crate) struct ActiveFlow {
     finished: bool,
     /// The receiver may hold a timer (TCP with delayed ACKs, or UDP): the
     /// timer check after an event reads its deadline only then, not the
-    /// receiver's line (docs/performance.md, "Session 12 (host side)").
+    /// receiver's line (docs/performance.md, "Session 12: host side").
     rx_timed: bool,
     /// TSQ: wire bytes of the sender's packets waiting in its host's NIC
     /// queue (counted only when `World::tsq_bytes` is set).

@@ -50,7 +50,7 @@ impl World {
     /// `inject` of every packet in `out`, in order.
     // NOTE: out of line: a second inlined copy of `inject` made every
     // call of `queue_at_host` save more registers (docs/performance.md,
-    // "Session 12 (host side)").
+    // "Session 12: host side").
     #[inline(never)]
     fn inject_all(&mut self, now: SimTime, p: PortIdx, out: &mut Vec<Packet>) {
         for pkt in out.drain(..) {

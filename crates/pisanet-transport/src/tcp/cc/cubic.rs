@@ -161,7 +161,7 @@ impl Cubic {
 
 impl Controller for Cubic {
     // NOTE: out of line: `Cc::on_ack` matches directly, and this one is
-    // large (docs/performance.md, "Session 12 (host side)").
+    // large (docs/performance.md, "Session 12: host side").
     #[inline(never)]
     fn on_ack(&mut self, w: &mut Window, ev: &AckEvent) -> bool {
         if ev.in_recovery || !ev.cwnd_limited {

@@ -10,7 +10,7 @@ pub struct Dctcp {
     // NOTE: `repr(C)`, what every ACK reads first, then what the end of an
     // observation window reads (`alpha`, `g`): 56 bytes, which with the
     // `Cc` tag before them fill the line the sender puts its controller on
-    // (docs/performance.md, "Session 12 (host side)").
+    // (docs/performance.md, "Session 12: host side").
     /// DCTCP.BytesAcked in the current observation window.
     bytes_acked: u64,
     /// DCTCP.BytesMarked in the current observation window.

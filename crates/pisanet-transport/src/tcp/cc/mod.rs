@@ -134,7 +134,7 @@ pub trait Controller {
 /// A controller of one of the supported kinds.
 // NOTE: `repr(u8)`: the tag first and each controller's state 8 bytes
 // after it, so that the tag and DCTCP's per-ACK state share a line of the
-// sender (docs/performance.md, "Session 12 (host side)").
+// sender (docs/performance.md, "Session 12: host side").
 #[derive(Clone, Debug, PartialEq)]
 #[repr(u8)]
 pub enum Cc {
@@ -185,7 +185,7 @@ impl Cc {
 impl Controller for Cc {
     // NOTE: a direct match, not `inner`'s dynamic call: the sender's every
     // ACK comes here, and DCTCP's and NewReno's hooks then inline into it
-    // (docs/performance.md, "Session 12 (host side)").
+    // (docs/performance.md, "Session 12: host side").
     #[inline(always)]
     fn on_ack(&mut self, w: &mut Window, ev: &AckEvent) -> bool {
         match self {
