@@ -3,8 +3,8 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 # Experiment folders `make lint` type-checks, one mypy run each (every folder
-# has its own `run` module). experiments/crosscheck is not in it yet.
-MYPY_EXPERIMENTS := hula p4te dbb p4qcn p4qos soak
+# has its own `run` module).
+MYPY_EXPERIMENTS := hula p4te dbb p4qcn p4qos soak crosscheck
 SCENARIO ?= fat_tree_k8
 
 .PHONY: help setup pgo test test-rust test-python bench lint fmt demo clean headers wheel-check

@@ -112,18 +112,18 @@ def main() -> None:
             cwnd[f] = int(bb) // 1448
         if not args.from_us <= t_us < args.to_us:
             continue
-        k = (b(t_us), f)
-        st3[k] = state.get(f, "open") if k not in st3 or st3[k] == "open" else st3[k]
+        kf = (b(t_us), f)
+        st3[kf] = state.get(f, "open") if kf not in st3 or st3[kf] == "open" else st3[kf]
         if ev == "cong":
-            st3[k] = STATE[int(bb)]
-        cw3[k] = max(cw3.get(k, 0), cwnd.get(f, 0))
+            st3[kf] = STATE[int(bb)]
+        cw3[kf] = max(cw3.get(kf, 0), cwnd.get(f, 0))
         if ev == "rxe":
-            ece3[k] += 1
-            ack3[k] += 1
+            ece3[kf] += 1
+            ack3[kf] += 1
         elif ev == "rx":
-            ack3[k] += 1
+            ack3[kf] += 1
         elif ev == "tx":
-            tx3[k] += 1
+            tx3[kf] += 1
     # pisanet.
     like = xc.NS3_LIKE_SACK if args.sack else xc.NS3_LIKE
     over: dict[str, Any] = xc.for_cc(sc.cc, {**xc.PISANET_BASE, **like})

@@ -84,11 +84,11 @@ def main() -> None:
     for key, n in sorted(drops.items()):
         print("  ", key, n)
     print("marks (queue disc, packet): count")
-    for key, n in sorted(marks.items()):
-        print("  ", key, n)
+    for mark, n in sorted(marks.items()):
+        print("  ", mark, n)
     print("SYNs enqueued (queue disc, packet, ECN bits): count")
-    for key, n in sorted(syns.items()):
-        print("  ", key, n)
+    for syn, n in sorted(syns.items()):
+        print("  ", syn, n)
 
 
 if __name__ == "__main__":
