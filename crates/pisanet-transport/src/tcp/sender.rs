@@ -1314,21 +1314,7 @@ impl TcpSender {
             self.reno_board_timeout(now);
             return;
         }
-        self.timeouts += 1;
-        // ns-3 leaves CA_CWR for CA_LOSS.
-        self.ns3_cwr_until = OptSeq::NONE;
-        self.cwr_freeze_until = OptSeq::NONE;
-        self.note_loss_reduction();
-        self.end_ecn_window_at_timeout();
-        if self.sack {
-            // RFC 6675 section 5.1: leave SACK recovery, RecoveryPoint =
-            // HighData (set below), and, as RFC 2018 section 8 says of a
-            // timeout (the receiver may have reneged), forget the SACKed
-            // bytes: the go-back-N below resends them.
-            self.scoreboard.clear();
-            self.high_rxt = self.snd_una;
-            self.rescue_rxt = None;
-        }
+        self.enter_timeout();
         let flight = self.snd_nxt - self.snd_una;
         // RFC 5681 section 3.1: ssthresh per equation (4) on the first
         // timeout of this segment, cwnd = 1 SMSS.
@@ -1342,15 +1328,7 @@ impl TcpSender {
         if self.in_recovery {
             self.win.ssthresh = self.win.ssthresh.min(ssthresh_before);
         }
-        // RFC 6298 (5.5): back off the timer.
-        self.rto.on_timeout();
-        // RFC 6582 section 3.2 step 4: record the highest sequence sent in
-        // `recover` and leave fast recovery.
-        self.recover = Some(self.snd_max);
-        self.in_recovery = false;
-        self.dupacks = 0;
-        // Karn's rule: nothing in flight may be timed now.
-        self.rtt_probe = RttProbe::NONE;
+        self.leave_for_timeout();
         // Go back to snd_una and resend from there in slow start
         // (RFC 5681 section 3.1, RFC 6298 (5.4)).
         self.snd_nxt = self.snd_una;
@@ -1379,24 +1357,44 @@ impl TcpSender {
             self.reno_board_timeout(now);
             return;
         }
+        self.enter_timeout();
+        let first = !self.una_resent_by_timer;
+        self.cc.on_rto(&mut self.win, 0, first);
+        self.win.cwnd = self.win.mss;
+        self.lt_allowance = 0;
+        self.leave_for_timeout();
+    }
+
+    /// What every retransmission timeout does before the controller's
+    /// cut (`on_retransmission_timeout`, `empty_flight_timeout`).
+    fn enter_timeout(&mut self) {
         self.timeouts += 1;
+        // ns-3 leaves CA_CWR for CA_LOSS.
         self.ns3_cwr_until = OptSeq::NONE;
         self.cwr_freeze_until = OptSeq::NONE;
         self.note_loss_reduction();
         self.end_ecn_window_at_timeout();
         if self.sack {
+            // RFC 6675 section 5.1: leave SACK recovery, RecoveryPoint =
+            // HighData (set by `leave_for_timeout`), and, as RFC 2018
+            // section 8 says of a timeout (the receiver may have reneged),
+            // forget the SACKed bytes: the go-back-N resends them.
             self.scoreboard.clear();
             self.high_rxt = self.snd_una;
             self.rescue_rxt = None;
         }
-        let first = !self.una_resent_by_timer;
-        self.cc.on_rto(&mut self.win, 0, first);
-        self.win.cwnd = self.win.mss;
+    }
+
+    /// What every retransmission timeout does after the controller's cut.
+    fn leave_for_timeout(&mut self) {
+        // RFC 6298 (5.5): back off the timer.
         self.rto.on_timeout();
+        // RFC 6582 section 3.2 step 4: record the highest sequence sent in
+        // `recover` and leave fast recovery.
         self.recover = Some(self.snd_max);
         self.in_recovery = false;
         self.dupacks = 0;
-        self.lt_allowance = 0;
+        // Karn's rule: nothing in flight may be timed now.
         self.rtt_probe = RttProbe::NONE;
     }
 
