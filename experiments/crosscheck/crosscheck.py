@@ -4,13 +4,15 @@
 
 Installs ns-3 (the `ns3` wheel from PyPI, 3.44; prebuilt, no compiler) into
 experiments/crosscheck/.venv-ns3 on first use, generates each scenario's flow
-list once, runs ns-3 (ns3_sim.py, one run at a time) and pisanet (its Python
-API) on it, and writes the tables between the markers of
-docs/results/crosscheck.md. ns-3 outputs are cached in
-experiments/crosscheck/.cache by a hash of their input, so a second run only
-reruns pisanet. `--quick` uses fewer flows (a few minutes in all); the full run
-takes hours on the shared 2-core box (ns-3 simulates about 1 MB of flow
-data per wall-clock second there; pisanet's runs take well under a second).
+list once, runs ns-3 (ns3_sim.py; `--jobs N` runs N at a time) and pisanet
+(its Python API) on it, and writes the tables between the markers of
+docs/results/crosscheck.md. ns-3's outputs are stored, gzip'd, in
+experiments/crosscheck/ns3-runs (in the repository) by a hash of their input,
+so a second run only reruns pisanet. `--quick` uses fewer flows (100
+web-search, 30 data-mining, 6 incast rounds) and writes every table; the full
+size (1000 / 300 / 40) writes the main tables only, to a section of their own,
+and takes hours of ns-3 (which simulates about 1-5 MB of flow data per
+wall-clock second here; pisanet's runs take well under a second).
 
 Scenarios (single path, since ns-3 3.44 has no per-flow ECMP):
 * dumbbell: 4 senders on switch s0, 4 receivers on s1, s0-s1 one link; every
@@ -32,6 +34,7 @@ Switch ports hold 100 packets; DCTCP marks at K = 65 packets.
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
 import itertools
 import json
@@ -41,6 +44,8 @@ import random
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,7 +57,10 @@ import pisanet
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 VENV = HERE / ".venv-ns3"
-CACHE = HERE / ".cache"
+# ns-3's outputs, one gzip'd JSON per run, named by a hash of its input
+# (`run_ns3`). Kept in the repository: they are the reference the doc's
+# tables are computed against, and rerunning them takes hours of ns-3.
+CACHE = HERE / "ns3-runs"
 DOC = ROOT / "docs" / "results" / "crosscheck.md"
 NS3_VERSION = "3.44.post0"
 BEGIN, END = "<!-- crosscheck:begin -->", "<!-- crosscheck:end -->"
@@ -161,6 +169,10 @@ NS3_LIKE_SACK: dict[str, Any] = {
     "transport.sack": True,
 }
 CACHED_ONLY = False
+# `--jobs N` (N > 1): a first pass over the same code collects the ns-3 runs
+# it would make here (key -> spec, scenario name) instead of making them;
+# they then run N at a time, and the second pass finds them all stored.
+PLAN: dict[str, tuple[dict[str, Any], str]] | None = None
 # Flow-list seeds pooled per dumbbell scenario (`--seeds N`: 1..N); the
 # incast's list does not depend on the seed.
 SEEDS = [1]
@@ -402,10 +414,10 @@ def run_ns3(
     if sc.routing:
         spec.update(routing=sc.routing, hash_salt=sc.salt, count_tcp=True)
     key = hashlib.sha256((json.dumps(spec, sort_keys=True) + NS3_VERSION).encode()).hexdigest()[:16]
-    cached = CACHE / f"{key}.json"
+    cached = CACHE / f"{key}.json.gz"
     if cached.exists():
-        result = json.loads(cached.read_text())
-        # Outputs cached before ns3_sim.py checked each flow's bytes
+        result: dict[str, Any] = json.loads(gzip.decompress(cached.read_bytes()))
+        # Outputs stored before ns3_sim.py checked each flow's bytes
         # ("incomplete"): every byte not delivered must belong to a flow
         # without an FCT, or some flow's FCT is that of a connection ns-3
         # gave up on (finding 19).
@@ -413,22 +425,51 @@ def run_ns3(
         no_fct = sum(f["bytes"] for f, x in zip(flows, result["fct_us"], strict=True) if x != x)
         if "incomplete" not in result and missing != no_fct:
             sys.exit(
-                f"crosscheck: cached ns-3 run {cached.name} ({sc.name}) is missing {missing} B "
+                f"crosscheck: stored ns-3 run {cached.name} ({sc.name}) is missing {missing} B "
                 f"but its flows without an FCT hold {no_fct} B; delete it to rerun ns-3"
             )
         return result
+    if PLAN is not None:
+        PLAN[key] = (spec, sc.name)
+        return None
     if CACHED_ONLY:
         return None
+    return run_and_store(key, spec, sc.name)
+
+
+def run_and_store(key: str, spec: dict[str, Any], name: str) -> dict[str, Any]:
+    """Runs ns-3 on SPEC and stores its output as CACHE/KEY.json.gz (atomically)."""
     CACHE.mkdir(exist_ok=True)
     print(
-        f"crosscheck: ns-3 {sc.name} {attrs or ''} ({len(flows)} flows)",
-        file=sys.stderr,
-        flush=True,
+        f"crosscheck: ns-3 {name} ({len(spec['flows'])} flows, {key})", file=sys.stderr, flush=True
     )
     with tempfile.TemporaryDirectory() as tmp:
-        result = run_ns3_spec(spec, Path(tmp), sc.name)
-    cached.write_text(json.dumps(result))
+        result = run_ns3_spec(spec, Path(tmp), name)
+        part = Path(tmp) / "out.json.gz"
+        part.write_bytes(gzip.compress(json.dumps(result).encode(), mtime=0))
+        os.replace(part, CACHE / f"{key}.json.gz")
     return result
+
+
+def run_planned(jobs: int, body: Callable[[], None]) -> None:
+    """BODY once collecting its missing ns-3 runs (no doc written), those
+    runs JOBS at a time, then BODY for real."""
+    global PLAN, DOC
+    real_doc = DOC
+    with tempfile.TemporaryDirectory() as tmp:
+        DOC = Path(tmp) / DOC.name
+        if real_doc.exists():
+            DOC.write_text(real_doc.read_text())
+        PLAN = {}
+        try:
+            body()
+        finally:
+            plan, PLAN, DOC = PLAN, None, real_doc
+    print(f"crosscheck: {len(plan)} ns-3 runs to make, {jobs} at a time", file=sys.stderr)
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for f in [pool.submit(run_and_store, k, spec, name) for k, (spec, name) in plan.items()]:
+            f.result()
+    body()
 
 
 def write_inputs(tmp: str, kind: str, flows: list[dict[str, Any]]) -> tuple[Path, Path]:
@@ -589,10 +630,12 @@ def drops_table(
     return "\n".join(lines)
 
 
-def within_goal(
+def goal_count(
     rows: list[tuple[Scenario, list[dict[str, Any]], dict[str, Any], dict[str, dict[str, Any]]]],
     label: str,
-) -> str:
+) -> tuple[int, int, list[str]]:
+    """(classes within the goal, classes, the others described) for LABEL's
+    runs against ns-3's: mean within 15%, p99 within 25%."""
     fails = []
     total = 0
     for sc, flows, ns3, pis in rows:
@@ -612,7 +655,14 @@ def within_goal(
                 bad.append(f"p99 {pp / p3:.2f}")
             if bad:
                 fails.append(f"{sc.name} {cname} ({', '.join(bad)})")
-    ok = total - len(fails)
+    return total - len(fails), total, fails
+
+
+def within_goal(
+    rows: list[tuple[Scenario, list[dict[str, Any]], dict[str, Any], dict[str, dict[str, Any]]]],
+    label: str,
+) -> str:
+    ok, total, fails = goal_count(rows, label)
     text = f"{ok} of {total} scenario-classes within the goal (mean within 15%, p99 within 25%)"
     return text + (": outside: " + "; ".join(fails) + "." if fails else ".")
 
@@ -1379,6 +1429,45 @@ def write_leafspine(quick: bool) -> None:
     print(f"crosscheck: wrote the leaf-spine tables of {DOC.relative_to(ROOT)}", file=sys.stderr)
 
 
+FULL_BEGIN, FULL_END = "<!-- crosscheck-full:begin -->", "<!-- crosscheck-full:end -->"
+
+
+def write_full(
+    rows: list[tuple[Scenario, list[dict[str, Any]], dict[str, Any], dict[str, dict[str, Any]]]],
+) -> None:
+    """The full-size tables (1000 web-search flows, 300 data-mining, 40 incast
+    rounds; ns-3-like, defaults, drops) into a section of their own; the
+    variants (no timestamps, SACK, one change at a time) are quick mode's."""
+    parts = [
+        f"Generated by `experiments/crosscheck/crosscheck.py --jobs 2` (ns-3 {NS3_VERSION}): "
+        f"full size, {len(rows)} scenarios.",
+        "",
+        "#### ns-3-like, full size",
+        "",
+        comparison_table(rows, "pisanet ns-3-like"),
+        "",
+        within_goal(rows, "pisanet ns-3-like"),
+        "",
+        "#### pisanet defaults, full size",
+        "",
+        comparison_table(rows, "pisanet defaults"),
+        "",
+        within_goal(rows, "pisanet defaults"),
+        "",
+        "#### Drops and ECN marks, full size",
+        "",
+        drops_table(rows, ["pisanet defaults", "pisanet ns-3-like"]),
+    ]
+    text = DOC.read_text()
+    if FULL_BEGIN not in text:
+        heading = "## Full size (1000 web-search flows, 300 data-mining flows, 40 incast rounds)"
+        text = text.replace(END, f"{END}\n\n{heading}\n\n{FULL_BEGIN}\n{FULL_END}", 1)
+    head, rest = text.split(FULL_BEGIN, 1)
+    _, tail = rest.split(FULL_END, 1)
+    DOC.write_text(head + FULL_BEGIN + "\n" + "\n".join(parts) + "\n" + FULL_END + tail)
+    print(f"crosscheck: wrote the full-size tables to {DOC.relative_to(ROOT)}", file=sys.stderr)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -1417,12 +1506,26 @@ def main() -> None:
     ap.add_argument(
         "--only",
         default="",
-        help="with --jitter-ns: only these scenarios (names as in the tables, comma-separated)",
+        help="only these scenarios (names as in the tables, comma-separated; not with --leafspine)",
+    )
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="ns-3 runs at a time (each takes one core; pisanet's runs stay one at a time)",
     )
     args = ap.parse_args()
     global CACHED_ONLY, SEEDS
     CACHED_ONLY = args.cached_only
     SEEDS = list(range(1, max(1, args.seeds) + 1))
+    if args.jobs > 1 and not CACHED_ONLY:
+        run_planned(args.jobs, lambda: generate(args))
+    else:
+        generate(args)
+
+
+def generate(args: argparse.Namespace) -> None:
+    """What main does with its arguments: the tables it asks for, into the doc."""
     if args.jitter_ns:
         try:
             jitters = [int(x) for x in args.jitter_ns.split(",")]
@@ -1444,9 +1547,17 @@ def main() -> None:
     if args.leafspine:
         write_leafspine(args.quick)
         return
+    only = [x.strip() for x in args.only.split(",") if x.strip()]
+    names = {sc.name for sc in scenarios(args.quick)}
+    if unknown := [x for x in only if x not in names]:
+        sys.exit(
+            f"crosscheck: --only: no scenario {unknown[0]!r}; names: {', '.join(sorted(names))}"
+        )
     labels = {"pisanet defaults": {}, "pisanet ns-3-like": NS3_LIKE}
     rows = []
     for sc in scenarios(args.quick):
+        if only and sc.name not in only:
+            continue
         pooled = run_ns3_pooled(sc, {})
         if pooled is None:
             print(f"crosscheck: {sc.name}: no cached ns-3 run, left out", file=sys.stderr)
@@ -1456,6 +1567,9 @@ def main() -> None:
         rows.append((sc, flows, ns3, pis))
     if len(SEEDS) > 1:
         write_seeds(rows, args.quick)
+        return
+    if not args.quick:
+        write_full(rows)
         return
     # ns-3 moved towards pisanet where pisanet has no option yet: no TCP
     # timestamps (no per-ACK RTT samples, 12 B less per packet).
