@@ -37,6 +37,21 @@ pub enum TransportKind {
 #[serde(deny_unknown_fields, default)]
 pub struct TransportParams {
     pub kind: TransportKind,
+    /// Whose behaviour the TCP options take where the config does not set
+    /// them: "pisanet" (default: each option's own default, close to Linux)
+    /// or "ns3" (ns-3 3.44's `TcpSocketBase`, as docs/results/crosscheck.md
+    /// measured it against ns-3: `tsq_kb = 0`, `handshake`,
+    /// `limited_transmit`, `rto_granularity_us = 1000`, `rtt_every_ack`
+    /// with `ts_clock_us = 1000`, `cwr_freeze`, `cwr_ends_at_timeout`,
+    /// `full_segment_window`; for DCTCP `dctcp_dupack_bytes` and
+    /// `dctcp_no_floor`; without SACK `cwr_ignores_dupacks`,
+    /// `ece_ends_recovery` and `reno_scoreboard`). A key the config gives
+    /// wins over the profile. ns-3's packet-counted queues and ECN
+    /// threshold are the topology's (`topology.buffer_pkts`,
+    /// `topology.ecn_threshold_pkts`), set with the scenario's values. See
+    /// docs/model.md, "Hosts".
+    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
+    pub profile: TransportProfile,
     /// Minimum retransmission timeout (us).
     #[schemars(range(min = 1, max = 100000000), extend("x-unit" = "us"), extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
     pub min_rto_us: f64,
@@ -188,6 +203,17 @@ pub struct TransportParams {
     pub gbn_ack_every: u32,
 }
 
+/// `transport.profile`: whose behaviour the TCP options default to.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum TransportProfile {
+    /// Each option's own default (TSQ, no handshake, RFC 6298's RTO, ...).
+    #[default]
+    Pisanet,
+    /// ns-3 3.44's `TcpSocketBase` behaviour ([`TransportParams::apply_profile`]).
+    Ns3,
+}
+
 /// `transport.reaction_point`: a rate-based sender's reaction point.
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -222,6 +248,7 @@ impl Default for TransportParams {
     fn default() -> Self {
         TransportParams {
             kind: TransportKind::Dctcp,
+            profile: TransportProfile::Pisanet,
             min_rto_us: 1000.0,
             max_rto_us: 1_000_000.0,
             initial_rto_us: 3000.0,
@@ -268,6 +295,46 @@ impl Default for TransportParams {
 }
 
 impl TransportParams {
+    /// Sets what `profile` selects on every option the config did not give
+    /// (`given(key)`: the key, without `transport.`, is in the config or an
+    /// override). Called once, by the config's parse, before any check, so
+    /// `pisanet validate` and a run see the same values, and the resolved
+    /// config (`config.resolved.toml`) holds them explicitly.
+    pub fn apply_profile(&mut self, given: impl Fn(&str) -> bool) {
+        if self.profile != TransportProfile::Ns3 || self.kind == TransportKind::Udp {
+            return;
+        }
+        macro_rules! ns3 {
+            ($($key:ident = $value:expr),* $(,)?) => {
+                $(if !given(stringify!($key)) { self.$key = $value; })*
+            };
+        }
+        // docs/results/crosscheck.md, "What moves the numbers": what ns-3
+        // 3.44 does, option by option, and the finding that measured it.
+        ns3! {
+            tsq_kb = 0.0,
+            handshake = true,
+            limited_transmit = true,
+            rto_granularity_us = 1000.0,
+            rtt_every_ack = true,
+            ts_clock_us = 1000.0,
+            cwr_freeze = true,
+            cwr_ends_at_timeout = true,
+            full_segment_window = true,
+        }
+        if self.kind == TransportKind::Dctcp {
+            ns3! { dctcp_dupack_bytes = true, dctcp_no_floor = true }
+        }
+        // ns-3's CA_CWR and loss bookkeeping without SACK; its SACK path
+        // recovers from CA_CWR (docs/model.md, "Hosts").
+        if !self.sack {
+            ns3! { cwr_ignores_dupacks = true, reno_scoreboard = true }
+            if self.cwr_ignores_dupacks {
+                ns3! { ece_ends_recovery = true }
+            }
+        }
+    }
+
     /// The TCP endpoints' configuration these parameters give.
     pub fn tcp_config(&self) -> TcpConfig {
         TcpConfig {

@@ -106,7 +106,7 @@ pub use pisanet_net::params::{
 // that reads them, in pisanet-transport (docs/architecture.md, "Parameters:
 // declared once").
 pub use pisanet_transport::params::{
-    ReactionPointKind, TransportKind, TransportParams as TransportCfg,
+    ReactionPointKind, TransportKind, TransportParams as TransportCfg, TransportProfile,
 };
 
 // The workload's parameters (`[workload]`, `[[workload.groups]]`) are
@@ -658,6 +658,10 @@ impl Config {
                 Error::input(format!("{path}: {inner}"))
             }
         })?;
+        // transport.profile's values, where the config gives none.
+        let transport = table.get("transport").and_then(|t| t.as_table());
+        cfg.transport
+            .apply_profile(|key| transport.is_some_and(|t| t.contains_key(key)));
         // Every key given is read, or refused with when it applies.
         let resolved = serde_json::to_value(&cfg).unwrap_or_default();
         let mut keys = Vec::new();

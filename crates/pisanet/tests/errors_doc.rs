@@ -167,6 +167,18 @@ fn cases() -> Vec<(
             None,
         ),
         (
+            "unknown value",
+            "a transport profile that does not exist",
+            vec!["transport.profile=linux"],
+            None,
+        ),
+        (
+            "unused key",
+            "the ns-3 profile with UDP",
+            vec!["transport.kind=udp", "transport.profile=ns3"],
+            None,
+        ),
+        (
             "wrong type",
             "a number for an enum",
             vec!["transport.kind=3"],

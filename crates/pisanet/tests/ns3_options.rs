@@ -432,3 +432,137 @@ fn dctcp_no_floor_with_full_segment_windows_waits_for_timeouts() {
         "{err}"
     );
 }
+
+/// The options `transport.profile = "ns3"` selects, as `--set` strings, for
+/// `kind` and `sack` (TransportParams::apply_profile).
+fn ns3_profile_sets(kind: &str, sack: bool) -> Vec<String> {
+    let mut sets: Vec<String> = [
+        "tsq_kb=0",
+        "handshake=true",
+        "limited_transmit=true",
+        "rto_granularity_us=1000",
+        "rtt_every_ack=true",
+        "ts_clock_us=1000",
+        "cwr_freeze=true",
+        "cwr_ends_at_timeout=true",
+        "full_segment_window=true",
+    ]
+    .iter()
+    .map(|s| format!("transport.{s}"))
+    .collect();
+    if kind == "dctcp" {
+        sets.push("transport.dctcp_dupack_bytes=true".into());
+        sets.push("transport.dctcp_no_floor=true".into());
+    }
+    if !sack {
+        for s in [
+            "cwr_ignores_dupacks",
+            "reno_scoreboard",
+            "ece_ends_recovery",
+        ] {
+            sets.push(format!("transport.{s}=true"));
+        }
+    }
+    sets
+}
+
+#[test]
+fn ns3_profile_is_the_options_it_names() {
+    // Seven flows into one host through a 20-packet port marking above 5
+    // packets: handshakes, losses, timeouts and (DCTCP) ECN cuts, so every
+    // option the profile sets has something to change.
+    let flows: String = (0..7).map(|s| format!("0,{s},7,300000\n")).collect();
+    let base = [
+        "topology.buffer_pkts=20",
+        "topology.ecn_threshold_kb=0",
+        "topology.ecn_threshold_pkts=5",
+    ];
+    fn refs(v: &[String]) -> Vec<&str> {
+        v.iter().map(|s| s.as_str()).collect()
+    }
+    for (kind, sack) in [("dctcp", false), ("newreno", false), ("dctcp", true)] {
+        let mut common_sets: Vec<String> = base.iter().map(|s| s.to_string()).collect();
+        common_sets.push(format!("transport.kind=\"{kind}\""));
+        common_sets.push(format!("transport.sack={sack}"));
+        let mut with_profile = common_sets.clone();
+        with_profile.push("transport.profile=\"ns3\"".into());
+        let mut explicit = common_sets.clone();
+        explicit.extend(ns3_profile_sets(kind, sack));
+        let name = format!("profile-{kind}-{sack}");
+        let a = run_flows(&name, &flows, &refs(&with_profile));
+        let b = run_flows(&format!("{name}-explicit"), &flows, &refs(&explicit));
+        let plain = run_flows(&format!("{name}-plain"), &flows, &refs(&common_sets));
+        // Every key, whether or not this run reaches it: the resolved configs
+        // are equal but for the profile's own line.
+        let resolve = |sets: &[String]| {
+            let text = pisanet::resolve_toml_keys(CFG, sets).unwrap();
+            text.lines()
+                .filter(|l| !l.starts_with("profile = "))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        assert_eq!(
+            resolve(&with_profile),
+            resolve(&explicit),
+            "{kind} sack={sack}"
+        );
+        assert_eq!(
+            a.summary["digest"], b.summary["digest"],
+            "{kind} sack={sack}"
+        );
+        assert_ne!(
+            a.summary["digest"], plain.summary["digest"],
+            "{kind} sack={sack}"
+        );
+    }
+}
+
+#[test]
+fn ns3_profile_yields_to_keys_given_and_resolves_explicitly() {
+    let cfg = "[transport]\nkind = \"dctcp\"\nprofile = \"ns3\"\ntsq_kb = 131.072\n";
+    let resolved: toml::Table =
+        pisanet::resolve_toml_keys(cfg, &["transport.handshake=false".into()])
+            .unwrap()
+            .parse()
+            .unwrap();
+    let t = resolved["transport"].as_table().unwrap();
+    // Given in the file and by an override: kept.
+    assert_eq!(t["tsq_kb"].as_float(), Some(131.072));
+    assert_eq!(t["handshake"].as_bool(), Some(false));
+    // Not given: the profile's.
+    assert_eq!(t["profile"].as_str(), Some("ns3"));
+    assert_eq!(t["reno_scoreboard"].as_bool(), Some(true));
+    assert_eq!(t["dctcp_no_floor"].as_bool(), Some(true));
+    assert_eq!(t["rto_granularity_us"].as_float(), Some(1000.0));
+    // The resolved config parses to itself (validate equals run).
+    let text = toml::to_string(&resolved).unwrap();
+    assert_eq!(
+        pisanet::resolve_toml_keys(&text, &[]).unwrap(),
+        pisanet::resolve_toml_keys(cfg, &["transport.handshake=false".into()]).unwrap()
+    );
+    // NewReno: DCTCP's options stay off (and are not written).
+    let reno: toml::Table =
+        pisanet::resolve_toml_keys("[transport]\nkind = \"newreno\"\nprofile = \"ns3\"\n", &[])
+            .unwrap()
+            .parse()
+            .unwrap();
+    let t = reno["transport"].as_table().unwrap();
+    assert!(t.get("dctcp_no_floor").is_none(), "{t:?}");
+    assert_eq!(t["cwr_ignores_dupacks"].as_bool(), Some(true));
+    // UDP does not read it, and says so.
+    let err = pisanet::resolve_toml_keys("[transport]\nkind = \"udp\"\nprofile = \"ns3\"\n", &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("transport.profile: is read only when"),
+        "{err}"
+    );
+    // A profile that does not exist: one line naming the key and the values.
+    let err = pisanet::resolve_toml_keys("[transport]\nprofile = \"linux\"\n", &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("transport.profile") && err.contains("ns3"),
+        "{err}"
+    );
+}
