@@ -40,7 +40,10 @@ SINK_PORT = 5000
 # received segment, rxe when it carries ECE; tx: sequence number and payload of
 # a sent one; cwnd / ssth: old and new value in bytes). Connected at each flow
 # start. With spec["trace_nics"] = [host names], also those hosts' NIC queue
-# disc lengths ("nic-HOST qlen old new", in packets).
+# disc lengths ("nic-HOST qlen old new", in packets); with spec["trace_qlen"]
+# = [switch queue-disc numbers], theirs ("qdiscN qlen old new"); with
+# spec["trace_alpha"], each DCTCP socket's alpha at the end of each
+# observation window ("alpha marked_bytes acked_bytes alpha x 1e6").
 TRACE_CPP = r"""
 #include <fstream>
 #include <set>
@@ -72,6 +75,14 @@ static void Cwnd(std::string ctx, uint32_t a, uint32_t b) {
 }
 static void Ssth(std::string ctx, uint32_t a, uint32_t b) {
   out << Simulator::Now().GetNanoSeconds() << " " << ctx << " ssth " << a << " " << b << "\n";
+}
+// TcpDctcp's CongestionEstimate (spec["trace_alpha"]): at the end of each
+// observation window, bytes acknowledged with ECE, bytes acknowledged, and
+// the new alpha ("alpha" line: marked bytes, acked bytes, alpha x 1e6).
+static bool traceAlpha = false;
+static void Alpha(std::string ctx, uint32_t marked, uint32_t acked, double alpha) {
+  out << Simulator::Now().GetNanoSeconds() << " " << ctx << " alpha " << marked << " " << acked << " "
+      << int64_t(alpha * 1e6) << "\n";
 }
 static void Qlen(std::string ctx, uint32_t a, uint32_t b) {
   out << Simulator::Now().GetNanoSeconds() << " " << ctx << " qlen " << a << " " << b << "\n";
@@ -122,8 +133,15 @@ void ConnectAll() {
     o->TraceConnect("Rx", ctx, MakeCallback(&Rx));
     o->TraceConnect("CongestionWindow", ctx, MakeCallback(&Cwnd));
     o->TraceConnect("SlowStartThreshold", ctx, MakeCallback(&Ssth));
+    if (traceAlpha) {
+      PointerValue cc;
+      o->GetAttribute("CongestionOps", cc);
+      Ptr<Object> ops = cc.Get<Object>();
+      if (ops) ops->TraceConnect("CongestionEstimate", ctx, MakeCallback(&Alpha));
+    }
   }
 }
+void TraceAlpha() { traceAlpha = true; }
 void ScheduleConnect(uint64_t at_ns) { Simulator::Schedule(NanoSeconds(at_ns), &ConnectAll); }
 void ConnectDrops(Ptr<QueueDisc> q, std::string ctx) {
   q->TraceConnect("Drop", ctx, MakeCallback(&Drop));
@@ -310,11 +328,77 @@ void At(uint64_t at_ns, std::string path, std::string value) {
 """
 
 
+# Optional DCTCP with pisanet's rules in ns-3 (spec["dctcp_rules"] = {"alpha":
+# bool, "ca": bool}; trace scripts only): a TcpDctcp whose ECN cut uses an
+# alpha of its own, updated as pisanet's dctcp.rs does ("alpha": an
+# observation window ends when the ACK passes the highest byte sent at its
+# start, `m_highTxMark`, where TcpDctcp ends it at `m_nextTxSequence`, which
+# a resend moves back), and whose congestion avoidance counts bytes as
+# pisanet's NewReno does ("ca": a segment per cwnd bytes acknowledged, the
+# count reset at each cut, where TcpLinuxReno adds one per floor(cwnd / SMSS)
+# segments and keeps its count across cuts). Everything else is TcpDctcp's.
+RULES_CPP = r"""
+#include "ns3/tcp-dctcp.h"
+namespace xrules {
+using namespace ns3;
+static bool alphaRule = false, caRule = false;
+class PisaDctcp : public TcpDctcp {
+ public:
+  static TypeId GetTypeId() {
+    static TypeId tid = TypeId("xrules::PisaDctcp").SetParent<TcpDctcp>().SetGroupName("Internet")
+      .AddConstructor<PisaDctcp>();
+    return tid;
+  }
+  PisaDctcp() : TcpDctcp() {}
+  PisaDctcp(const PisaDctcp& o) : TcpDctcp(o), m_a(o.m_a), m_end(o.m_end), m_started(o.m_started),
+    m_acked(o.m_acked), m_marked(o.m_marked), m_caBytes(o.m_caBytes) {}
+  std::string GetName() const override { return "PisaDctcp"; }
+  Ptr<TcpCongestionOps> Fork() override { return CopyObject<PisaDctcp>(this); }
+  uint32_t GetSsThresh(Ptr<const TcpSocketState> tcb, uint32_t inFlight) override {
+    m_caBytes = 0;
+    if (!alphaRule) return TcpDctcp::GetSsThresh(tcb, inFlight);
+    return static_cast<uint32_t>((1 - m_a / 2.0) * tcb->m_cWnd);
+  }
+  void PktsAcked(Ptr<TcpSocketState> tcb, uint32_t segs, const Time& rtt) override {
+    TcpDctcp::PktsAcked(tcb, segs, rtt);
+    m_acked += segs * tcb->m_segmentSize;
+    if (tcb->m_ecnState == TcpSocketState::ECN_ECE_RCVD) m_marked += segs * tcb->m_segmentSize;
+    if (!m_started) { m_end = tcb->m_highTxMark; m_started = true; }
+    if (tcb->m_lastAckedSeq > m_end) {
+      double f = m_acked > 0 ? double(m_marked) / double(m_acked) : 0.0;
+      m_a = (1.0 - 1.0 / 16) * m_a + f / 16;
+      m_end = tcb->m_highTxMark;
+      m_acked = m_marked = 0;
+    }
+  }
+ protected:
+  void CongestionAvoidance(Ptr<TcpSocketState> tcb, uint32_t segs) override {
+    if (!caRule) { TcpDctcp::CongestionAvoidance(tcb, segs); return; }
+    m_caBytes += uint64_t(segs) * tcb->m_segmentSize;
+    if (m_caBytes >= tcb->m_cWnd) { m_caBytes -= tcb->m_cWnd; tcb->m_cWnd += tcb->m_segmentSize; }
+  }
+ private:
+  double m_a = 1.0;
+  SequenceNumber32 m_end{0};
+  bool m_started = false;
+  uint64_t m_acked = 0, m_marked = 0, m_caBytes = 0;
+};
+NS_OBJECT_ENSURE_REGISTERED(PisaDctcp);
+void Set(bool a, bool c) { alphaRule = a; caRule = c; PisaDctcp::GetTypeId(); }
+}
+"""
+
+
 def main() -> None:
     spec = json.loads(Path(sys.argv[1]).read_text())
     wall = time.time()
     ns.RngSeedManager.SetSeed(spec.get("seed", 1))
     cc = {"newreno": "ns3::TcpNewReno", "dctcp": "ns3::TcpDctcp"}[spec["cc"]]
+    if spec.get("dctcp_rules") and spec["cc"] == "dctcp":
+        ns.cppyy.cppdef(RULES_CPP)
+        rules = spec["dctcp_rules"]
+        ns.cppyy.gbl.xrules.Set(bool(rules.get("alpha")), bool(rules.get("ca")))
+        cc = "xrules::PisaDctcp"
     ns.Config.SetDefault(
         "ns3::TcpL4Protocol::SocketType", ns.TypeIdValue(ns.TypeId.LookupByName(cc))
     )
@@ -452,6 +536,12 @@ def main() -> None:
         # NIC queue length of the hosts named in spec["trace_nics"].
         for h in spec.get("trace_nics", []):
             xc.ConnectQlen(host_qdiscs[h], f"nic-{h}")
+        # Queue-disc length (packets) of the switch ports numbered in
+        # spec["trace_qlen"] (in link order, as the qdisc<i> contexts).
+        for i in spec.get("trace_qlen", []):
+            xc.ConnectQlen(switch_qdiscs[int(i)], f"qdisc{int(i)}")
+        if spec.get("trace_alpha"):
+            xc.TraceAlpha()
         for t_ns in sorted({round(float(f["start_us"]) * 1000) for f in flows}):
             # Sockets exist once the applications started (and the sinks'
             # accepted ones after the SYN): connect shortly after each start.
