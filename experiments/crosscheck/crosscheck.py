@@ -471,6 +471,12 @@ def for_cc(cc: str, overrides: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in overrides.items() if cc == "dctcp" or k not in DCTCP_ONLY}
 
 
+def ns3_like_overrides(cc: str) -> dict[str, Any]:
+    """pisanet's ns-3-like settings for CC on the cross-check's topologies:
+    what the trace scripts run pisanet with (before their `--set`)."""
+    return for_cc(cc, {**PISANET_BASE, **NS3_LIKE})
+
+
 def run_custom(
     kind: str,
     cc: str,
@@ -934,6 +940,26 @@ def run_pisanet_pooled(sc: Scenario, overrides: dict[str, Any]) -> dict[str, Any
     return out
 
 
+def write_section(
+    begin: str, end: str, body: str, what: str, after: tuple[str, ...] = (), heading: str = ""
+) -> None:
+    """Writes BODY (WHAT, for the message) between the doc's markers BEGIN
+    and END. Where the doc has none yet they go (under HEADING) after the
+    first text of AFTER it holds, or at its end. The planning pass of
+    `--jobs` writes to a copy and says nothing."""
+    text = DOC.read_text() if DOC.exists() else "# Cross-check against ns-3\n"
+    if begin not in text:
+        new = (f"{heading}\n\n" if heading else "") + f"{begin}\n{end}"
+        at = next((a for a in after if a in text), None)
+        text = text.replace(at, f"{at}\n\n{new}", 1) if at else text + f"\n{new}\n"
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    DOC.write_text(f"{head}{begin}\n{body}\n{end}{tail}")
+    if PLAN is None:
+        shown = DOC.relative_to(ROOT) if DOC.is_relative_to(ROOT) else DOC
+        print(f"crosscheck: wrote {what} to {shown}", file=sys.stderr)
+
+
 def write_seeds(
     rows: list[tuple[Scenario, list[dict[str, Any]], dict[str, Any], dict[str, dict[str, Any]]]],
     quick: bool,
@@ -976,20 +1002,13 @@ def write_seeds(
         "",
         within_goal(rows_sack, "pisanet ns-3-like + SACK"),
     ]
-    text = DOC.read_text()
     # Two seeds between the seed markers; N > 2 seeds in a section of their
     # own, after the two seeds' (`crosscheck-seedsN`).
     begin, end = SEEDS_BEGIN, SEEDS_END
     if len(SEEDS) > 2:
         begin = SEEDS_BEGIN.replace("seeds:", f"seeds{len(SEEDS)}:")
         end = SEEDS_END.replace("seeds:", f"seeds{len(SEEDS)}:")
-    if begin not in text:
-        after = SEEDS_END if SEEDS_END in text else END
-        text = text.replace(after, f"{after}\n\n{begin}\n{end}", 1)
-    head, rest = text.split(begin, 1)
-    _, tail = rest.split(end, 1)
-    DOC.write_text(head + begin + "\n" + "\n".join(parts) + "\n" + end + tail)
-    print(f"crosscheck: wrote the pooled tables to {DOC.relative_to(ROOT)}", file=sys.stderr)
+    write_section(begin, end, "\n".join(parts), "the pooled tables", after=(SEEDS_END, END))
 
 
 NOISE_BEGIN, NOISE_END = "<!-- crosscheck-noise:begin -->", "<!-- crosscheck-noise:end -->"
@@ -1167,11 +1186,6 @@ def noise_floor_section(quick: bool, jitter_ns: int, draws: list[int], only: lis
 def write_noise_floor(
     quick: bool, jitters_ns: list[int], draws: list[int], only: list[str]
 ) -> None:
-    text = DOC.read_text()
-    if NOISE_BEGIN not in text:
-        text += f"\n{NOISE_BEGIN}\n{NOISE_END}\n"
-    head, rest = text.split(NOISE_BEGIN, 1)
-    _, tail = rest.split(NOISE_END, 1)
     cmd = (
         f"experiments/crosscheck/crosscheck.py{' --quick' if quick else ''} "
         f"--jitter-ns {','.join(str(j) for j in jitters_ns)} --jitter-draws {len(draws)}"
@@ -1187,8 +1201,7 @@ def write_noise_floor(
     ]
     for j in jitters_ns:
         body += ["", noise_floor_section(quick, j, draws, only)]
-    DOC.write_text(head + NOISE_BEGIN + "\n" + "\n".join(body) + "\n" + NOISE_END + tail)
-    print(f"crosscheck: wrote the noise-floor tables of {DOC.relative_to(ROOT)}", file=sys.stderr)
+    write_section(NOISE_BEGIN, NOISE_END, "\n".join(body), "the noise-floor tables")
 
 
 LS_BEGIN, LS_END = "<!-- crosscheck-leafspine:begin -->", "<!-- crosscheck-leafspine:end -->"
@@ -1382,13 +1395,7 @@ def leafspine_section(quick: bool) -> str:
 
 
 def write_leafspine(quick: bool) -> None:
-    text = DOC.read_text()
-    if LS_BEGIN not in text:
-        text += f"\n{LS_BEGIN}\n{LS_END}\n"
-    head, rest = text.split(LS_BEGIN, 1)
-    _, tail = rest.split(LS_END, 1)
-    DOC.write_text(head + LS_BEGIN + "\n" + leafspine_section(quick) + "\n" + LS_END + tail)
-    print(f"crosscheck: wrote the leaf-spine tables of {DOC.relative_to(ROOT)}", file=sys.stderr)
+    write_section(LS_BEGIN, LS_END, leafspine_section(quick), "the leaf-spine tables")
 
 
 FULL_BEGIN, FULL_END = "<!-- crosscheck-full:begin -->", "<!-- crosscheck-full:end -->"
@@ -1420,14 +1427,15 @@ def write_full(
         "",
         drops_table(rows, ["pisanet defaults", "pisanet ns-3-like"]),
     ]
-    text = DOC.read_text()
-    if FULL_BEGIN not in text:
-        heading = "## Full size (1000 web-search flows, 300 data-mining flows, 40 incast rounds)"
-        text = text.replace(END, f"{END}\n\n{heading}\n\n{FULL_BEGIN}\n{FULL_END}", 1)
-    head, rest = text.split(FULL_BEGIN, 1)
-    _, tail = rest.split(FULL_END, 1)
-    DOC.write_text(head + FULL_BEGIN + "\n" + "\n".join(parts) + "\n" + FULL_END + tail)
-    print(f"crosscheck: wrote the full-size tables to {DOC.relative_to(ROOT)}", file=sys.stderr)
+    heading = "## Full size (1000 web-search flows, 300 data-mining flows, 40 incast rounds)"
+    write_section(
+        FULL_BEGIN,
+        FULL_END,
+        "\n".join(parts),
+        "the full-size tables",
+        after=(END,),
+        heading=heading,
+    )
 
 
 def main() -> None:
@@ -1488,6 +1496,12 @@ def main() -> None:
 
 def generate(args: argparse.Namespace) -> None:
     """What main does with its arguments: the tables it asks for, into the doc."""
+    only = [x.strip() for x in args.only.split(",") if x.strip()]
+    names = {sc.name for sc in scenarios(args.quick)}
+    if unknown := [x for x in only if x not in names]:
+        sys.exit(
+            f"crosscheck: --only: no scenario {unknown[0]!r}; names: {', '.join(sorted(names))}"
+        )
     if args.jitter_ns:
         try:
             jitters = [int(x) for x in args.jitter_ns.split(",")]
@@ -1497,24 +1511,12 @@ def generate(args: argparse.Namespace) -> None:
             sys.exit(
                 f"crosscheck: --jitter-ns: expected whole numbers > 0 of ns, comma-separated, got {args.jitter_ns!r}"
             )
-        only = [x.strip() for x in args.only.split(",") if x.strip()]
-        names = {sc.name for sc in scenarios(args.quick)}
-        if unknown := [x for x in only if x not in names]:
-            sys.exit(
-                f"crosscheck: --only: no scenario {unknown[0]!r}; names: {', '.join(sorted(names))}"
-            )
         draws = list(range(1, max(1, args.jitter_draws) + 1))
         write_noise_floor(args.quick, jitters, draws, only)
         return
     if args.leafspine:
         write_leafspine(args.quick)
         return
-    only = [x.strip() for x in args.only.split(",") if x.strip()]
-    names = {sc.name for sc in scenarios(args.quick)}
-    if unknown := [x for x in only if x not in names]:
-        sys.exit(
-            f"crosscheck: --only: no scenario {unknown[0]!r}; names: {', '.join(sorted(names))}"
-        )
     labels = {"pisanet defaults": {}, "pisanet ns-3-like": NS3_LIKE}
     rows = []
     for sc in scenarios(args.quick):
@@ -1623,11 +1625,7 @@ def generate(args: argparse.Namespace) -> None:
             "",
             "\n".join(lines),
         ]
-    text = DOC.read_text() if DOC.exists() else f"# Cross-check against ns-3\n\n{BEGIN}\n{END}\n"
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    DOC.write_text(head + BEGIN + "\n" + "\n".join(parts) + "\n" + END + tail)
-    print(f"crosscheck: wrote {DOC.relative_to(ROOT)}", file=sys.stderr)
+    write_section(BEGIN, END, "\n".join(parts), "the seed-1 tables")
     write_leafspine(args.quick)
 
 

@@ -80,7 +80,7 @@ def main() -> None:
             )
         return
     # pisanet.
-    over = xc.for_cc(args.cc, {**xc.PISANET_BASE, **xc.NS3_LIKE})
+    over = xc.ns3_like_overrides(args.cc)
     r = xc.run_custom(
         "dumbbell",
         args.cc,

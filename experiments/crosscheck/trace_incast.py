@@ -134,7 +134,7 @@ def pisanet_trace(
     cc: str, size: int, sets: list[str], dump: int = -1
 ) -> tuple[list[float], None, int]:
     flows = incast_flows(size)
-    over: dict[str, Any] = xc.for_cc(cc, {**xc.PISANET_BASE, **xc.NS3_LIKE})
+    over: dict[str, Any] = xc.ns3_like_overrides(cc)
     extra = list(sets)
     r = xc.run_custom(
         "incast",

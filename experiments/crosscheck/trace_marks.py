@@ -284,7 +284,7 @@ def window_of(sc: xc.Scenario) -> Any:
 def pisanet_side(
     sc: xc.Scenario, flows: list[dict[str, Any]], port_name: str, sets: list[str]
 ) -> tuple[Port, dict[str, Any]]:
-    over: dict[str, Any] = xc.for_cc(sc.cc, {**xc.PISANET_BASE, **xc.NS3_LIKE})
+    over: dict[str, Any] = xc.ns3_like_overrides(sc.cc)
     r = xc.run_custom(
         sc.kind,
         sc.cc,

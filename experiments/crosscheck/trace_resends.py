@@ -200,7 +200,7 @@ def main() -> None:
             if inside(t_us):
                 ack3[(b(t_us), f)] += 1
     # pisanet.
-    over: dict[str, Any] = xc.for_cc(sc.cc, {**xc.PISANET_BASE, **xc.NS3_LIKE})
+    over: dict[str, Any] = xc.ns3_like_overrides(sc.cc)
     r = xc.run_custom(
         sc.kind,
         sc.cc,

@@ -64,3 +64,24 @@ def test_every_flow_completes_in_both(rows: Rows) -> None:
         for label, r in pis.items():
             done = [x for x in r["fct_us"] if x == x]
             assert len(done) == len(flows), f"{sc.name}, {label}: {len(done)} of {len(flows)} done"
+
+
+def test_jobs_planning_pass_writes_a_copy_and_the_real_pass_the_doc(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `--jobs`: the first pass of the body collects ns-3 runs and writes the
+    # doc's copy; the second writes the doc. Markers missing from the doc
+    # go after the text named, under the heading.
+    doc = tmp_path / "doc.md"
+    doc.write_text("# t\n\nA\n")
+    monkeypatch.setattr(xc, "DOC", doc)
+    passes: list[str] = []
+
+    def body() -> None:
+        passes.append(str(xc.DOC))
+        xc.write_section("<!-- b -->", "<!-- e -->", f"pass {len(passes)}", "it", ("A",), "## H")
+
+    xc.run_planned(2, body)
+    assert len(passes) == 2 and passes[0] != str(doc) and passes[1] == str(doc)
+    assert doc.read_text() == "# t\n\nA\n\n## H\n\n<!-- b -->\npass 2\n<!-- e -->\n"
+    assert doc == xc.DOC and xc.PLAN is None
