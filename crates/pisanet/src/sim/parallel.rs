@@ -1721,14 +1721,16 @@ mod tests {
             l(3, 4, us),
             l(4, 5, SimTime::ZERO),
         ];
-        let t = Topology::from_links(
-            "custom",
-            nodes,
-            &links,
-            pisanet_net::topology::AddrPlan::Flat,
-        )
-        .unwrap();
-        let (part, n) = partition(&t, true).unwrap();
+        let chain = |links: &[LinkSpec]| {
+            Topology::from_links(
+                "custom",
+                nodes.clone(),
+                links,
+                pisanet_net::topology::AddrPlan::Flat,
+            )
+            .unwrap()
+        };
+        let (part, n) = partition(&chain(&links), true).unwrap();
         assert_eq!(n, 2);
         assert_eq!(part, vec![0, 1, 1, 0, 1, 1]);
         // With every switch link of zero delay: one partition.
@@ -1739,23 +1741,6 @@ mod tests {
             l(3, 4, SimTime::ZERO),
             l(4, 5, SimTime::ZERO),
         ];
-        let nodes = (0..6)
-            .map(|i| {
-                let kind = if i < 3 {
-                    NodeKind::Host
-                } else {
-                    NodeKind::Switch { tier: 0 }
-                };
-                (format!("n{i}"), kind)
-            })
-            .collect();
-        let t = Topology::from_links(
-            "custom",
-            nodes,
-            &links,
-            pisanet_net::topology::AddrPlan::Flat,
-        )
-        .unwrap();
-        assert_eq!(partition(&t, true).unwrap(), (vec![0; 6], 1));
+        assert_eq!(partition(&chain(&links), true).unwrap(), (vec![0; 6], 1));
     }
 }
