@@ -297,8 +297,9 @@ impl Default for TransportParams {
 impl TransportParams {
     /// Sets what `profile` selects on every option the config did not give
     /// (`given(key)`: the key, without `transport.`, is in the config or an
-    /// override). Called once, by the config's parse, before any check, so
-    /// `pisanet validate` and a run see the same values, and the resolved
+    /// override). Called once, by the config's parse, after the ranges and
+    /// before the unread-key check and the rules between keys, so `pisanet
+    /// validate` and a run see the same values, and the resolved
     /// config (`config.resolved.toml`) holds them explicitly.
     pub fn apply_profile(&mut self, given: impl Fn(&str) -> bool) {
         if self.profile != TransportProfile::Ns3 || self.kind == TransportKind::Udp {
