@@ -463,6 +463,7 @@ DCTCP_ONLY = (
     "transport.dctcp_dupack_bytes",
     "transport.dctcp_loss_uses_alpha",
     "transport.dctcp_no_floor",
+    "transport.dctcp_window_end_next_tx",
 )
 
 
@@ -799,6 +800,7 @@ def ablation_rows(quick: bool) -> list[tuple[str, Scenario, dict[str, Any], dict
                     {},
                 )
             )
+            out += dctcp_rule_rows(sc)
     for sc in [s for s in scenarios(quick) if s.kind == "incast"]:
         out += [
             ("pisanet defaults (TSQ, byte buffers, no handshake)", sc, {}, {}),
@@ -904,7 +906,17 @@ def ablation_rows(quick: bool) -> list[tuple[str, Scenario, dict[str, Any], dict
                     {},
                 )
             )
+            out += dctcp_rule_rows(sc)
     return out
+
+
+def dctcp_rule_rows(sc: Scenario) -> list[tuple[str, Scenario, dict[str, Any], dict[str, str]]]:
+    """Finding 23: finding 22's two DCTCP rules of ns-3, modelled, each
+    added to the ns-3-like set."""
+    return [
+        (f"ns-3-like plus {key} on", sc, {**NS3_LIKE, f"transport.{key}": True}, {})
+        for key in ("dctcp_window_end_next_tx", "ca_segment_count")
+    ]
 
 
 def seeds_of(sc: Scenario) -> list[int]:

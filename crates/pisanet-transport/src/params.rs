@@ -133,6 +133,12 @@ pub struct TransportParams {
     /// DCTCP: the alpha-scaled cut (cwnd x (1 - alpha / 2), on an ECN echo and, with `dctcp_loss_uses_alpha`, on a loss) has no floor, so cwnd may fall below one segment, as ns-3 3.44's `TcpDctcp::GetSsThresh` (tcp-dctcp.cc) returns it. Default false: at least 2 SMSS, as Linux's `dctcp_ssthresh`. See docs/model.md, "Hosts".
     #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["dctcp"]}))]
     pub dctcp_no_floor: bool,
+    /// DCTCP: alpha's observation window ends when the cumulative ACK reaches one past the last segment sent, resends included, as ns-3 3.44's `TcpDctcp::PktsAcked` (`m_nextSeq = m_nextTxSequence`, which a timeout moves back to the first unacknowledged byte), so after a timeout windows end a few segments apart and alpha decays fast. Default false: it ends when the ACK passes SND.NXT as it stood at the window's start (RFC 8257 section 3.3, Linux `dctcp_update_alpha`). See docs/model.md, "Hosts".
+    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["dctcp"]}))]
+    pub dctcp_window_end_next_tx: bool,
+    /// Congestion avoidance counts whole segments acknowledged, as ns-3 3.44's `TcpLinuxReno::CongestionAvoidance` (used by `TcpDctcp`): one segment is added each time the count reaches floor(cwnd / MSS), and a window cut does not reset the count. Default false: one MSS per cwnd of bytes acknowledged, the count reset at each cut (RFC 3465 byte counting; Linux's `tcp_init_cwnd_reduction` zeroes `snd_cwnd_cnt`). See docs/model.md, "Hosts".
+    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp"]}))]
+    pub ca_segment_count: bool,
     /// ns-3's silly-window avoidance: new data leaves only when the usable window holds a full segment or all the data left (ns-3 3.44 tcp-socket-base.cc, `SendPendingData`); with nothing in flight and a window under one segment the sender waits for the retransmission timer, whose expiry is a timeout (`ReTxTimeout`: ssthresh from the congestion control, cwnd = 1 SMSS, RTO doubled) that sends one segment. Linux counts cwnd in whole segments (`tcp_cwnd_test` in `tcp_write_xmit`), so this never arises there. Default false: with nothing in flight, send what the window allows at once. See docs/model.md, "Hosts".
     #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
     pub full_segment_window: bool,
@@ -274,6 +280,8 @@ impl Default for TransportParams {
             dctcp_dupack_bytes: false,
             dctcp_loss_uses_alpha: false,
             dctcp_no_floor: false,
+            dctcp_window_end_next_tx: false,
+            ca_segment_count: false,
             full_segment_window: false,
             reno_scoreboard: false,
             rtt_every_ack: false,
@@ -373,6 +381,8 @@ impl TransportParams {
             dctcp_dupack_bytes: self.dctcp_dupack_bytes,
             dctcp_loss_uses_alpha: self.dctcp_loss_uses_alpha,
             dctcp_no_floor: self.dctcp_no_floor,
+            dctcp_window_end_next_tx: self.dctcp_window_end_next_tx,
+            ca_segment_count: self.ca_segment_count,
             full_segment_window: self.full_segment_window,
             reno_scoreboard: self.reno_scoreboard,
             ts_clock: SimTime::from_us_f64(self.ts_clock_us),

@@ -4,8 +4,9 @@
 //! `transport.cwr_ignores_dupacks`, `transport.rtt_every_ack`,
 //! `transport.ts_clock_us`, `transport.cwr_freeze`,
 //! `transport.reno_scoreboard`, `transport.dctcp_loss_uses_alpha`,
-//! `transport.cwr_ends_at_timeout`, `transport.dctcp_no_floor` and
-//! `transport.full_segment_window`.
+//! `transport.cwr_ends_at_timeout`, `transport.dctcp_no_floor`,
+//! `transport.full_segment_window`, `transport.dctcp_window_end_next_tx`
+//! and `transport.ca_segment_count`.
 
 mod common;
 
@@ -431,6 +432,57 @@ fn dctcp_no_floor_with_full_segment_windows_waits_for_timeouts() {
         err.to_string().contains("transport.dctcp_no_floor"),
         "{err}"
     );
+}
+
+#[test]
+fn dctcp_window_end_and_segment_count_change_dctcp_runs_with_cuts() {
+    // The incast of `cwr_ends_at_timeout_changes_dctcp_runs_with_timeouts_only`
+    // with ns-3's loss bookkeeping: ECN cuts, timeouts and their resends.
+    let flows: String = (0..7).map(|s| format!("0,{s},7,64000\n")).collect();
+    let base = [
+        "transport.kind=\"dctcp\"",
+        "topology.buffer_pkts=20",
+        "topology.ecn_threshold_kb=0",
+        "topology.ecn_threshold_pkts=10",
+        "transport.cwr_ignores_dupacks=true",
+        "transport.reno_scoreboard=true",
+        "transport.tsq_kb=0",
+        "metrics.flow_stats=true",
+    ];
+    let off = run_flows("wend-off", &flows, &base);
+    assert!(off.flows.timeouts.iter().sum::<u32>() > 0);
+    for (name, key) in [
+        ("wend-on", "transport.dctcp_window_end_next_tx=true"),
+        ("segcount-on", "transport.ca_segment_count=true"),
+    ] {
+        let mut sets = base.to_vec();
+        sets.push(key);
+        let on = run_flows(name, &flows, &sets);
+        assert!(on.summary["conservation_ok"].as_bool().unwrap(), "{key}");
+        assert_eq!(
+            n(&on.summary, "flows.completed"),
+            n(&off.summary, "flows.completed"),
+            "{key}"
+        );
+        assert_ne!(off.summary["digest"], on.summary["digest"], "{key}");
+    }
+    // NewReno reads `ca_segment_count` (ns-3's TcpLinuxReno) but not the
+    // DCTCP window; CUBIC reads neither.
+    let reno = run_flows(
+        "segcount-reno",
+        INCAST,
+        &["transport.ca_segment_count=true"],
+    );
+    assert!(reno.summary["conservation_ok"].as_bool().unwrap());
+    for (cc, key) in [
+        ("newreno", "transport.dctcp_window_end_next_tx=true"),
+        ("cubic", "transport.ca_segment_count=true"),
+    ] {
+        let kind = format!("transport.kind=\"{cc}\"");
+        let err = common::try_flows("ns3opt", "refused", CFG, INCAST, &[&kind, key]).unwrap_err();
+        let name = key.split('=').next().unwrap();
+        assert!(err.to_string().contains(name), "{err}");
+    }
 }
 
 /// The options `transport.profile = "ns3"` selects, as `--set` strings, for

@@ -275,6 +275,31 @@ pub struct TcpConfig {
     /// 5681 equation (4).
     /// See docs/model.md, "Hosts".
     pub dctcp_no_floor: bool,
+    /// DCTCP: alpha's observation window ends when the cumulative ACK
+    /// reaches one past the last segment sent, a resent one included, as
+    /// ns-3 3.44's `TcpDctcp::PktsAcked` ends it (`m_lastAckedSeq >=
+    /// m_nextSeq`, then `m_nextSeq = tcb->m_nextTxSequence`, which
+    /// `ReTxTimeout` moves back to the head and `SendPendingData` advances
+    /// past each segment it sends, resends included; `DoRetransmit` only
+    /// raises it). After a timeout the windows then end a few segments
+    /// apart and alpha decays fast. Default false: the window ends when
+    /// `snd_una` passes SND.NXT as it stood at the window's start (RFC
+    /// 8257 section 3.3; Linux's `dctcp_update_alpha` takes `tp->snd_nxt`,
+    /// which a resend does not move back). See docs/model.md, "Hosts".
+    pub dctcp_window_end_next_tx: bool,
+    /// Congestion avoidance counts whole segments acknowledged, as ns-3
+    /// 3.44's `TcpLinuxReno::CongestionAvoidance` (which `TcpDctcp`
+    /// uses): one SMSS is added each time the count reaches w =
+    /// floor(cwnd / SMSS), and nothing resets the count at a window cut;
+    /// acknowledged bytes become segments with the remainder carried
+    /// (`ProcessAck`'s `m_bytesAckedNotProcessed`). With
+    /// `slow_start_all_acked`, slow start adds whole segments too
+    /// (`TcpLinuxReno::SlowStart`). NewReno and DCTCP only. Default false:
+    /// byte counting (RFC 3465 section 2.1), one SMSS per cwnd of bytes
+    /// acknowledged, the count reset at each cut (Linux's
+    /// `tcp_init_cwnd_reduction` zeroes `snd_cwnd_cnt`). See
+    /// docs/model.md, "Hosts".
+    pub ca_segment_count: bool,
     /// ns-3's sender-side silly-window avoidance: new data leaves only
     /// when the usable window (min(cwnd, rwnd) less what is in flight)
     /// holds a full segment or all the data left (ns-3 3.44
@@ -347,6 +372,8 @@ impl Default for TcpConfig {
             dctcp_dupack_bytes: false,
             dctcp_loss_uses_alpha: false,
             dctcp_no_floor: false,
+            dctcp_window_end_next_tx: false,
+            ca_segment_count: false,
             full_segment_window: false,
             reno_scoreboard: false,
             ts_clock: SimTime::ZERO,

@@ -589,3 +589,51 @@ fn unvalidated_cwnd_grows_while_the_receive_window_limits_the_flight() {
     }
     assert_eq!(grown, vec![10 * MSS, 30 * MSS]);
 }
+
+#[test]
+fn dctcp_window_end_next_tx_follows_the_resends_after_a_timeout() {
+    use super::test_util::ack_pkt;
+    use super::CcKind;
+    // Alpha after each ACK, with ns-3's window end and with RFC 8257's.
+    let mut runs = Vec::new();
+    for on in [false, true] {
+        let c = TcpConfig {
+            cc: CcKind::Dctcp { g_shift: 4 },
+            reno_scoreboard: true,
+            dctcp_window_end_next_tx: on,
+            ..cfg(false)
+        };
+        let (mut tx, first) = started(&c, 40 * MSS);
+        assert_eq!(segs(&first).len(), 10);
+        let w = 1 << 20;
+        let mut alphas = Vec::new();
+        let mut out = Vec::new();
+        for ack in [MSS, 10 * MSS] {
+            tx.on_packet(us(10), &ack_pkt(ack, w, false), &mut out);
+            alphas.push(tx.stats().dctcp_alpha.unwrap());
+        }
+        // Slow start has sent up to 22 MSS. The timer: every segment from
+        // 10 MSS is lost and resent oldest first, one then two at a time.
+        let sent = segs(&out).last().map(|&(s, l)| s + u64::from(l));
+        assert_eq!(sent, Some(22 * MSS));
+        let rto = tx.timer_deadline().unwrap();
+        out.clear();
+        tx.on_timer(rto, &mut out);
+        assert_eq!(segs(&out), vec![(10 * MSS, MSS as u32)]);
+        for ack in [11, 12, 13] {
+            out.clear();
+            tx.on_packet(rto + us(ack), &ack_pkt(ack * MSS, w, false), &mut out);
+            alphas.push(tx.stats().dctcp_alpha.unwrap());
+        }
+        runs.push(alphas);
+    }
+    let a = 15.0 / 16.0;
+    // RFC 8257: the first ACK ends a window, then SND.NXT (12 MSS, then
+    // 22 MSS) must be passed; no window ends among the resends.
+    assert_eq!(runs[0], vec![a, a, a * a, a * a, a * a]);
+    // ns-3: the first ACK sets the end (10 MSS, what was sent), reached by
+    // the second; the next end is 12 MSS, what was sent when that ACK came;
+    // after the timeout the next segment to send is just past the resends,
+    // so the ACKs of 12 and 13 MSS each end a window.
+    assert_eq!(runs[1], vec![1.0, a, a, a * a, a * a * a]);
+}

@@ -284,9 +284,15 @@ pub struct TcpSender {
     classic_ecn_cuts: u32,
     sack_recoveries: u32,
     rescue_retransmits: u32,
+    /// ns-3's `m_nextTxSequence`: one past the last segment sent, a resend
+    /// included (a timeout moves it back to `snd_una`; a retransmission
+    /// outside the send loop only raises it; an ACK past it raises it).
+    /// DCTCP's observation window ends there with
+    /// `TcpConfig::dctcp_window_end_next_tx`.
+    next_tx: u64,
     /// Unused: the sender takes 56 bytes more than whole lines, so that a
     /// receiver after it (in the simulator's flow state) starts at a line.
-    _pad: [u32; 9],
+    _pad: [u32; 5],
 }
 
 /// An optional sequence number in 8 bytes (`Option<u64>` takes 16): the
@@ -374,7 +380,9 @@ impl TcpSender {
             win: Window::new(mss, u64::from(cfg.init_cwnd_segments.max(1))),
             cc: Cc::new(cfg.cc)
                 .with_dctcp_loss_uses_alpha(cfg.dctcp_loss_uses_alpha)
-                .with_dctcp_no_floor(cfg.dctcp_no_floor),
+                .with_dctcp_no_floor(cfg.dctcp_no_floor)
+                .with_dctcp_window_end_next_tx(cfg.dctcp_window_end_next_tx)
+                .with_ca_segment_count(cfg.ca_segment_count),
             rto: RtoEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto)
                 .with_granularity(cfg.rto_granularity),
             dupacks: 0,
@@ -442,7 +450,8 @@ impl TcpSender {
             classic_ecn_cuts: 0,
             sack_recoveries: 0,
             rescue_retransmits: 0,
-            _pad: [0; 9],
+            next_tx: 0,
+            _pad: [0; 5],
         }
     }
 
@@ -848,6 +857,9 @@ impl TcpSender {
             self.rtt_probe = RttProbe::new(seq + len, now);
         }
         self.emit_data_inline(now, seq, len, out);
+        // ns-3's `SendPendingData`: `m_nextTxSequence += sz` past what it
+        // sent, a resend included.
+        self.next_tx = seq + len;
         if seq + len > self.snd_max {
             self.snd_max = seq + len;
             true
@@ -1013,6 +1025,7 @@ impl TcpSender {
             ece,
             snd_una: self.snd_una,
             snd_nxt: self.snd_nxt,
+            next_tx: self.next_tx,
             in_recovery: was_in_recovery,
             // `cwr_freeze`: an ACK of a CWR window never grows cwnd (ns-3
             // 3.44's `ProcessAck` calls no `IncreaseWindow` in CA_CWR).
@@ -1028,6 +1041,9 @@ impl TcpSender {
                 self.enter_ns3_cwr();
             }
         }
+        // ns-3's `NewAck`, after `PktsAcked`: an ACK past
+        // `m_nextTxSequence` raises it.
+        self.next_tx = self.next_tx.max(self.snd_una);
     }
 
     /// With `cwr_ignores_dupacks`, an ECN window reduction outside loss
@@ -1369,6 +1385,8 @@ impl TcpSender {
     /// cut (`on_retransmission_timeout`, `empty_flight_timeout`).
     fn enter_timeout(&mut self) {
         self.timeouts += 1;
+        // ns-3's `ReTxTimeout`: "Restart from highest Ack".
+        self.next_tx = self.snd_una;
         // ns-3 leaves CA_CWR for CA_LOSS.
         self.ns3_cwr_until = OptSeq::NONE;
         self.cwr_freeze_until = OptSeq::NONE;
@@ -1612,6 +1630,9 @@ impl TcpSender {
     #[inline(never)]
     fn emit_data(&mut self, now: SimTime, seq: u64, len: u64, out: &mut Vec<Packet>) {
         self.emit_data_inline(now, seq, len, out);
+        // ns-3's `DoRetransmit`: "In case of RTO, advance
+        // m_nextTxSequence", never back.
+        self.next_tx = self.next_tx.max(seq + len);
     }
 
     /// Sends `[seq, seq + len)` (`emit_data`, inlined).

@@ -184,6 +184,8 @@ impl TcpSender {
     /// The caller then sends (`SendPendingData`).
     pub(super) fn reno_board_timeout(&mut self, now: SimTime) {
         self.timeouts += 1;
+        // "Restart from highest Ack" (`m_nextTxSequence = HeadSequence`).
+        self.next_tx = self.snd_una;
         self.ns3_cwr_until = OptSeq::NONE;
         self.cwr_freeze_until = OptSeq::NONE;
         self.note_loss_reduction();

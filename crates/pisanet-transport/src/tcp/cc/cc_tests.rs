@@ -8,6 +8,7 @@ fn ack(acked: u64, snd_una: u64, snd_nxt: u64, ece: bool) -> AckEvent {
         ece,
         snd_una,
         snd_nxt,
+        next_tx: snd_nxt,
         in_recovery: false,
         cwnd_limited: true,
         now: SimTime::ZERO,
@@ -280,4 +281,142 @@ fn dctcp_no_floor_cuts_below_two_segments_and_below_one() {
     assert!(!Cc::new(CcKind::NewReno)
         .with_dctcp_no_floor(true)
         .dctcp_no_floor());
+}
+
+/// `ca_segment_count`: ns-3 3.44's `TcpLinuxReno::CongestionAvoidance`.
+fn seg_reno(cwnd: u64) -> (Cc, Window) {
+    let mut w = Window::new(MSS, 1);
+    w.cwnd = cwnd;
+    w.ssthresh = cwnd;
+    (Cc::new(CcKind::NewReno).with_ca_segment_count(true), w)
+}
+
+#[test]
+fn segment_count_adds_a_segment_per_floor_of_the_window_in_segments() {
+    // cwnd 4.48 segments: ns-3 grows after 4 segments acknowledged, byte
+    // counting after 4480 bytes (the fifth ACK).
+    let (mut cc, mut w) = seg_reno(4480);
+    let mut bytes = Cc::new(CcKind::NewReno);
+    let mut wb = w;
+    for i in 1..=5u64 {
+        cc.on_ack(&mut w, &ack(MSS, i * MSS, 20 * MSS, false));
+        bytes.on_ack(&mut wb, &ack(MSS, i * MSS, 20 * MSS, false));
+        let (seg, byte) = if i < 4 {
+            (4480, 4480)
+        } else if i == 4 {
+            (5480, 4480)
+        } else {
+            (5480, 5480)
+        };
+        assert_eq!((w.cwnd, wb.cwnd), (seg, byte), "ACK {i}");
+    }
+}
+
+#[test]
+fn segment_count_survives_a_cut_and_a_count_at_the_window_adds_at_once() {
+    // Six of eight segments counted, then a loss halves the window to four
+    // segments: byte counting starts over, ns-3's count does not. Its next
+    // ACK finds the count (6) at or above w (4): one segment at once, the
+    // count restarts at 0, then this ACK's segment counts.
+    let (mut cc, mut w) = seg_reno(8 * MSS);
+    for i in 1..=6u64 {
+        cc.on_ack(&mut w, &ack(MSS, i * MSS, 20 * MSS, false));
+    }
+    assert_eq!(w.cwnd, 8 * MSS);
+    cc.on_fast_retransmit(&mut w, 8 * MSS);
+    w.cwnd = w.ssthresh;
+    assert_eq!(w.cwnd, 4 * MSS);
+    cc.on_ack(&mut w, &ack(MSS, 7 * MSS, 20 * MSS, false));
+    assert_eq!(w.cwnd, 5 * MSS);
+    // The count is at 1: four more segments (w = 5) for the next one.
+    for i in 8..=10u64 {
+        cc.on_ack(&mut w, &ack(MSS, i * MSS, 20 * MSS, false));
+        assert_eq!(w.cwnd, 5 * MSS, "ACK {i}");
+    }
+    cc.on_ack(&mut w, &ack(MSS, 11 * MSS, 20 * MSS, false));
+    assert_eq!(w.cwnd, 6 * MSS);
+}
+
+#[test]
+fn segment_count_carries_partial_segments_and_ack_covering_many() {
+    // Half-segment ACKs: two make one segment (ns-3's
+    // m_bytesAckedNotProcessed).
+    let (mut cc, mut w) = seg_reno(2 * MSS);
+    cc.on_ack(&mut w, &ack(MSS / 2, MSS / 2, 20 * MSS, false));
+    cc.on_ack(&mut w, &ack(MSS / 2, MSS, 20 * MSS, false));
+    assert_eq!(w.cwnd, 2 * MSS);
+    cc.on_ack(&mut w, &ack(MSS / 2, 3 * MSS / 2, 20 * MSS, false));
+    cc.on_ack(&mut w, &ack(MSS / 2, 2 * MSS, 20 * MSS, false));
+    assert_eq!(w.cwnd, 3 * MSS);
+    // One ACK of seven segments at w = 3: two increases, one left counted.
+    cc.on_ack(&mut w, &ack(7 * MSS, 9 * MSS, 20 * MSS, false));
+    assert_eq!(w.cwnd, 5 * MSS);
+    cc.on_ack(&mut w, &ack(4 * MSS, 13 * MSS, 20 * MSS, false));
+    assert_eq!(w.cwnd, 6 * MSS);
+}
+
+#[test]
+fn segment_count_slow_start_takes_whole_segments_and_passes_the_rest_on() {
+    let mut w = Window::new(MSS, 10);
+    w.ssthresh = 12 * MSS;
+    let mut cc = Cc::new(CcKind::NewReno).with_ca_segment_count(true);
+    let ev = AckEvent {
+        slow_start_all_acked: true,
+        ..ack(5 * MSS, 5 * MSS, 20 * MSS, false)
+    };
+    // `TcpLinuxReno::SlowStart`: 10 -> 12 segments, three left for
+    // congestion avoidance at w = 12.
+    cc.on_ack(&mut w, &ev);
+    assert_eq!(w.cwnd, 12 * MSS);
+    for i in 1..=8u64 {
+        cc.on_ack(&mut w, &ack(MSS, (5 + i) * MSS, 20 * MSS, false));
+    }
+    assert_eq!(w.cwnd, 12 * MSS);
+    cc.on_ack(&mut w, &ack(MSS, 14 * MSS, 20 * MSS, false));
+    assert_eq!(w.cwnd, 13 * MSS);
+}
+
+#[test]
+fn segment_count_applies_to_dctcp_not_cubic() {
+    // DCTCP grows as ns-3's TcpLinuxReno with the option.
+    let mut w = Window::new(MSS, 1);
+    w.cwnd = 4480;
+    w.ssthresh = 4480;
+    let mut cc = Cc::new(CcKind::Dctcp { g_shift: 4 }).with_ca_segment_count(true);
+    for i in 1..=4u64 {
+        cc.on_ack(&mut w, &ack(MSS, i * MSS, 20 * MSS, false));
+    }
+    assert_eq!(w.cwnd, 5480);
+    let cubic = Cc::new(CcKind::Cubic { c: 0.4, beta: 0.7 });
+    assert_eq!(cubic.clone().with_ca_segment_count(true), cubic);
+}
+
+#[test]
+fn dctcp_window_end_next_tx_ends_windows_where_ns3_does() {
+    let on = || Cc::new(CcKind::Dctcp { g_shift: 4 }).with_dctcp_window_end_next_tx(true);
+    let next = |acked, una, nxt, next_tx, ece| AckEvent {
+        next_tx,
+        ..ack(acked, una, nxt, ece)
+    };
+    let a1 = 15.0 / 16.0;
+    // The first ACK sets the first window's end (ns-3's m_nextSeqFlag)
+    // and ends nothing; RFC 8257's rule ends a window at once.
+    let mut w = Window::new(MSS, 10);
+    let mut cc = on();
+    cc.on_ack(&mut w, &next(MSS, MSS, 10 * MSS, 10 * MSS, false));
+    assert_eq!(cc.alpha(), Some(1.0));
+    let mut rfc = Cc::new(CcKind::Dctcp { g_shift: 4 });
+    let mut wr = Window::new(MSS, 10);
+    rfc.on_ack(&mut wr, &next(MSS, MSS, 10 * MSS, 10 * MSS, false));
+    assert_eq!(rfc.alpha(), Some(a1));
+    // The window ends when the ACK reaches its end (>=, not >).
+    cc.on_ack(&mut w, &next(9 * MSS, 10 * MSS, 12 * MSS, 12 * MSS, false));
+    assert_eq!(cc.alpha(), Some(a1));
+    // After a timeout the next segment to send is back at the head: the
+    // window ends at 13 MSS though 20 MSS had been sent.
+    cc.on_ack(&mut w, &next(2 * MSS, 12 * MSS, 20 * MSS, 13 * MSS, true));
+    assert_eq!(cc.alpha(), Some(a1 * a1 + 1.0 / 16.0));
+    cc.on_ack(&mut w, &next(MSS, 13 * MSS, 20 * MSS, 14 * MSS, false));
+    let a3 = (a1 * a1 + 1.0 / 16.0) * a1;
+    assert!((cc.alpha().unwrap() - a3).abs() < 1e-12);
 }

@@ -53,7 +53,7 @@ impl Cubic {
     /// `c` in segments / s^3, `beta` the multiplicative decrease.
     pub fn new(c: f64, beta: f64) -> Self {
         Cubic {
-            reno: NewReno,
+            reno: NewReno::default(),
             c,
             beta,
             w_max: 0.0,

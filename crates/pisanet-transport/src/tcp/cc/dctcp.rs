@@ -31,13 +31,18 @@ pub struct Dctcp {
     /// `TcpConfig::dctcp_no_floor`: the alpha-scaled ssthresh has no
     /// 2-SMSS floor, as ns-3 3.44's.
     pub(super) no_floor: bool,
+    /// `TcpConfig::dctcp_window_end_next_tx`: the observation window ends
+    /// when `snd_una` reaches `window_end`, set to ns-3's
+    /// `m_nextTxSequence` (`AckEvent::next_tx`); `window_end` is
+    /// `u64::MAX` until the first ACK starts the first window.
+    end_next_tx: bool,
 }
 
 impl Dctcp {
     /// `g = 1 / 2^g_shift`; `g_shift` above 16 is treated as 16.
     pub fn new(g_shift: u8) -> Self {
         Dctcp {
-            reno: NewReno,
+            reno: NewReno::default(),
             g: 1.0 / f64::from(1u32 << g_shift.min(16)),
             // NOTE: alpha starts at 1, the conservative choice (Linux's
             // default dctcp_alpha_on_init): the first marks cut by half.
@@ -48,7 +53,23 @@ impl Dctcp {
             cwr_end: None,
             loss_uses_alpha: false,
             no_floor: false,
+            end_next_tx: false,
         }
+    }
+
+    /// `TcpConfig::dctcp_window_end_next_tx`.
+    pub fn with_window_end_next_tx(mut self, on: bool) -> Self {
+        self.end_next_tx = on;
+        // ns-3's `m_nextSeqFlag`: the first ACK sets the first window's end.
+        self.window_end = if on { u64::MAX } else { 0 };
+        self
+    }
+
+    /// `TcpConfig::ca_segment_count`: the window grows as ns-3 3.44's
+    /// `TcpLinuxReno`, `TcpDctcp`'s parent.
+    pub fn with_ca_segment_count(mut self, on: bool) -> Self {
+        self.reno = NewReno::with_segment_count(on);
+        self
     }
 
     /// `TcpConfig::dctcp_loss_uses_alpha`.
@@ -101,12 +122,27 @@ impl Controller for Dctcp {
         // RFC 8257 section 3.3: once SND.UNA passes WindowEnd, the window of
         // observation is over: F = BytesMarked / BytesAcked,
         // alpha = (1 - g) * alpha + g * F, WindowEnd = SND.NXT, reset counts.
-        if ev.snd_una > self.window_end {
+        let window_over = if self.end_next_tx {
+            // `dctcp_window_end_next_tx`: ns-3 3.44 `TcpDctcp::PktsAcked`,
+            // `m_lastAckedSeq >= m_nextSeq`, the first call setting
+            // `m_nextSeq` before the test.
+            if self.window_end == u64::MAX {
+                self.window_end = ev.next_tx;
+            }
+            ev.snd_una >= self.window_end
+        } else {
+            ev.snd_una > self.window_end
+        };
+        if window_over {
             if self.bytes_acked > 0 {
                 let f = self.bytes_marked as f64 / self.bytes_acked as f64;
                 self.alpha = (1.0 - self.g) * self.alpha + self.g * f;
             }
-            self.window_end = ev.snd_nxt;
+            self.window_end = if self.end_next_tx {
+                ev.next_tx
+            } else {
+                ev.snd_nxt
+            };
             self.bytes_acked = 0;
             self.bytes_marked = 0;
         }
@@ -120,6 +156,9 @@ impl Controller for Dctcp {
             w.cwnd = w.cwnd.min(w.ssthresh);
             w.ca_bytes_acked = 0;
             self.cwr_end = Some(ev.snd_nxt);
+            // `ca_segment_count`: the acknowledged bytes still count
+            // towards whole segments (ns-3's `ProcessAck` in CA_CWR).
+            self.reno.count_segments(ev.acked, w.mss);
             return true;
         }
         // Otherwise the window grows as NewReno's (RFC 8257 section 3.3).

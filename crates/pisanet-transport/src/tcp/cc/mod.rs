@@ -73,6 +73,9 @@ pub struct AckEvent {
     pub snd_una: u64,
     /// `snd_nxt` when the ACK arrived.
     pub snd_nxt: u64,
+    /// One past the last segment sent, a resend included (ns-3's
+    /// `m_nextTxSequence`; `TcpConfig::dctcp_window_end_next_tx`).
+    pub next_tx: u64,
     /// The sender is in fast recovery (the window is managed by RFC 6582).
     pub in_recovery: bool,
     /// The flow used its window before this ACK (RFC 7661 section 4.2, as
@@ -146,7 +149,7 @@ pub enum Cc {
 impl Cc {
     pub fn new(kind: CcKind) -> Self {
         match kind {
-            CcKind::NewReno => Cc::NewReno(NewReno),
+            CcKind::NewReno => Cc::NewReno(NewReno::default()),
             CcKind::Dctcp { g_shift } => Cc::Dctcp(Dctcp::new(g_shift)),
             CcKind::Cubic { c, beta } => Cc::Cubic(Cubic::new(c, beta)),
         }
@@ -164,6 +167,24 @@ impl Cc {
     pub fn with_dctcp_no_floor(self, on: bool) -> Self {
         match self {
             Cc::Dctcp(d) => Cc::Dctcp(d.with_no_floor(on)),
+            other => other,
+        }
+    }
+
+    /// `TcpConfig::dctcp_window_end_next_tx`; other controllers ignore it.
+    pub fn with_dctcp_window_end_next_tx(self, on: bool) -> Self {
+        match self {
+            Cc::Dctcp(d) => Cc::Dctcp(d.with_window_end_next_tx(on)),
+            other => other,
+        }
+    }
+
+    /// `TcpConfig::ca_segment_count`, for NewReno and DCTCP (CUBIC's
+    /// window follows its own curve and ignores it).
+    pub fn with_ca_segment_count(self, on: bool) -> Self {
+        match self {
+            Cc::NewReno(_) => Cc::NewReno(NewReno::with_segment_count(on)),
+            Cc::Dctcp(d) => Cc::Dctcp(d.with_ca_segment_count(on)),
             other => other,
         }
     }

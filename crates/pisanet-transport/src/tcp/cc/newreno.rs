@@ -4,13 +4,85 @@
 use super::{AckEvent, Controller, Window};
 
 /// Slow start, congestion avoidance with byte counting, and the loss
-/// responses of RFC 5681. Stateless beyond [`Window`].
+/// responses of RFC 5681. Stateless beyond [`Window`], unless
+/// `TcpConfig::ca_segment_count` asks for ns-3's segment counting.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct NewReno;
+pub struct NewReno {
+    /// `TcpConfig::ca_segment_count`: ns-3 3.44's `TcpLinuxReno` growth.
+    seg_count: bool,
+    /// With `seg_count`, ns-3's `m_cWndCnt`: segments acknowledged towards
+    /// the next increase. No cut resets it.
+    cnt: u32,
+    /// With `seg_count`, ns-3's `m_bytesAckedNotProcessed`: acknowledged
+    /// bytes short of a whole segment, carried to the next ACK.
+    carry: u32,
+}
+
+impl NewReno {
+    /// NewReno with `TcpConfig::ca_segment_count` on or off.
+    pub fn with_segment_count(on: bool) -> Self {
+        NewReno {
+            seg_count: on,
+            ..NewReno::default()
+        }
+    }
+
+    /// With `ca_segment_count`: `acked` bytes as whole segments, the
+    /// remainder carried (ns-3 3.44 `TcpSocketBase::ProcessAck`: segsAcked
+    /// = bytesAcked / SMSS, plus one each time the carried remainders make a
+    /// segment). Called for every ACK of new data, whether or not the
+    /// window may grow on it.
+    pub(super) fn count_segments(&mut self, acked: u64, mss: u64) -> u64 {
+        if !self.seg_count {
+            return 0;
+        }
+        let total = acked + u64::from(self.carry);
+        // The remainder is below `mss`, which is a u32.
+        self.carry = u32::try_from(total % mss).unwrap_or(0);
+        total / mss
+    }
+
+    /// `ca_segment_count`'s growth, ns-3 3.44's `TcpLinuxReno::
+    /// IncreaseWindow` on `segs` segments acknowledged.
+    fn grow_by_segments(&mut self, w: &mut Window, ev: &AckEvent, mut segs: u64) {
+        if w.in_slow_start() {
+            if ev.slow_start_all_acked {
+                // `TcpLinuxReno::SlowStart`: cwnd = min(cwnd + segs x
+                // SMSS, ssthresh); the segments that did not fit go on to
+                // congestion avoidance.
+                let before = w.cwnd;
+                w.cwnd = (w.cwnd + segs * w.mss).min(w.ssthresh);
+                segs -= (w.cwnd - before) / w.mss;
+            } else {
+                // RFC 5681 equation (2), as without the option.
+                w.cwnd += ev.acked.min(w.mss);
+                segs = 0;
+            }
+        }
+        if w.in_slow_start() || segs == 0 {
+            return;
+        }
+        // `TcpLinuxReno::CongestionAvoidance`: w = floor(cwnd / SMSS), at
+        // least 1; a count already at w (the window shrank under it) adds
+        // one segment and restarts; then the count grows by `segs` and
+        // every whole w in it adds a segment.
+        let per = (w.cwnd / w.mss).max(1);
+        if u64::from(self.cnt) >= per {
+            self.cnt = 0;
+            w.cwnd += w.mss;
+        }
+        let cnt = u64::from(self.cnt) + segs;
+        let steps = cnt / per;
+        w.cwnd += steps * w.mss;
+        // Below `per`, which is at most cwnd / SMSS; a u32 in practice.
+        self.cnt = u32::try_from(cnt - steps * per).unwrap_or(u32::MAX);
+    }
+}
 
 impl Controller for NewReno {
     #[inline(always)]
     fn on_ack(&mut self, w: &mut Window, ev: &AckEvent) -> bool {
+        let segs = self.count_segments(ev.acked, w.mss);
         if ev.in_recovery {
             return false;
         }
@@ -20,7 +92,9 @@ impl Controller for NewReno {
         if !ev.cwnd_limited {
             return false;
         }
-        if w.in_slow_start() && ev.slow_start_all_acked {
+        if self.seg_count {
+            self.grow_by_segments(w, ev, segs);
+        } else if w.in_slow_start() && ev.slow_start_all_acked {
             // `TcpConfig::slow_start_all_acked`: ns-3 3.44
             // `TcpNewReno::SlowStart` / `TcpLinuxReno::SlowStart`,
             // cwnd = min(cwnd + segmentsAcked x SMSS, ssthresh), and Linux
