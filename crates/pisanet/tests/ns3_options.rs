@@ -350,13 +350,13 @@ fn dctcp_loss_uses_alpha_changes_dctcp_loss_responses_only() {
     );
 }
 
-#[test]
-fn cwr_ends_at_timeout_changes_dctcp_runs_with_timeouts_only() {
-    // The incast of `cwr_ignores_dupacks_turns_dctcp_incast_losses_into_timeouts`:
-    // ECN cuts, then losses in CA_CWR that wait for the timer, whose resends
-    // are acknowledged with ECE while the port is still above K.
-    let flows: String = (0..7).map(|s| format!("0,{s},7,64000\n")).collect();
-    let base = [
+/// Seven 64 KB DCTCP flows into one host through 20-packet ports marking at
+/// 10 packets, with ns-3's CA_CWR (the flow list and `--set`s): ECN cuts,
+/// then losses in CA_CWR that wait for the timer, whose resends are
+/// acknowledged with ECE while the port is still above K.
+fn dctcp_cwr_incast() -> (String, Vec<&'static str>) {
+    let flows = (0..7).map(|s| format!("0,{s},7,64000\n")).collect();
+    let sets = vec![
         "transport.kind=\"dctcp\"",
         "topology.buffer_pkts=20",
         "topology.ecn_threshold_kb=0",
@@ -365,6 +365,12 @@ fn cwr_ends_at_timeout_changes_dctcp_runs_with_timeouts_only() {
         "transport.tsq_kb=0",
         "metrics.flow_stats=true",
     ];
+    (flows, sets)
+}
+
+#[test]
+fn cwr_ends_at_timeout_changes_dctcp_runs_with_timeouts_only() {
+    let (flows, base) = dctcp_cwr_incast();
     let off = run_flows("cwr-timeout-off", &flows, &base);
     let mut on_sets = base.to_vec();
     on_sets.push("transport.cwr_ends_at_timeout=true");
@@ -436,19 +442,10 @@ fn dctcp_no_floor_with_full_segment_windows_waits_for_timeouts() {
 
 #[test]
 fn dctcp_window_end_and_segment_count_change_dctcp_runs_with_cuts() {
-    // The incast of `cwr_ends_at_timeout_changes_dctcp_runs_with_timeouts_only`
-    // with ns-3's loss bookkeeping: ECN cuts, timeouts and their resends.
-    let flows: String = (0..7).map(|s| format!("0,{s},7,64000\n")).collect();
-    let base = [
-        "transport.kind=\"dctcp\"",
-        "topology.buffer_pkts=20",
-        "topology.ecn_threshold_kb=0",
-        "topology.ecn_threshold_pkts=10",
-        "transport.cwr_ignores_dupacks=true",
-        "transport.reno_scoreboard=true",
-        "transport.tsq_kb=0",
-        "metrics.flow_stats=true",
-    ];
+    // `dctcp_cwr_incast` with ns-3's loss bookkeeping: ECN cuts, timeouts
+    // and their resends.
+    let (flows, mut base) = dctcp_cwr_incast();
+    base.push("transport.reno_scoreboard=true");
     let off = run_flows("wend-off", &flows, &base);
     assert!(off.flows.timeouts.iter().sum::<u32>() > 0);
     for (name, key) in [
