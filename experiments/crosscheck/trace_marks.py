@@ -293,7 +293,14 @@ def pisanet_flows(sc: xc.Scenario, tr: Any, port_name: str) -> dict[tuple[int, i
     return act
 
 
-def replay_alpha(trace: Path, g: float = 1 / 16) -> None:
+def sender_nodes(flows: list[dict[str, Any]]) -> set[str]:
+    """ns-3's node numbers (as in a trace context) of the flows' senders:
+    hosts are the first nodes, in host order. The receivers' sockets only
+    ACK, and the replays below leave them out."""
+    return {str(f["src"]) for f in flows}
+
+
+def replay_alpha(trace: Path, senders: set[str], g: float = 1 / 16) -> None:
     """ns-3's senders' ACK streams through two DCTCP estimators: ns-3's
     (`TcpDctcp::PktsAcked`: an observation window ends when the ACK reaches
     `m_nextSeq`, set at each end to `m_nextTxSequence`, one past the last
@@ -304,7 +311,7 @@ def replay_alpha(trace: Path, g: float = 1 / 16) -> None:
     socks: dict[str, dict[str, Any]] = {}
     for f in trace_lines(trace):
         ctx, ev = f[1], f[2]
-        if not ctx.startswith("/NodeList/") or ctx.startswith("/NodeList/0/"):
+        if not ctx.startswith("/NodeList/") or ctx.split("/")[2] not in senders:
             continue
         if ev not in ("tx", "rx", "rxe", "cong", "alpha"):
             continue
@@ -372,7 +379,7 @@ def replay_alpha(trace: Path, g: float = 1 / 16) -> None:
     )
 
 
-def replay_growth(trace: Path) -> None:
+def replay_growth(trace: Path, senders: set[str]) -> None:
     """ns-3's congestion-avoidance growth against pisanet's rule on the same
     ACKs: ns-3's `TcpLinuxReno::CongestionAvoidance` adds a segment per
     floor(cwnd / SMSS) segments acknowledged (its count `m_cWndCnt` kept
@@ -386,7 +393,7 @@ def replay_growth(trace: Path) -> None:
     acks = 0
     for f in trace_lines(trace):
         ctx, ev = f[1], f[2]
-        if not ctx.startswith("/NodeList/") or ctx.startswith("/NodeList/0/"):
+        if not ctx.startswith("/NodeList/") or ctx.split("/")[2] not in senders:
             continue
         k = socks.setdefault(ctx, {"cwnd": 0, "ssth": 1 << 31, "cong": 0, "una": None})
         if ev == "cwnd":
@@ -813,8 +820,8 @@ def main() -> None:
             by_port, s = ns3_side(sc, trace, ports)
             for port, name in zip(ports, names, strict=True):
                 report(f"ns-3, port {port} ({name})", by_port[port], s)
-            replay_alpha(trace)
-            replay_growth(trace)
+            replay_alpha(trace, sender_nodes(flows))
+            replay_growth(trace, sender_nodes(flows))
             if args.flows:
                 act3 = ns3_flows(sc, trace, flows, ports[0])
     by_name, s2, tr, fct2 = pisanet_side(sc, flows, names, args.set)
