@@ -2,18 +2,18 @@
 
     nice -n 5 .venv/bin/python experiments/crosscheck/trace_marks.py \\
         [--scenario "dctcp incast 16:1"] [--full] [--port 0[,N...]] \\
-        [--save T] [--load T] [--top 10] [--flows 5] [--cycle-resent 100] \\
-        [--ns3 KEY=VALUE ...] [--set KEY=VALUE ...]
+        [--save T] [--load T] [--window-us 10000] [--top 10] [--flows 5] \\
+        [--cycle-resent 100] [--ns3 KEY=VALUE ...] [--set KEY=VALUE ...]
 
 Runs the scenario's `--quick` flow list (`--full`: the full-size one,
 crosscheck without `--quick`) in ns-3 (ns3_sim.py with its per-socket
 trace, `trace_qdisc`, `trace_qlen` for the switch ports `--port` (in link
 order: 0 is the incast's port to h0, 8 the dumbbell's s0 -> s1) and
 `trace_alpha`) and in pisanet ns-3-like (crosscheck.NS3_LIKE, a packet trace
-of every flow), and prints per incast round (per 10 ms window on a dumbbell)
-for each port: packets arriving, those arriving to >= K packets queued,
-marks, drops, the time the queue spends at >= K and its time-weighted mean
-while busy; and over the run, the arrivals by queue length at arrival, and
+of every flow), and prints per incast round (per 10 ms window on a
+dumbbell, `--window-us`) for each port: packets arriving, those arriving to
+>= K packets queued, marks, drops, the time the queue spends at >= K and its
+time-weighted mean while busy; and over the run, the arrivals by queue length at arrival, and
 for the senders: data segments sent, ECN cuts (ns-3: entries into CA_CWR),
 ACKs with ECE (ns-3) / CE data packets delivered (pisanet, each ACKed with
 ECE), and ns-3's DCTCP alpha at the end of each observation window.
@@ -52,6 +52,8 @@ import numpy as np
 K = xc.K_PKTS
 # ns3_sim.py's `dctcp_rules` (`--ns3-rules alpha,ca`): pisanet's DCTCP rules in ns-3.
 RULES: dict[str, bool] = {}
+# A dumbbell's window (`--window-us`; us); the incast's is its round.
+WINDOW_US = 10_000
 
 
 class Port:
@@ -419,9 +421,11 @@ def replay_growth(trace: Path, senders: set[str]) -> None:
 
 
 def window_of(sc: xc.Scenario) -> Any:
+    """The window number of a time (us): the incast's round, else WINDOW_US
+    long windows (`--window-us`)."""
     if sc.kind == "incast":
         return lambda t: max(0, int((t - 1000) // 10_000))
-    return lambda t: int(t // 10_000)
+    return lambda t: int(t // WINDOW_US)
 
 
 def pisanet_side(
@@ -778,6 +782,7 @@ def main() -> None:
     ap.add_argument(
         "--flows", type=int, default=5, help="flows shown per worst window (0: no per-flow pass)"
     )
+    ap.add_argument("--window-us", type=int, default=10_000, help="a dumbbell's window (us)")
     ap.add_argument(
         "--cycle-resent",
         type=int,
@@ -801,6 +806,8 @@ def main() -> None:
     args = ap.parse_args()
     for r in filter(None, args.ns3_rules.split(",")):
         RULES[r] = True
+    global WINDOW_US
+    WINDOW_US = args.window_us
     sc = next(s for s in xc.scenarios(not args.full) if s.name == args.scenario)
     flows = xc.flow_list(sc)
     if args.jitter_ns:
