@@ -222,17 +222,28 @@ def ns3_flows(
     # sent its sequence number last.
     sent: dict[int, dict[int, float]] = defaultdict(dict)
     ctx_port = f"qdisc{port}"
+    syn_shared = syn_none = 0
     for f in trace_lines(trace):
         t, ctx, ev = int(f[0]) / 1000.0, f[1], f[2]
         if ctx == ctx_port and ev in ("qmark", "qdrop"):
             if int(f[6]) != SINK_PORT:
                 continue
             if int(f[4]) & 2:
-                # A SYN (TCP flag 0x02): the flow of its port that started
-                # last before it (one not connected yet).
-                started = [i for i in port_of.get(int(f[5]), []) if flows[i]["start_us"] <= t]
-                if ev == "qdrop" and started:
-                    act[(window(t), max(started, key=lambda i: flows[i]["start_us"]))][4] += 1
+                # A SYN (TCP flag 0x02): a flow of its port that has started
+                # and sent no data yet, the last started if there are several
+                # (then which one is not known: counted in `syn_shared`; none:
+                # `syn_none`).
+                if ev == "qdrop":
+                    waiting = [
+                        i
+                        for i in port_of.get(int(f[5]), [])
+                        if flows[i]["start_us"] <= t and i not in high
+                    ]
+                    syn_shared += len(waiting) > 1
+                    syn_none += not waiting
+                    if waiting:
+                        last_start = max(waiting, key=lambda i: flows[i]["start_us"])
+                        act[(window(t), last_start)][4] += 1
                 continue
             if int(f[8]) == 0:
                 continue
@@ -262,6 +273,11 @@ def ns3_flows(
             col = {"4": 5, "3": 6, "2": 7}.get(f[4])
             if col is not None:
                 act[(window(t), i)][col] += 1
+    if syn_shared or syn_none:
+        print(
+            f"ns-3: SYNs dropped at the port while several flows of their port waited"
+            f" {syn_shared}, while none did (not counted) {syn_none}"
+        )
     return act
 
 
