@@ -4,12 +4,12 @@
         --scenario "dctcp datamining 0.3" --host 1 --flows 17,22 \\
         [--from-us T0 --to-us T1] [--stop-ms 20] [--ns3 KEY=VALUE ...]
         [--ns3-socket FLOW:US:ATTR=VALUE ...] [--set KEY=VALUE ...]
-        [--save-ns3-trace F | --load-ns3-trace F]
+        [--save-ns3-trace F | --load-ns3-trace F] [--full]
 
-Runs the scenario's `--quick` flow list (seed 1) in ns-3 (ns3_sim.py's
-per-socket and queue-disc trace, to `--stop-ms`) and in pisanet with the
-ns-3-like options (crosscheck.NS3_LIKE plus `--set`; a packet trace of the
-host's flows), and prints:
+Runs the scenario's `--quick` flow list (seed 1; `--full`: the full-size
+one) in ns-3 (ns3_sim.py's per-socket and queue-disc trace, to `--stop-ms`)
+and in pisanet with the ns-3-like options (crosscheck.NS3_LIKE plus `--set`;
+a packet trace of the host's flows), and prints:
 
 * per `--step-us` between `--from-us` and `--to-us`: the host's NIC queue
   (packets, the largest in the bin) in each, and for each of `--flows` the
@@ -90,10 +90,13 @@ def main() -> None:
     )
     ap.add_argument("--set", action="append", default=[], help="pisanet override KEY=VALUE")
     ap.add_argument("--gaps", type=int, default=4, help="longest ACK gaps shown per flow")
+    ap.add_argument(
+        "--full", action="store_true", help="the full-size flow list (crosscheck without --quick)"
+    )
     ap.add_argument("--save-ns3-trace", help="write ns-3's trace to this file")
     ap.add_argument("--load-ns3-trace", help="read ns-3's trace from this file (no ns-3 run)")
     args = ap.parse_args()
-    sc = next(s for s in xc.scenarios(True) if s.name == args.scenario)
+    sc = next(s for s in xc.scenarios(not args.full) if s.name == args.scenario)
     flows = xc.flow_list(sc)
     want = [int(x) for x in args.flows.split(",")]
     mine = [i for i, f in enumerate(flows) if f["src"] == args.host]
