@@ -43,7 +43,12 @@ SINK_PORT = 5000
 # disc lengths ("nic-HOST qlen old new", in packets); with spec["trace_qlen"]
 # = [switch queue-disc numbers], theirs ("qdiscN qlen old new"); with
 # spec["trace_alpha"], each DCTCP socket's alpha at the end of each
-# observation window ("alpha marked_bytes acked_bytes alpha x 1e6").
+# observation window ("alpha marked_bytes acked_bytes alpha x 1e6"); with
+# spec["trace_ecn"], each socket's ECN state changes ("ecn old new", ns-3's
+# TcpSocketState::EcnState_t: 0 disabled, 1 idle, 2 CE received, 3 sending
+# ECE, 4 ECE received, 5 CWR sent), the sequence number of the last CE
+# segment it accepted as new ("ceseq old new", TcpSocketBase's m_ecnCESeq)
+# and the segments without payload it sends ("txack ack_number tcp_flags").
 TRACE_CPP = r"""
 #include <fstream>
 #include <set>
@@ -69,6 +74,17 @@ static void Tx(std::string ctx, Ptr<const Packet> p, const TcpHeader& h, Ptr<con
 static void Rx(std::string ctx, Ptr<const Packet> p, const TcpHeader& h, Ptr<const TcpSocketBase> s) {
   const char* ev = (h.GetFlags() & TcpHeader::ECE) ? " rxe " : " rx ";
   out << Simulator::Now().GetNanoSeconds() << " " << ctx << ev << h.GetAckNumber().GetValue() << " " << p->GetSize() << "\n";
+}
+static bool traceEcn = false;
+static void EcnState(std::string ctx, TcpSocketState::EcnState_t a, TcpSocketState::EcnState_t b) {
+  out << Simulator::Now().GetNanoSeconds() << " " << ctx << " ecn " << int(a) << " " << int(b) << "\n";
+}
+static void CeSeq(std::string ctx, SequenceNumber32 a, SequenceNumber32 b) {
+  out << Simulator::Now().GetNanoSeconds() << " " << ctx << " ceseq " << a.GetValue() << " " << b.GetValue() << "\n";
+}
+static void TxAck(std::string ctx, Ptr<const Packet> p, const TcpHeader& h, Ptr<const TcpSocketBase> s) {
+  if (p->GetSize() == 0)
+    out << Simulator::Now().GetNanoSeconds() << " " << ctx << " txack " << h.GetAckNumber().GetValue() << " " << int(h.GetFlags()) << "\n";
 }
 static void Cwnd(std::string ctx, uint32_t a, uint32_t b) {
   out << Simulator::Now().GetNanoSeconds() << " " << ctx << " cwnd " << a << " " << b << "\n";
@@ -133,6 +149,11 @@ void ConnectAll() {
     o->TraceConnect("Rx", ctx, MakeCallback(&Rx));
     o->TraceConnect("CongestionWindow", ctx, MakeCallback(&Cwnd));
     o->TraceConnect("SlowStartThreshold", ctx, MakeCallback(&Ssth));
+    if (traceEcn) {
+      o->TraceConnect("EcnState", ctx, MakeCallback(&EcnState));
+      o->TraceConnect("EcnCeSeq", ctx, MakeCallback(&CeSeq));
+      o->TraceConnect("Tx", ctx, MakeCallback(&TxAck));
+    }
     if (traceAlpha) {
       PointerValue cc;
       o->GetAttribute("CongestionOps", cc);
@@ -142,6 +163,7 @@ void ConnectAll() {
   }
 }
 void TraceAlpha() { traceAlpha = true; }
+void TraceEcn() { traceEcn = true; }
 void ScheduleConnect(uint64_t at_ns) { Simulator::Schedule(NanoSeconds(at_ns), &ConnectAll); }
 void ConnectDrops(Ptr<QueueDisc> q, std::string ctx) {
   q->TraceConnect("Drop", ctx, MakeCallback(&Drop));
@@ -542,6 +564,8 @@ def main() -> None:
             xc.ConnectQlen(switch_qdiscs[int(i)], f"qdisc{int(i)}")
         if spec.get("trace_alpha"):
             xc.TraceAlpha()
+        if spec.get("trace_ecn"):
+            xc.TraceEcn()
         for t_ns in sorted({round(float(f["start_us"]) * 1000) for f in flows}):
             # Sockets exist once the applications started (and the sinks'
             # accepted ones after the SYN): connect shortly after each start.
