@@ -22,8 +22,11 @@ sys.path.insert(0, str(ROOT / "experiments" / "crosscheck"))
 import crosscheck as xc  # noqa: E402  (experiments/crosscheck/crosscheck.py)
 
 # Classes within the goal (mean within 15%, p99 within 25%) of the 24 on
-# seed 1, as docs/results/crosscheck.md's quick tables give them.
-NS3_LIKE_WITHIN = 15
+# seed 1, as docs/results/crosscheck.md's quick tables give them. (15
+# before `transport.ce_new_seq_only` joined the profile: finding 25 moves
+# the full size's largest gaps towards ns-3 and the per-flow error down,
+# and one quick class of three flows out.)
+NS3_LIKE_WITHIN = 14
 DEFAULTS_WITHIN = 6
 
 Rows = list[tuple[Any, list[dict[str, Any]], dict[str, Any], dict[str, dict[str, Any]]]]

@@ -43,7 +43,7 @@ pub struct TransportParams {
     /// measured it against ns-3: `tsq_kb = 0`, `handshake`,
     /// `limited_transmit`, `rto_granularity_us = 1000`, `rtt_every_ack`
     /// with `ts_clock_us = 1000`, `cwr_freeze`, `cwr_ends_at_timeout`,
-    /// `full_segment_window`; for DCTCP `dctcp_dupack_bytes` and
+    /// `full_segment_window`, `ce_new_seq_only`; for DCTCP `dctcp_dupack_bytes` and
     /// `dctcp_no_floor`; without SACK `cwr_ignores_dupacks`,
     /// `ece_ends_recovery` and `reno_scoreboard`). A key the config gives
     /// wins over the profile. ns-3's packet-counted queues and ECN
@@ -139,6 +139,9 @@ pub struct TransportParams {
     /// Congestion avoidance counts whole segments acknowledged, as ns-3 3.44's `TcpLinuxReno::CongestionAvoidance` (used by `TcpDctcp`): one segment is added each time the count reaches floor(cwnd / MSS), and a window cut does not reset the count. Default false: one MSS per cwnd of bytes acknowledged, the count reset at each cut (RFC 3465 byte counting; Linux's `tcp_init_cwnd_reduction` zeroes `snd_cwnd_cnt`). See docs/model.md, "Hosts".
     #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp"]}))]
     pub ca_segment_count: bool,
+    /// The receiver echoes a CE mark only on a segment whose sequence number is above that of the last CE-marked segment it echoed, as ns-3 3.44's `TcpSocketBase::ForwardUp` (`m_ecnCESeq`): a marked resend below it counts as unmarked, so (DCTCP) its ACK carries no ECE. Default false: every CE mark is echoed (RFC 8257 section 3.2, RFC 3168 section 6.1.3, Linux). See docs/model.md, "Hosts".
+    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
+    pub ce_new_seq_only: bool,
     /// ns-3's silly-window avoidance: new data leaves only when the usable window holds a full segment or all the data left (ns-3 3.44 tcp-socket-base.cc, `SendPendingData`); with nothing in flight and a window under one segment the sender waits for the retransmission timer, whose expiry is a timeout (`ReTxTimeout`: ssthresh from the congestion control, cwnd = 1 SMSS, RTO doubled) that sends one segment. Linux counts cwnd in whole segments (`tcp_cwnd_test` in `tcp_write_xmit`), so this never arises there. Default false: with nothing in flight, send what the window allows at once. See docs/model.md, "Hosts".
     #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
     pub full_segment_window: bool,
@@ -282,6 +285,7 @@ impl Default for TransportParams {
             dctcp_no_floor: false,
             dctcp_window_end_next_tx: false,
             ca_segment_count: false,
+            ce_new_seq_only: false,
             full_segment_window: false,
             reno_scoreboard: false,
             rtt_every_ack: false,
@@ -330,6 +334,7 @@ impl TransportParams {
             cwr_freeze = true,
             cwr_ends_at_timeout = true,
             full_segment_window = true,
+            ce_new_seq_only = true,
         }
         if self.kind == TransportKind::Dctcp {
             ns3! { dctcp_dupack_bytes = true, dctcp_no_floor = true }
@@ -383,6 +388,7 @@ impl TransportParams {
             dctcp_no_floor: self.dctcp_no_floor,
             dctcp_window_end_next_tx: self.dctcp_window_end_next_tx,
             ca_segment_count: self.ca_segment_count,
+            ce_new_seq_only: self.ce_new_seq_only,
             full_segment_window: self.full_segment_window,
             reno_scoreboard: self.reno_scoreboard,
             ts_clock: SimTime::from_us_f64(self.ts_clock_us),

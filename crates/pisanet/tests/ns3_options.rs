@@ -495,6 +495,7 @@ fn ns3_profile_sets(kind: &str, sack: bool) -> Vec<String> {
         "cwr_freeze=true",
         "cwr_ends_at_timeout=true",
         "full_segment_window=true",
+        "ce_new_seq_only=true",
     ]
     .iter()
     .map(|s| format!("transport.{s}"))

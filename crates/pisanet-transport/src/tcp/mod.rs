@@ -300,6 +300,18 @@ pub struct TcpConfig {
     /// `tcp_init_cwnd_reduction` zeroes `snd_cwnd_cnt`). See
     /// docs/model.md, "Hosts".
     pub ca_segment_count: bool,
+    /// The receiver takes a CE mark only on a segment whose sequence
+    /// number is above that of the last CE-marked segment it took, as
+    /// ns-3 3.44's `TcpSocketBase::ForwardUp` does (`m_ecnCESeq <
+    /// seq`; otherwise the segment counts as unmarked ECT,
+    /// `CA_EVENT_ECN_NO_CE`, which under DCTCP ends the CE state, so its
+    /// ACK carries no ECE). A go-back-N resend lies below the marked
+    /// segments it resends, so its mark is not echoed. DCTCP's echo and
+    /// classic ECN's alike. Default false: every CE mark is echoed (RFC
+    /// 8257 section 3.2, RFC 3168 section 6.1.3; Linux's
+    /// `tcp_ecn_check_ce` looks at the mark only). See docs/model.md,
+    /// "Hosts".
+    pub ce_new_seq_only: bool,
     /// ns-3's sender-side silly-window avoidance: new data leaves only
     /// when the usable window (min(cwnd, rwnd) less what is in flight)
     /// holds a full segment or all the data left (ns-3 3.44
@@ -374,6 +386,7 @@ impl Default for TcpConfig {
             dctcp_no_floor: false,
             dctcp_window_end_next_tx: false,
             ca_segment_count: false,
+            ce_new_seq_only: false,
             full_segment_window: false,
             reno_scoreboard: false,
             ts_clock: SimTime::ZERO,

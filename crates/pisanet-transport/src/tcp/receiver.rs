@@ -120,6 +120,8 @@ pub struct TcpReceiver {
     sack: bool,
     /// DCTCP.CE: the CE state of the last data packet (RFC 8257 3.2).
     ce_state: bool,
+    /// `TcpConfig::ce_new_seq_only`.
+    ce_new_seq_only: bool,
     // Holes, options, the FIN, completion.
     /// Received bytes beyond `rcv_nxt`: start -> end, disjoint and
     /// non-adjacent, every start > `rcv_nxt`.
@@ -134,6 +136,9 @@ pub struct TcpReceiver {
     sack_recent_len: usize,
     completed_at: Option<SimTime>,
     sack_acks: u32,
+    /// With `ce_new_seq_only`: the sequence number of the last CE-marked
+    /// segment taken as CE (ns-3's `m_ecnCESeq`); `None` before the first.
+    ce_seq: Option<u64>,
 }
 
 impl TcpReceiver {
@@ -158,6 +163,8 @@ impl TcpReceiver {
             unacked_segments: 0,
             delayed_ack_deadline: None,
             ce_state: false,
+            ce_new_seq_only: cfg.ce_new_seq_only,
+            ce_seq: None,
             app: AppDelivery {
                 size: size_bytes,
                 delivered: 0,
@@ -228,9 +235,19 @@ impl TcpReceiver {
             return;
         }
         self.data_packets += 1;
-        let ce = pkt.ip.ecn == Ecn::Ce;
+        let mut ce = pkt.ip.ecn == Ecn::Ce;
         if ce {
             self.ce_packets += 1;
+            if self.ce_new_seq_only {
+                // `ce_new_seq_only`: ns-3 3.44's `TcpSocketBase::ForwardUp`
+                // takes the mark only if `m_ecnCESeq < seq`, and treats the
+                // segment as unmarked otherwise.
+                if self.ce_seq.is_some_and(|last| start <= last) {
+                    ce = false;
+                } else {
+                    self.ce_seq = Some(start);
+                }
+            }
         }
         if self.classic_echo {
             // RFC 3168 section 6.1.3: stop setting ECE once a CWR arrives;

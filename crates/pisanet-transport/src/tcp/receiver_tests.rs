@@ -197,6 +197,31 @@ fn dctcp_echo_with_delayed_acks_flushes_on_a_ce_change() {
 }
 
 #[test]
+fn ce_new_seq_only_ignores_a_mark_at_or_below_the_last_one_taken() {
+    // Segment 0 is lost; 1000 and 2000 arrive marked; then the resend of 0
+    // arrives marked too, and a marked 3000.
+    let mut echoes = Vec::new();
+    for on in [false, true] {
+        let c = TcpConfig {
+            cc: CcKind::Dctcp { g_shift: 4 },
+            ce_new_seq_only: on,
+            ..cfg()
+        };
+        let mut s = Script::new(&c, 10 * MSS);
+        assert_eq!(s.recv_ecn(1, 1000, M, Ecn::Ce), vec![(0, true)]);
+        assert_eq!(s.recv_ecn(2, 2000, M, Ecn::Ce), vec![(0, true)]);
+        let resend = s.recv_ecn(3, 0, M, Ecn::Ce);
+        let next = s.recv_ecn(4, 3000, M, Ecn::Ce);
+        echoes.push((resend, next));
+        assert_eq!(s.rx.stats().ce_packets, 4);
+    }
+    // RFC 8257: every mark echoed. ns-3's `m_ecnCESeq`: the resend (0 <=
+    // 2000) counts as unmarked, so its ACK has no ECE; 3000 is new.
+    assert_eq!(echoes[0], (vec![(3000, true)], vec![(4000, true)]));
+    assert_eq!(echoes[1], (vec![(3000, false)], vec![(4000, true)]));
+}
+
+#[test]
 fn newreno_receiver_never_sets_ece() {
     let mut s = Script::new(&cfg(), 10_000);
     assert_eq!(s.recv_ecn(1, 0, M, Ecn::Ce), vec![(1000, false)]);
