@@ -218,8 +218,8 @@ def main() -> None:
     if pending:
         settle(pending, False)
     print(f"{args.scenario}, {path}: CE marks at {qd} (data segments)")
-    for k in sorted(count):
-        print(f"  {k}: {count[k]}")
+    for name in sorted(count):
+        print(f"  {name}: {count[name]}")
     if has_ecn:
         diff = (taken_pairs - traced_pairs) + (traced_pairs - taken_pairs)
         print(
@@ -228,8 +228,8 @@ def main() -> None:
             f"{sum(diff.values())}"
         )
     print("timeouts (sender sockets entering CA_LOSS):")
-    for k in sorted(out_loss):
-        print(f"  {k}: {out_loss[k]}")
+    for name in sorted(out_loss):
+        print(f"  {name}: {out_loss[name]}")
     if want is not None:
         print(f"flow {want} ({flows[want]}), {args.from_us:.0f}-{args.to_us:.0f} us:")
         for ln in lines:
