@@ -632,13 +632,19 @@ def small_flows(
         part = [i for i in small if window(flows[i]["start_us"]) in wins]
         if not part:
             continue
-        m3 = float(np.mean([fct3[i] for i in part]))
-        m2 = float(np.mean([fct2[i] for i in part]))
-        d = sum(fct3[i] - fct2[i] for i in part)
+        m3, m2, d = part_means(part, fct3, fct2)
         print(
             f"    {name}: {len(part)} flows, ns-3 mean {m3:.0f} us, pisanet {m2:.0f} us"
             f" (ratio {m2 / m3:.2f}), difference {d:.0f} us ({d / total:.3f} of the class's)"
         )
+
+
+def part_means(part: list[int], fct3: list[float], fct2: list[float]) -> tuple[float, float, float]:
+    """Flows `part`'s mean FCT in ns-3 and in pisanet, and the difference of
+    their sums (ns-3 minus pisanet)."""
+    m3 = float(np.mean([fct3[i] for i in part]))
+    m2 = float(np.mean([fct2[i] for i in part]))
+    return m3, m2, sum(fct3[i] - fct2[i] for i in part)
 
 
 def small_by_syn(
@@ -668,9 +674,7 @@ def small_by_syn(
     for name, part in (("a SYN lost", lost), ("none lost", sorted(set(small) - set(lost)))):
         if not part:
             continue
-        m3 = float(np.mean([fct3[i] for i in part]))
-        m2 = float(np.mean([fct2[i] for i in part]))
-        d = sum(fct3[i] - fct2[i] for i in part)
+        m3, m2, d = part_means(part, fct3, fct2)
         print(
             f"    {name}: {len(part)} flows (SYNs lost ns-3 {sum(syn3[i] for i in part)}, pisanet"
             f" {sum(syn2[i] for i in part)}), ns-3 mean {m3:.0f} us, pisanet {m2:.0f} us"
