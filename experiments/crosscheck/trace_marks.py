@@ -619,11 +619,8 @@ def small_flows(
     windows) its flows start in: flows, mean FCT in each simulator, their
     ratio, and each group's share of the class's difference of the sums
     (ns-3 minus pisanet)."""
-    lo, hi = xc.CLASSES[0][1], xc.CLASSES[0][2]
-    small = [i for i, f in enumerate(flows) if lo <= f["bytes"] < hi and fct3[i] == fct3[i]]
-    total = sum(fct3[i] - fct2[i] for i in small)
-    m3 = float(np.mean([fct3[i] for i in small]))
-    m2 = float(np.mean([fct2[i] for i in small]))
+    small = small_class(flows, fct3)
+    m3, m2, total = part_means(small, fct3, fct2)
     print(
         f"  small flows (< 100 KB) by start window: {len(small)} flows, ns-3 mean {m3:.0f} us,"
         f" pisanet {m2:.0f} us, difference of the sums {total:.0f} us"
@@ -632,11 +629,13 @@ def small_flows(
         part = [i for i in small if window(flows[i]["start_us"]) in wins]
         if not part:
             continue
-        m3, m2, d = part_means(part, fct3, fct2)
-        print(
-            f"    {name}: {len(part)} flows, ns-3 mean {m3:.0f} us, pisanet {m2:.0f} us"
-            f" (ratio {m2 / m3:.2f}), difference {d:.0f} us ({d / total:.3f} of the class's)"
-        )
+        print(f"    {name}: {len(part)} flows, {part_text(part, fct3, fct2, total)}")
+
+
+def small_class(flows: list[dict[str, Any]], fct3: list[float]) -> list[int]:
+    """The flows of the small class (< 100 KB) that ns-3 completed."""
+    lo, hi = xc.CLASSES[0][1], xc.CLASSES[0][2]
+    return [i for i, f in enumerate(flows) if lo <= f["bytes"] < hi and fct3[i] == fct3[i]]
 
 
 def part_means(part: list[int], fct3: list[float], fct2: list[float]) -> tuple[float, float, float]:
@@ -645,6 +644,16 @@ def part_means(part: list[int], fct3: list[float], fct2: list[float]) -> tuple[f
     m3 = float(np.mean([fct3[i] for i in part]))
     m2 = float(np.mean([fct2[i] for i in part]))
     return m3, m2, sum(fct3[i] - fct2[i] for i in part)
+
+
+def part_text(part: list[int], fct3: list[float], fct2: list[float], total: float) -> str:
+    """Flows `part`'s means, their ratio and their share of the class's
+    difference of the sums `total`, as the small-class splits print them."""
+    m3, m2, d = part_means(part, fct3, fct2)
+    return (
+        f"ns-3 mean {m3:.0f} us, pisanet {m2:.0f} us (ratio {m2 / m3:.2f}),"
+        f" difference {d:.0f} us ({d / total:.3f} of the class's)"
+    )
 
 
 def small_by_syn(
@@ -658,14 +667,13 @@ def small_by_syn(
     in either simulator (each lost SYN waits ns-3's ConnTimeout, 3 ms,
     doubling): flows, SYNs lost in each, mean FCTs and share of the class's
     difference of the sums."""
-    lo, hi = xc.CLASSES[0][1], xc.CLASSES[0][2]
     syn3: Counter[int] = Counter()
     syn2: Counter[int] = Counter()
     for act, syn in ((act3, syn3), (act2, syn2)):
         for (_w, i), v in act.items():
             syn[i] += v[4]
-    small = [i for i, f in enumerate(flows) if lo <= f["bytes"] < hi and fct3[i] == fct3[i]]
-    total = sum(fct3[i] - fct2[i] for i in small)
+    small = small_class(flows, fct3)
+    total = part_means(small, fct3, fct2)[2]
     print(
         f"  SYNs lost at the port: ns-3 {sum(syn3.values())} ({len(+syn3)} flows), pisanet"
         f" {sum(syn2.values())} ({len(+syn2)} flows); small flows by a SYN lost in either:"
@@ -674,11 +682,9 @@ def small_by_syn(
     for name, part in (("a SYN lost", lost), ("none lost", sorted(set(small) - set(lost)))):
         if not part:
             continue
-        m3, m2, d = part_means(part, fct3, fct2)
         print(
             f"    {name}: {len(part)} flows (SYNs lost ns-3 {sum(syn3[i] for i in part)}, pisanet"
-            f" {sum(syn2[i] for i in part)}), ns-3 mean {m3:.0f} us, pisanet {m2:.0f} us"
-            f" (ratio {m2 / m3:.2f}), difference {d:.0f} us ({d / total:.3f} of the class's)"
+            f" {sum(syn2[i] for i in part)}), {part_text(part, fct3, fct2, total)}"
         )
 
 
