@@ -1,0 +1,78 @@
+"""pisanet ns-3-like plus option sets against the stored ns-3 runs (issue 19).
+
+    nice -n 10 .venv/bin/python experiments/crosscheck/variants.py [--full] \\
+        [--variant NAME:KEY=VALUE,KEY=VALUE ...]
+
+For each scenario (`--full`: the full size, else the quick lists, seed 1),
+per variant: pisanet / ns-3 mean and p99 per size class and pisanet's ECN
+marks (ns-3's last), then each variant's count of classes within the goal.
+A variant's keys go over crosscheck.NS3_LIKE on DCTCP scenarios only (the
+options compared here are DCTCP's or change only ECN runs); NewReno runs
+take NS3_LIKE as is. The default variants are findings 23 and 25's. ns-3
+only from the store (no ns-3 run). Not part of the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+import crosscheck as xc
+
+DEFAULT = [
+    "ns-3-like:",
+    "ce_new_seq_only off:transport.ce_new_seq_only=false",
+    "+window end:transport.dctcp_window_end_next_tx=true",
+    "+segment count:transport.ca_segment_count=true",
+]
+
+
+def parse(spec: str) -> tuple[str, dict[str, Any]]:
+    name, _, sets = spec.partition(":")
+    out: dict[str, Any] = {}
+    for kv in filter(None, sets.split(",")):
+        k, v = kv.split("=", 1)
+        out[k] = json.loads(v)
+    return name, out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--full", action="store_true", help="the full-size flow lists")
+    ap.add_argument("--variant", action="append", help="NAME:KEY=VALUE,KEY=VALUE")
+    args = ap.parse_args()
+    variants = [parse(v) for v in args.variant or DEFAULT]
+    xc.CACHED_ONLY = True
+    rows = []
+    for sc in xc.scenarios(quick=not args.full):
+        pooled = xc.run_ns3_pooled(sc, {})
+        if pooled is None:
+            print(f"{sc.name}: no stored ns-3 run")
+            continue
+        flows, ns3 = pooled
+        c3 = xc.class_stats(flows, ns3["fct_us"])
+        pis = {}
+        cells = []
+        for name, sets in variants:
+            extra = sets if sc.cc == "dctcp" else {}
+            r = pis[name] = xc.run_pisanet_pooled(sc, {**xc.NS3_LIKE, **extra})
+            ratios = " ".join(
+                f"{m / m3:.2f}/{p / p3:.2f}"
+                for (n, m, p), (_, m3, p3) in zip(
+                    xc.class_stats(flows, r["fct_us"]), c3, strict=True
+                )
+                if n
+            )
+            cells.append(f"{name}: {ratios} marks {r['ecn_marks']}")
+        print(f"{sc.name} | " + " | ".join(cells) + f" | ns-3 marks {ns3['ecn_marks']}", flush=True)
+        rows.append((sc, flows, ns3, pis))
+    for name, _ in variants:
+        ok, total, _ = xc.goal_count(rows, name)
+        print(f"{name}: {ok} of {total} within the goal")
+
+
+if __name__ == "__main__":
+    main()
