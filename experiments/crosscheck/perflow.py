@@ -2,7 +2,8 @@
 
     nice -n 10 .venv/bin/python experiments/crosscheck/perflow.py \\
         --scenario "newreno websearch 0.3" [--seed 1] [--set KEY=VALUE ...]
-    nice -n 10 .venv/bin/python experiments/crosscheck/perflow.py --cc dctcp --error [--set ...]
+    nice -n 10 .venv/bin/python experiments/crosscheck/perflow.py --cc dctcp --error [--set ...] \\
+        [--full [--no-give-up]]
 
 The first form prints, per size class, both means and the flows that carry
 most of the difference of the class sums (their FCT in each simulator).
@@ -10,8 +11,11 @@ The second prints, per scenario and seed (1-3 for the dumbbell, the
 incast's one list), the mean of |ln(pisanet FCT / ns-3 FCT)| over its flows
 and the share of flows more than 2x apart, then the same over all of them:
 a measure that, unlike a class mean, does not let two flows' differences
-cancel. pisanet runs with crosscheck.NS3_LIKE plus `--set`; ns-3 only from
-the cache (no ns-3 run). Not part of the test suite.
+cancel; `--full` over the full-size lists (one seed), `--no-give-up`
+against ns-3 that gives no connection up where that run is stored (flows
+ns-3 gave up have no FCT and are left out). pisanet runs with
+crosscheck.NS3_LIKE plus `--set`; ns-3 only from the cache (no ns-3 run).
+Not part of the test suite.
 """
 
 from __future__ import annotations
@@ -62,14 +66,16 @@ def by_flow(sc: xc.Scenario, seed: int, extra: dict[str, Any]) -> None:
             )
 
 
-def error(cc: str, extra: dict[str, Any]) -> None:
+def error(cc: str, extra: dict[str, Any], full: bool, no_give_up: bool) -> None:
     every: list[float] = []
-    for sc in xc.scenarios(True):
+    for sc in xc.scenarios(not full):
         if sc.cc != cc:
             continue
-        for seed in [1] if sc.kind == "incast" else [1, 2, 3]:
+        for seed in [1] if sc.kind == "incast" or full else [1, 2, 3]:
             flows = xc.flow_list(sc, seed)
-            ns3 = xc.run_ns3(sc, flows, {})
+            ns3 = (xc.run_ns3(sc, flows, xc.NO_GIVE_UP) if no_give_up else None) or xc.run_ns3(
+                sc, flows, {}
+            )
             if ns3 is None:
                 continue
             pis = xc.run_pisanet(sc, flows, {**xc.NS3_LIKE, **extra})
@@ -97,11 +103,17 @@ def main() -> None:
     ap.add_argument("--cc", default="dctcp")
     ap.add_argument("--error", action="store_true", help="the per-flow error measure")
     ap.add_argument("--set", action="append", default=[], help="pisanet override KEY=VALUE")
+    ap.add_argument("--full", action="store_true", help="--error over the full-size lists")
+    ap.add_argument(
+        "--no-give-up",
+        action="store_true",
+        help="--error against ns-3 that gives no connection up (crosscheck.NO_GIVE_UP) where stored",
+    )
     args = ap.parse_args()
     xc.CACHED_ONLY = True
     extra = overrides(args.set)
     if args.error:
-        error(args.cc, extra)
+        error(args.cc, extra, args.full, args.no_give_up)
     else:
         sc = next(s for s in xc.scenarios(True) if s.name == args.scenario)
         by_flow(sc, args.seed, extra)

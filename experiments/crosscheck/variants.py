@@ -1,15 +1,18 @@
 """pisanet ns-3-like plus option sets against the stored ns-3 runs (issue 19).
 
     nice -n 10 .venv/bin/python experiments/crosscheck/variants.py [--full] \\
-        [--variant NAME:KEY=VALUE,KEY=VALUE ...]
+        [--variant NAME:KEY=VALUE,KEY=VALUE ...] [--cc newreno] [--only] [--no-give-up]
 
 For each scenario (`--full`: the full size, else the quick lists, seed 1),
 per variant: pisanet / ns-3 mean and p99 per size class and pisanet's ECN
-marks (ns-3's last), then each variant's count of classes within the goal.
-A variant's keys go over crosscheck.NS3_LIKE on DCTCP scenarios only (the
-options compared here are DCTCP's or change only ECN runs); NewReno runs
-take NS3_LIKE as is. The default variants are findings 23 and 25's. ns-3
-only from the store (no ns-3 run). Not part of the test suite.
+marks and drops (ns-3's last), then each variant's count of classes within
+the goal. A variant's keys go over crosscheck.NS3_LIKE on the scenarios of
+`--cc` only (default dctcp: the options of findings 23 and 25 are DCTCP's
+or change only ECN runs); the others take NS3_LIKE as is, or are skipped
+with `--only`. `--no-give-up` compares with ns-3 that gives no connection
+up (crosscheck.NO_GIVE_UP) where that run is stored. The default variants
+are findings 23 and 25's. ns-3 only from the store (no ns-3 run). Not part
+of the test suite.
 """
 
 from __future__ import annotations
@@ -43,12 +46,23 @@ def main() -> None:
     )
     ap.add_argument("--full", action="store_true", help="the full-size flow lists")
     ap.add_argument("--variant", action="append", help="NAME:KEY=VALUE,KEY=VALUE")
+    ap.add_argument(
+        "--cc", choices=["dctcp", "newreno"], default="dctcp", help="whose scenarios take the keys"
+    )
+    ap.add_argument("--only", action="store_true", help="run only the scenarios of --cc")
+    ap.add_argument(
+        "--no-give-up", action="store_true", help="ns-3 with crosscheck.NO_GIVE_UP where stored"
+    )
     args = ap.parse_args()
     variants = [parse(v) for v in args.variant or DEFAULT]
     xc.CACHED_ONLY = True
     rows = []
     for sc in xc.scenarios(quick=not args.full):
-        pooled = xc.run_ns3_pooled(sc, {})
+        if args.only and sc.cc != args.cc:
+            continue
+        pooled = (xc.run_ns3_pooled(sc, xc.NO_GIVE_UP) if args.no_give_up else None) or (
+            xc.run_ns3_pooled(sc, {})
+        )
         if pooled is None:
             print(f"{sc.name}: no stored ns-3 run")
             continue
@@ -57,7 +71,7 @@ def main() -> None:
         pis = {}
         cells = []
         for name, sets in variants:
-            extra = sets if sc.cc == "dctcp" else {}
+            extra = sets if sc.cc == args.cc else {}
             r = pis[name] = xc.run_pisanet_pooled(sc, {**xc.NS3_LIKE, **extra})
             ratios = " ".join(
                 f"{m / m3:.2f}/{p / p3:.2f}"
@@ -66,8 +80,12 @@ def main() -> None:
                 )
                 if n
             )
-            cells.append(f"{name}: {ratios} marks {r['ecn_marks']}")
-        print(f"{sc.name} | " + " | ".join(cells) + f" | ns-3 marks {ns3['ecn_marks']}", flush=True)
+            cells.append(f"{name}: {ratios} marks {r['ecn_marks']} drops {r['drops']}")
+        print(
+            f"{sc.name} | " + " | ".join(cells) + f" | ns-3 marks {ns3['ecn_marks']}"
+            f" drops {ns3['drops']}",
+            flush=True,
+        )
         rows.append((sc, flows, ns3, pis))
     for name, _ in variants:
         ok, total, _ = xc.goal_count(rows, name)

@@ -118,7 +118,7 @@ pub struct TransportParams {
     /// ns-3's window growth without congestion-window validation: every ACK of new data grows cwnd by the congestion controller's rule, also when the flow did not use its window (e.g. limited by the receive window), so cwnd can grow far past what is in flight and an ECN cut of it (DCTCP's (1 - alpha / 2) x cwnd) may leave the sending rate unchanged. ns-3 3.44's `TcpNewReno` and `TcpDctcp` do this. Default false: cwnd grows only when the flow was cwnd-limited, or in slow start below twice the largest flight (RFC 7661 section 4.2, Linux `tcp_is_cwnd_limited`). See docs/model.md, "Hosts".
     #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
     pub unvalidated_cwnd: bool,
-    /// ns-3's and Linux's slow start: cwnd grows by every byte an ACK acknowledges, up to ssthresh, the rest counting towards congestion avoidance (ns-3 3.44 `TcpNewReno::SlowStart` / `TcpLinuxReno::SlowStart`, used by `TcpDctcp`: cwnd += segmentsAcked x SMSS; Linux `tcp_slow_start`). It differs when one ACK covers many segments, as after a timeout without SACK when the resend of a hole acknowledges what the receiver held beyond it. Default false: cwnd += min(N, SMSS) per ACK (RFC 5681 section 3.1, equation (2)). See docs/model.md, "Hosts".
+    /// ns-3's and Linux's slow start: cwnd grows by every byte an ACK acknowledges, up to ssthresh, the rest counting towards congestion avoidance (ns-3 3.44 `TcpLinuxReno::SlowStart`, used by `TcpDctcp`: cwnd += segmentsAcked x SMSS; Linux `tcp_slow_start`; ns-3's `TcpNewReno` adds one SMSS per ACK instead: `newreno_ack_adder`). It differs when one ACK covers many segments, as after a timeout without SACK when the resend of a hole acknowledges what the receiver held beyond it. Default false: cwnd += min(N, SMSS) per ACK (RFC 5681 section 3.1, equation (2)). See docs/model.md, "Hosts".
     #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
     pub slow_start_all_acked: bool,
     /// ns-3's EnterCwr from fast recovery: an ACK of new data with ECE during NewReno fast recovery (DCTCP, or classic `ecn`) ends the recovery and enters ns-3's CA_CWR (window cut by the ECN reduction of the recovery's window; remaining losses wait for the RTO). ns-3 3.44 does this; Linux and RFC 3168 do not. Needs `cwr_ignores_dupacks`; without SACK only. Default false. See docs/model.md, "Hosts".
@@ -139,6 +139,9 @@ pub struct TransportParams {
     /// Congestion avoidance counts whole segments acknowledged, as ns-3 3.44's `TcpLinuxReno::CongestionAvoidance` (used by `TcpDctcp`): one segment is added each time the count reaches floor(cwnd / MSS), and a window cut does not reset the count. Default false: one MSS per cwnd of bytes acknowledged, the count reset at each cut (RFC 3465 byte counting; Linux's `tcp_init_cwnd_reduction` zeroes `snd_cwnd_cnt`). See docs/model.md, "Hosts".
     #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp"]}))]
     pub ca_segment_count: bool,
+    /// NewReno grows once per ACK, as ns-3 3.44's `TcpNewReno::IncreaseWindow`: acknowledged bytes are counted in whole segments (the remainder carried); an ACK of at least one segment adds one MSS in slow start, whatever it covers, and in congestion avoidance max(1, MSS x MSS / cwnd) bytes, once per ACK however many segments it covers. ns-3's `TcpDctcp` grows as `TcpLinuxReno` instead (`ca_segment_count`). Not with `ca_segment_count` or `slow_start_all_acked`. Default false: RFC 5681 slow start (cwnd += min(N, MSS)) and byte counting (RFC 3465). See docs/model.md, "Hosts".
+    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno"]}))]
+    pub newreno_ack_adder: bool,
     /// The receiver echoes a CE mark only on a segment whose sequence number is above that of the last CE-marked segment it echoed, as ns-3 3.44's `TcpSocketBase::ForwardUp` (`m_ecnCESeq`): a marked resend below it counts as unmarked, so (DCTCP) its ACK carries no ECE. Default false: every CE mark is echoed (RFC 8257 section 3.2, RFC 3168 section 6.1.3, Linux). See docs/model.md, "Hosts".
     #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
     pub ce_new_seq_only: bool,
@@ -285,6 +288,7 @@ impl Default for TransportParams {
             dctcp_no_floor: false,
             dctcp_window_end_next_tx: false,
             ca_segment_count: false,
+            newreno_ack_adder: false,
             ce_new_seq_only: false,
             full_segment_window: false,
             reno_scoreboard: false,
@@ -339,6 +343,14 @@ impl TransportParams {
         if self.kind == TransportKind::Dctcp {
             ns3! { dctcp_dupack_bytes = true, dctcp_no_floor = true }
         }
+        // ns-3's TcpNewReno growth, unless a key given asks for its
+        // TcpLinuxReno growth (the two cannot be combined).
+        if self.kind == TransportKind::Newreno
+            && !self.ca_segment_count
+            && !self.slow_start_all_acked
+        {
+            ns3! { newreno_ack_adder = true }
+        }
         // ns-3's CA_CWR and loss bookkeeping without SACK; its SACK path
         // recovers from CA_CWR (docs/model.md, "Hosts").
         if !self.sack {
@@ -388,6 +400,7 @@ impl TransportParams {
             dctcp_no_floor: self.dctcp_no_floor,
             dctcp_window_end_next_tx: self.dctcp_window_end_next_tx,
             ca_segment_count: self.ca_segment_count,
+            newreno_ack_adder: self.newreno_ack_adder,
             ce_new_seq_only: self.ce_new_seq_only,
             full_segment_window: self.full_segment_window,
             reno_scoreboard: self.reno_scoreboard,
@@ -434,6 +447,16 @@ impl TransportParams {
                     self.mss,
                     self.mss as f64 / 1000.0,
                     self.rwnd_kb
+                ));
+            }
+            if self.newreno_ack_adder && (self.ca_segment_count || self.slow_start_all_acked) {
+                let other = if self.ca_segment_count {
+                    "ca_segment_count"
+                } else {
+                    "slow_start_all_acked"
+                };
+                return Err(format!(
+                    "transport.newreno_ack_adder: is ns-3's TcpNewReno growth and cannot be combined with transport.{other} (ns-3's TcpLinuxReno growth); set one of them"
                 ));
             }
             if self.tsq_kb > 0.0 && (self.tsq_kb * 1000.0).round() < packet as f64 {

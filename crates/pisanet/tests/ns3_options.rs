@@ -482,6 +482,65 @@ fn dctcp_window_end_and_segment_count_change_dctcp_runs_with_cuts() {
     }
 }
 
+#[test]
+fn newreno_ack_adder_changes_newreno_runs_and_refuses_linux_reno_growth() {
+    // Three 2 MB flows into one host: slow start, losses, recoveries and
+    // congestion avoidance.
+    let off = run_flows("adder-off", INCAST, &[]);
+    let on = run_flows("adder-on", INCAST, &["transport.newreno_ack_adder=true"]);
+    assert!(on.summary["conservation_ok"].as_bool().unwrap());
+    assert_eq!(
+        n(&on.summary, "flows.completed"),
+        n(&off.summary, "flows.completed")
+    );
+    assert_ne!(off.summary["digest"], on.summary["digest"]);
+    // NewReno only (ns-3's DCTCP grows as TcpLinuxReno), and not with ns-3's
+    // TcpLinuxReno growth: one line naming the key and what is allowed.
+    let err = common::try_flows(
+        "ns3opt",
+        "adder-dctcp",
+        CFG,
+        INCAST,
+        &[
+            "transport.kind=\"dctcp\"",
+            "transport.newreno_ack_adder=true",
+        ],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.starts_with(
+            "transport.newreno_ack_adder: is read only when transport.kind = \"newreno\""
+        ),
+        "{err}"
+    );
+    for other in ["ca_segment_count", "slow_start_all_acked"] {
+        let set = format!("transport.{other}=true");
+        let err = common::try_flows(
+            "ns3opt",
+            "adder-both",
+            CFG,
+            INCAST,
+            &["transport.newreno_ack_adder=true", &set],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("transport.newreno_ack_adder")
+                && err.contains(other)
+                && !err.contains('\n'),
+            "{err}"
+        );
+        // The profile sets the adder only when neither is given.
+        let text = pisanet::resolve_toml_keys(
+            "[transport]\nkind = \"newreno\"\nprofile = \"ns3\"\n",
+            &[set.clone()],
+        )
+        .unwrap();
+        assert!(text.contains("newreno_ack_adder = false"), "{text}");
+    }
+}
+
 /// The options `transport.profile = "ns3"` selects, as `--set` strings, for
 /// `kind` and `sack` (TransportParams::apply_profile).
 fn ns3_profile_sets(kind: &str, sack: bool) -> Vec<String> {
@@ -503,6 +562,9 @@ fn ns3_profile_sets(kind: &str, sack: bool) -> Vec<String> {
     if kind == "dctcp" {
         sets.push("transport.dctcp_dupack_bytes=true".into());
         sets.push("transport.dctcp_no_floor=true".into());
+    }
+    if kind == "newreno" {
+        sets.push("transport.newreno_ack_adder=true".into());
     }
     if !sack {
         for s in [

@@ -214,9 +214,10 @@ pub struct TcpConfig {
     /// docs/model.md, "Hosts".
     pub unvalidated_cwnd: bool,
     /// Slow start grows cwnd by every byte an ACK acknowledges, up to
-    /// ssthresh (ns-3 3.44 `TcpNewReno::SlowStart` and
-    /// `TcpLinuxReno::SlowStart`, which `TcpDctcp` uses: cwnd +=
-    /// segmentsAcked x SMSS; Linux `tcp_slow_start`: cwnd += acked), the
+    /// ssthresh (ns-3 3.44 `TcpLinuxReno::SlowStart`, which `TcpDctcp`
+    /// uses: cwnd += segmentsAcked x SMSS; Linux `tcp_slow_start`: cwnd +=
+    /// acked; ns-3's `TcpNewReno` adds one SMSS per ACK instead, see
+    /// `newreno_ack_adder`), the
     /// rest towards congestion avoidance. It matters when one ACK covers
     /// many segments: after a timeout without SACK, the resend of a hole
     /// acknowledges what the receiver held beyond it. Default false: RFC
@@ -300,6 +301,22 @@ pub struct TcpConfig {
     /// `tcp_init_cwnd_reduction` zeroes `snd_cwnd_cnt`). See
     /// docs/model.md, "Hosts".
     pub ca_segment_count: bool,
+    /// NewReno grows once per ACK, as ns-3 3.44's `TcpNewReno::
+    /// IncreaseWindow` (tcp-congestion-ops.cc): acknowledged bytes become
+    /// whole segments with the remainder carried (as for
+    /// `ca_segment_count`); an ACK of at least one segment adds one SMSS in
+    /// slow start (`SlowStart`, whatever the ACK covers, not capped at
+    /// ssthresh), and the segments left once cwnd reaches ssthresh add
+    /// max(1, SMSS x SMSS / cwnd) bytes, once per ACK however many
+    /// segments it covers (`CongestionAvoidance`). With an ACK per
+    /// segment this is byte counting less the truncation (about 1400 of
+    /// 1448 bytes per round trip at 100 segments); an ACK covering k
+    /// segments grows cwnd k times less. NewReno only (ns-3's `TcpDctcp`
+    /// grows as `TcpLinuxReno`: `ca_segment_count`); not with
+    /// `ca_segment_count` or `slow_start_all_acked`. Default false: RFC
+    /// 5681 slow start (cwnd += min(N, SMSS)) and byte counting (RFC 3465
+    /// section 2.1). See docs/model.md, "Hosts".
+    pub newreno_ack_adder: bool,
     /// The receiver takes a CE mark only on a segment whose sequence
     /// number is above that of the last CE-marked segment it took, as
     /// ns-3 3.44's `TcpSocketBase::ForwardUp` does (`m_ecnCESeq <
@@ -386,6 +403,7 @@ impl Default for TcpConfig {
             dctcp_no_floor: false,
             dctcp_window_end_next_tx: false,
             ca_segment_count: false,
+            newreno_ack_adder: false,
             ce_new_seq_only: false,
             full_segment_window: false,
             reno_scoreboard: false,

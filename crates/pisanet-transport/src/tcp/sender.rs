@@ -382,7 +382,8 @@ impl TcpSender {
                 .with_dctcp_loss_uses_alpha(cfg.dctcp_loss_uses_alpha)
                 .with_dctcp_no_floor(cfg.dctcp_no_floor)
                 .with_dctcp_window_end_next_tx(cfg.dctcp_window_end_next_tx)
-                .with_ca_segment_count(cfg.ca_segment_count),
+                .with_ca_segment_count(cfg.ca_segment_count)
+                .with_newreno_ack_adder(cfg.newreno_ack_adder),
             rto: RtoEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto)
                 .with_granularity(cfg.rto_granularity),
             dupacks: 0,

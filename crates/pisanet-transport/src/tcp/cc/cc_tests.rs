@@ -420,3 +420,71 @@ fn dctcp_window_end_next_tx_ends_windows_where_ns3_does() {
     let a3 = (a1 * a1 + 1.0 / 16.0) * a1;
     assert!((cc.alpha().unwrap() - a3).abs() < 1e-12);
 }
+
+/// `newreno_ack_adder`: ns-3 3.44's `TcpNewReno::IncreaseWindow`. The
+/// expected values are what ns-3 3.44's compiled `TcpNewReno` gives for the
+/// same cwnd, ssthresh and segments acknowledged (its 1448-byte segments).
+fn adder_reno(cwnd: u64, ssthresh: u64) -> (Cc, Window) {
+    let mut w = Window::new(1448, 1);
+    w.cwnd = cwnd;
+    w.ssthresh = ssthresh;
+    (Cc::new(CcKind::NewReno).with_newreno_ack_adder(true), w)
+}
+
+#[test]
+fn ack_adder_slow_start_adds_one_segment_per_ack_and_passes_the_rest_on() {
+    // Five segments on one ACK in slow start: one SMSS (RFC 5681's rule
+    // would add the same; ns-3's TcpLinuxReno would add five).
+    let (mut cc, mut w) = adder_reno(14_480, 1 << 30);
+    cc.on_ack(&mut w, &ack(5 * 1448, 5 * 1448, 100_000, false));
+    assert_eq!(w.cwnd, 15_928);
+    // Crossing ssthresh: one SMSS, not capped at ssthresh, then the four
+    // segments left add one adder, floor(1448^2 / 15928) = 131.
+    let (mut cc, mut w) = adder_reno(14_480, 15_000);
+    cc.on_ack(&mut w, &ack(5 * 1448, 5 * 1448, 100_000, false));
+    assert_eq!(w.cwnd, 16_059);
+    // Less than one whole segment grows nothing; the carried half makes a
+    // segment with the next one.
+    let (mut cc, mut w) = adder_reno(14_480, 1 << 30);
+    cc.on_ack(&mut w, &ack(724, 724, 100_000, false));
+    assert_eq!(w.cwnd, 14_480);
+    cc.on_ack(&mut w, &ack(724, 1448, 100_000, false));
+    assert_eq!(w.cwnd, 15_928);
+}
+
+#[test]
+fn ack_adder_congestion_avoidance_adds_once_per_ack() {
+    // At 100 segments one ACK adds floor(1448^2 / 144800) = 14 bytes,
+    // whether it covers one segment or fifty.
+    for segs in [1u64, 50] {
+        let (mut cc, mut w) = adder_reno(144_800, 1000);
+        cc.on_ack(&mut w, &ack(segs * 1448, segs * 1448, 1 << 30, false));
+        assert_eq!(w.cwnd, 144_814, "{segs} segments");
+    }
+    // A round trip of one ACK per segment: 1400 bytes at 100 segments and
+    // 1383 at 10, where byte counting adds 1448 in both.
+    for (segs, grown) in [(100u64, 1400u64), (10, 1383)] {
+        let (mut cc, mut w) = adder_reno(segs * 1448, 1000);
+        let (mut bytes, mut wb) = (Cc::new(CcKind::NewReno), w);
+        for i in 1..=segs {
+            cc.on_ack(&mut w, &ack(1448, i * 1448, 1 << 30, false));
+            bytes.on_ack(&mut wb, &ack(1448, i * 1448, 1 << 30, false));
+        }
+        assert_eq!(w.cwnd - segs * 1448, grown, "{segs} segments");
+        assert_eq!(wb.cwnd - segs * 1448, 1448, "{segs} segments");
+    }
+}
+
+#[test]
+fn ack_adder_applies_to_newreno_only() {
+    for cc in [
+        Cc::new(CcKind::Dctcp { g_shift: 4 }),
+        Cc::new(CcKind::Cubic { c: 0.4, beta: 0.7 }),
+    ] {
+        assert_eq!(cc.clone().with_newreno_ack_adder(true), cc);
+    }
+    assert_ne!(
+        Cc::new(CcKind::NewReno).with_newreno_ack_adder(true),
+        Cc::new(CcKind::NewReno)
+    );
+}

@@ -189,6 +189,15 @@ impl Cc {
         }
     }
 
+    /// `TcpConfig::newreno_ack_adder`, for NewReno only (ns-3's DCTCP
+    /// grows as its `TcpLinuxReno`: `ca_segment_count`).
+    pub fn with_newreno_ack_adder(self, on: bool) -> Self {
+        match self {
+            Cc::NewReno(r) => Cc::NewReno(r.with_ack_adder(on)),
+            other => other,
+        }
+    }
+
     /// DCTCP with `dctcp_no_floor`: its ECN reductions keep no 2-SMSS floor.
     pub fn dctcp_no_floor(&self) -> bool {
         matches!(self, Cc::Dctcp(d) if d.no_floor())

@@ -5,11 +5,14 @@ use super::{AckEvent, Controller, Window};
 
 /// Slow start, congestion avoidance with byte counting, and the loss
 /// responses of RFC 5681. Stateless beyond [`Window`], unless
-/// `TcpConfig::ca_segment_count` asks for ns-3's segment counting.
+/// `TcpConfig::ca_segment_count` or `TcpConfig::newreno_ack_adder` asks
+/// for one of ns-3's growth rules.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NewReno {
     /// `TcpConfig::ca_segment_count`: ns-3 3.44's `TcpLinuxReno` growth.
     seg_count: bool,
+    /// `TcpConfig::newreno_ack_adder`: ns-3 3.44's `TcpNewReno` growth.
+    ack_adder: bool,
     /// With `seg_count`, ns-3's `m_cWndCnt`: segments acknowledged towards
     /// the next increase. No cut resets it.
     cnt: u32,
@@ -27,19 +30,45 @@ impl NewReno {
         }
     }
 
-    /// With `ca_segment_count`: `acked` bytes as whole segments, the
+    /// This NewReno with `TcpConfig::newreno_ack_adder` on or off. With
+    /// `ca_segment_count` on too (the config refuses the pair), the
+    /// segment count wins.
+    pub fn with_ack_adder(mut self, on: bool) -> Self {
+        self.ack_adder = on;
+        self
+    }
+
+    /// With `ca_segment_count` or `newreno_ack_adder`: `acked` bytes as whole segments, the
     /// remainder carried (ns-3 3.44 `TcpSocketBase::ProcessAck`: segsAcked
     /// = bytesAcked / SMSS, plus one each time the carried remainders make a
     /// segment). Called for every ACK of new data, whether or not the
     /// window may grow on it.
     pub(super) fn count_segments(&mut self, acked: u64, mss: u64) -> u64 {
-        if !self.seg_count {
+        if !self.seg_count && !self.ack_adder {
             return 0;
         }
         let total = acked + u64::from(self.carry);
         // The remainder is below `mss`, which is a u32.
         self.carry = u32::try_from(total % mss).unwrap_or(0);
         total / mss
+    }
+
+    /// `newreno_ack_adder`'s growth, ns-3 3.44's `TcpNewReno::
+    /// IncreaseWindow` on `segs` segments acknowledged: once per ACK, not
+    /// per segment or byte.
+    fn grow_per_ack(w: &mut Window, mut segs: u64) {
+        if w.in_slow_start() && segs >= 1 {
+            // `TcpNewReno::SlowStart`: one SMSS for an ACK of at least one
+            // whole segment, whatever it covers, with no cap at ssthresh;
+            // the other segments go on to congestion avoidance.
+            w.cwnd += w.mss;
+            segs -= 1;
+        }
+        if !w.in_slow_start() && segs > 0 {
+            // `TcpNewReno::CongestionAvoidance`: cwnd += max(1,
+            // SMSS x SMSS / cwnd) bytes, truncated, once per ACK.
+            w.cwnd += (w.mss * w.mss / w.cwnd.max(1)).max(1);
+        }
     }
 
     /// `ca_segment_count`'s growth, ns-3 3.44's `TcpLinuxReno::
@@ -94,9 +123,12 @@ impl Controller for NewReno {
         }
         if self.seg_count {
             self.grow_by_segments(w, ev, segs);
+        } else if self.ack_adder {
+            Self::grow_per_ack(w, segs);
         } else if w.in_slow_start() && ev.slow_start_all_acked {
             // `TcpConfig::slow_start_all_acked`: ns-3 3.44
-            // `TcpNewReno::SlowStart` / `TcpLinuxReno::SlowStart`,
+            // `TcpLinuxReno::SlowStart` (which `TcpDctcp` uses; ns-3's
+            // `TcpNewReno` adds one SMSS per ACK: `newreno_ack_adder`),
             // cwnd = min(cwnd + segmentsAcked x SMSS, ssthresh), and Linux
             // `tcp_slow_start`, cwnd = min(cwnd + acked, ssthresh); what
             // is left over counts towards congestion avoidance, as both do.
