@@ -1,7 +1,7 @@
 """pisanet ns-3-like plus option sets against the stored ns-3 runs (issue 19).
 
     nice -n 10 .venv/bin/python experiments/crosscheck/variants.py [--full] \\
-        [--variant NAME:KEY=VALUE,KEY=VALUE ...] [--cc newreno] [--only] [--no-give-up]
+        [--variant NAME:KEY=VALUE,KEY=VALUE ...] [--cc newreno] [--only] [--no-give-up] [--scenario NAME ...]
 
 For each scenario (`--full`: the full size, else the quick lists, seed 1),
 per variant: pisanet / ns-3 mean and p99 per size class and pisanet's ECN
@@ -9,7 +9,7 @@ marks and drops (ns-3's last), then each variant's count of classes within
 the goal. A variant's keys go over crosscheck.NS3_LIKE on the scenarios of
 `--cc` only (default dctcp: the options of findings 23 and 25 are DCTCP's
 or change only ECN runs); the others take NS3_LIKE as is, or are skipped
-with `--only`. `--no-give-up` compares with ns-3 that gives no connection
+with `--only`; `--scenario` runs only the scenarios named. `--no-give-up` compares with ns-3 that gives no connection
 up (crosscheck.NO_GIVE_UP) where that run is stored. The default variants
 are findings 23 and 25's. ns-3 only from the store (no ns-3 run). Not part
 of the test suite.
@@ -50,6 +50,7 @@ def main() -> None:
         "--cc", choices=["dctcp", "newreno"], default="dctcp", help="whose scenarios take the keys"
     )
     ap.add_argument("--only", action="store_true", help="run only the scenarios of --cc")
+    ap.add_argument("--scenario", action="append", help="run only these scenarios (by name)")
     ap.add_argument(
         "--no-give-up", action="store_true", help="ns-3 with crosscheck.NO_GIVE_UP where stored"
     )
@@ -58,7 +59,7 @@ def main() -> None:
     xc.CACHED_ONLY = True
     rows = []
     for sc in xc.scenarios(quick=not args.full):
-        if args.only and sc.cc != args.cc:
+        if (args.only and sc.cc != args.cc) or (args.scenario and sc.name not in args.scenario):
             continue
         pooled = (xc.run_ns3_pooled(sc, xc.NO_GIVE_UP) if args.no_give_up else None) or (
             xc.run_ns3_pooled(sc, {})
