@@ -16,9 +16,10 @@ same, so a flow is its index), and prints per flow, for each simulator:
   serialization) and the port's queue then (packets), or its drop there;
 * the first data segment's send (the handshake's end), data segments new
   and resent, data segments dropped and marked at s0 -> s1;
-* timeouts and fast recoveries (ns-3: entries into CA_LOSS, with the RTO
-  that expired, and CA_RECOVERY; pisanet: its per-flow counters) and in
-  ns-3 ECN cuts (entries into CA_CWR);
+* timeouts and fast recoveries (ns-3: each expiry, where `ReTxTimeout`
+  doubles the RTO, with the RTO that expired, and entries into CA_RECOVERY;
+  pisanet: its per-flow counters, whose timeouts count SYN timeouts too) and
+  in ns-3 ECN cuts (entries into CA_CWR);
 * the host's NIC queue when the flow started (pisanet: bytes, from its
   trace; ns-3's trace has no NIC queue, its SYN's NIC wait stands for it).
 
@@ -75,7 +76,6 @@ def ns3_story(
     }
     high: dict[int, int] = {}
     sent: dict[int, dict[int, float]] = defaultdict(dict)
-    rto: dict[int, float] = {}
     q = 0
     ctx_port = f"qdisc{port}"
     for f in tm.trace_lines(trace):
@@ -128,12 +128,12 @@ def ns3_story(
             else:
                 high[i] = seq + n
                 st[i]["new"] += 1
-        elif i in st and ev == "rto":
-            rto[i] = int(f[3]) / 1000.0  # the RTO before this change (doubled at expiry)
+        elif i in st and ev == "rto" and int(f[4]) == 2 * int(f[3]):
+            # An expiry: `ReTxTimeout` doubles the RTO (then enters CA_LOSS,
+            # which a second expiry in CA_LOSS does not change).
+            st[i]["loss"].append((t, int(f[3]) / 1000.0))
         elif i in st and ev == "cong" and f[3] != f[4]:
-            if f[4] == "4":
-                st[i]["loss"].append((t, rto.get(i, float("nan"))))
-            elif f[4] == "3":
+            if f[4] == "3":
                 st[i]["recov"] += 1
             elif f[4] == "2":
                 st[i]["cuts"] += 1
@@ -285,6 +285,7 @@ def split(
                 f"  {name}: {len(part)} flows, ns-3 {p3:.0f} us, pisanet {p2:.0f} us"
                 f" (ratio {p2 / p3:.2f}), share {d / total:.3f}; SYNs dropped {lost3} / {lost2},"
                 f" data timeouts {to3} / {to2}"
+                + (f"; flows {', '.join(map(str, part))}" if len(part) <= 12 else "")
             )
 
 
