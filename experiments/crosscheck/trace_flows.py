@@ -2,7 +2,7 @@
 
     nice -n 5 .venv/bin/python experiments/crosscheck/trace_flows.py --full \\
         --scenario "dctcp datamining 0.3" --load T [--flows 272,55 | --top 8] \\
-        [--set KEY=VALUE ...]
+        [--split [--nic-us 1000]] [--set KEY=VALUE ...]
 
 Reads ns-3's trace of a run (`trace_marks.py --save T`: the per-socket
 trace, the switch queue discs' drops, marks and SYNs, and the s0 -> s1 port's
@@ -22,6 +22,12 @@ same, so a flow is its index), and prints per flow, for each simulator:
   in ns-3 ECN cuts (entries into CA_CWR);
 * the host's NIC queue when the flow started (pisanet: bytes, from its
   trace; ns-3's trace has no NIC queue, its SYN's NIC wait stands for it).
+
+With `--split`, first each class's flows by what happened to them in either
+simulator (first match): a SYN dropped at s0 -> s1, a SYN that waited
+`--nic-us` or more in its NIC, a data timeout, none of these; per group the
+flows, both means, their ratio and the group's share of the class's
+difference of the sums (docs/results/crosscheck.md, finding 27).
 
 ns-3's packets at the port are given to flows as in `trace_marks.py`: its
 ephemeral ports repeat across hosts, so a segment is the flow of its port
