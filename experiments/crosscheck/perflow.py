@@ -1,12 +1,13 @@
 """Flow-by-flow comparison of pisanet and ns-3 on the cross-check's cached runs (issue 19).
 
     nice -n 10 .venv/bin/python experiments/crosscheck/perflow.py \\
-        --scenario "newreno websearch 0.3" [--seed 1] [--set KEY=VALUE ...]
+        --scenario "newreno websearch 0.3" [--seed 1] [--full] [--top 6] [--set KEY=VALUE ...]
     nice -n 10 .venv/bin/python experiments/crosscheck/perflow.py --cc dctcp --error [--set ...] \\
         [--full [--no-give-up]]
 
-The first form prints, per size class, both means and the flows that carry
-most of the difference of the class sums (their FCT in each simulator).
+The first form prints, per size class, both means and the `--top` flows that
+carry most of the difference of the class sums (their FCT in each simulator);
+`--full` takes the full-size flow list (crosscheck without `--quick`).
 The second prints, per scenario and seed (1-3 for the dumbbell, the
 incast's one list), the mean of |ln(pisanet FCT / ns-3 FCT)| over its flows
 and the share of flows more than 2x apart, then the same over all of them:
@@ -40,7 +41,7 @@ def overrides(sets: list[str]) -> dict[str, Any]:
     return out
 
 
-def by_flow(sc: xc.Scenario, seed: int, extra: dict[str, Any]) -> None:
+def by_flow(sc: xc.Scenario, seed: int, extra: dict[str, Any], top: int = 6) -> None:
     flows = xc.flow_list(sc, seed)
     ns3 = xc.run_ns3(sc, flows, {})
     if ns3 is None:
@@ -57,7 +58,7 @@ def by_flow(sc: xc.Scenario, seed: int, extra: dict[str, Any]) -> None:
             f"{cname}: {len(idx)} flows, mean ns-3 {a[idx].mean():.0f} us, "
             f"pisanet {b[idx].mean():.0f} us, difference of the sums {diff:+.0f} us"
         )
-        for i in sorted(idx, key=lambda i: -abs(b[i] - a[i]))[:6]:
+        for i in sorted(idx, key=lambda i: -abs(b[i] - a[i]))[:top]:
             f = flows[i]
             print(
                 f"   flow {i:3d} h{f['src']}->h{f['dst']} start {f['start_us']} us, {f['bytes']} B: "
@@ -103,7 +104,8 @@ def main() -> None:
     ap.add_argument("--cc", default="dctcp")
     ap.add_argument("--error", action="store_true", help="the per-flow error measure")
     ap.add_argument("--set", action="append", default=[], help="pisanet override KEY=VALUE")
-    ap.add_argument("--full", action="store_true", help="--error over the full-size lists")
+    ap.add_argument("--full", action="store_true", help="the full-size flow list(s)")
+    ap.add_argument("--top", type=int, default=6, help="flows shown per class")
     ap.add_argument(
         "--no-give-up",
         action="store_true",
@@ -115,8 +117,8 @@ def main() -> None:
     if args.error:
         error(args.cc, extra, args.full, args.no_give_up)
     else:
-        sc = next(s for s in xc.scenarios(True) if s.name == args.scenario)
-        by_flow(sc, args.seed, extra)
+        sc = next(s for s in xc.scenarios(not args.full) if s.name == args.scenario)
+        by_flow(sc, args.seed, extra, args.top)
 
 
 if __name__ == "__main__":
