@@ -918,7 +918,7 @@ def ablation_rows(quick: bool) -> list[tuple[str, Scenario, dict[str, Any], dict
 
 
 def newreno_rule_rows(sc: Scenario) -> list[tuple[str, Scenario, dict[str, Any], dict[str, str]]]:
-    """NewReno: ns-3's TcpNewReno growth (finding 26) taken out of the
+    """NewReno: ns-3's TcpNewReno growth (finding 28) taken out of the
     ns-3-like set, back to RFC 5681 slow start and byte counting."""
     if sc.cc != "newreno":
         return []

@@ -186,6 +186,16 @@ fn cases() -> Vec<(
         ),
         (
             "between keys",
+            "ns-3's two NewReno growth rules together",
+            vec![
+                "transport.kind=newreno",
+                "transport.newreno_ack_adder=true",
+                "transport.ca_segment_count=true",
+            ],
+            None,
+        ),
+        (
+            "between keys",
             "PFC XON above XOFF",
             vec![
                 "topology.pfc.enabled=true",
