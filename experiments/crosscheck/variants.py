@@ -1,7 +1,8 @@
 """pisanet ns-3-like plus option sets against the stored ns-3 runs (issue 19).
 
     nice -n 10 .venv/bin/python experiments/crosscheck/variants.py [--full] \\
-        [--variant NAME:KEY=VALUE,KEY=VALUE ...] [--cc newreno] [--only] [--no-give-up] [--scenario NAME ...]
+        [--variant NAME:KEY=VALUE,KEY=VALUE ...] [--cc newreno] [--only] \\
+        [--no-give-up] [--newreno] [--scenario NAME ...]
 
 For each scenario (`--full`: the full size, else the quick lists, seed 1),
 per variant: pisanet / ns-3 mean and p99 per size class and pisanet's ECN
@@ -9,10 +10,12 @@ marks and drops (ns-3's last), then each variant's count of classes within
 the goal. A variant's keys go over crosscheck.NS3_LIKE on the scenarios of
 `--cc` only (default dctcp: the options of findings 23 and 25 are DCTCP's
 or change only ECN runs); the others take NS3_LIKE as is, or are skipped
-with `--only`; `--scenario` runs only the scenarios named. `--no-give-up` compares with ns-3 that gives no connection
-up (crosscheck.NO_GIVE_UP) where that run is stored. The default variants
-are findings 23 and 25's. ns-3 only from the store (no ns-3 run). Not part
-of the test suite.
+with `--only`; `--scenario` runs only the scenarios named. `--no-give-up`
+compares with ns-3 that gives no connection up (crosscheck.NO_GIVE_UP)
+where that run is stored. `--newreno` is `--cc newreno --only
+--no-give-up` (finding 26). The default variants are findings 23 and
+25's. ns-3 only from the store (no ns-3 run). Not part of the test
+suite.
 """
 
 from __future__ import annotations
@@ -54,7 +57,12 @@ def main() -> None:
     ap.add_argument(
         "--no-give-up", action="store_true", help="ns-3 with crosscheck.NO_GIVE_UP where stored"
     )
+    ap.add_argument(
+        "--newreno", action="store_true", help="--cc newreno --only --no-give-up (finding 26)"
+    )
     args = ap.parse_args()
+    if args.newreno:
+        args.cc, args.only, args.no_give_up = "newreno", True, True
     variants = [parse(v) for v in args.variant or DEFAULT]
     xc.CACHED_ONLY = True
     rows = []
