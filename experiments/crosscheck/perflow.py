@@ -67,7 +67,13 @@ def by_flow(sc: xc.Scenario, seed: int, extra: dict[str, Any], top: int = 6) -> 
             )
 
 
-def error(cc: str, extra: dict[str, Any], full: bool, no_give_up: bool) -> None:
+def errors(
+    cc: str, extra: dict[str, Any], full: bool = False, no_give_up: bool = False, quiet: bool = True
+) -> np.ndarray:
+    """|ln(pisanet FCT / ns-3 FCT)| of every flow of CC's scenarios that
+    both completed (quick: seeds 1-3 of the dumbbell, the incast's one list;
+    `full`: the full-size lists), pisanet with crosscheck.NS3_LIKE plus
+    EXTRA; unless QUIET, each run's mean printed."""
     every: list[float] = []
     for sc in xc.scenarios(not full):
         if sc.cc != cc:
@@ -84,11 +90,16 @@ def error(cc: str, extra: dict[str, Any], full: bool, no_give_up: bool) -> None:
             ok = ~np.isnan(a) & ~np.isnan(b)
             e = np.abs(np.log(b[ok] / a[ok]))
             every += e.tolist()
-            print(
-                f"{sc.name:24s} seed {seed}: mean |ln ratio| {e.mean():.3f}, "
-                f"flows > 2x apart {np.mean(e > math.log(2)):.1%}"
-            )
-    e = np.array(every)
+            if not quiet:
+                print(
+                    f"{sc.name:24s} seed {seed}: mean |ln ratio| {e.mean():.3f}, "
+                    f"flows > 2x apart {np.mean(e > math.log(2)):.1%}"
+                )
+    return np.array(every)
+
+
+def error(cc: str, extra: dict[str, Any], full: bool, no_give_up: bool) -> None:
+    e = errors(cc, extra, full, no_give_up, quiet=False)
     print(
         f"all {len(e)} flows: mean |ln ratio| {e.mean():.3f}, "
         f"flows > 2x apart {np.mean(e > math.log(2)):.1%}"
