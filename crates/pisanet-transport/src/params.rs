@@ -148,6 +148,9 @@ pub struct TransportParams {
     /// ns-3's silly-window avoidance: new data leaves only when the usable window holds a full segment or all the data left (ns-3 3.44 tcp-socket-base.cc, `SendPendingData`); with nothing in flight and a window under one segment the sender waits for the retransmission timer, whose expiry is a timeout (`ReTxTimeout`: ssthresh from the congestion control, cwnd = 1 SMSS, RTO doubled) that sends one segment. Linux counts cwnd in whole segments (`tcp_cwnd_test` in `tcp_write_xmit`), so this never arises there. Default false: with nothing in flight, send what the window allows at once. See docs/model.md, "Hosts".
     #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
     pub full_segment_window: bool,
+    /// Every ACK of new data that restarts the retransmission timer recomputes the RTO from SRTT and RTTVAR first (SRTT + max(G, 4 RTTVAR), clamped), so a backoff ends at the first new ACK after a timeout, RTT sample or not, as ns-3 3.44's `TcpSocketBase::NewAck` does. Default false: RFC 6298 section 5, the backed-off RTO kept until a valid RTT sample (Karn's algorithm; Linux clears its backoff only with a sample, which its timestamps give on a retransmission's ACK too). See docs/model.md, "Hosts".
+    #[schemars(extend("x-applies-when" = {"key": "transport.kind", "in": ["newreno", "dctcp", "cubic"]}))]
+    pub rto_reset_on_ack: bool,
     /// Without SACK, ns-3 3.44's per-segment loss bookkeeping (`TcpTxBuffer`): each duplicate ACK marks one more segment SACKed (pipe = sent - SACKed - lost + resent), a timeout marks every outstanding segment lost and resends them all oldest first as the window allows, and marks left above a cumulative ACK mark the next segment lost (resent at once; one duplicate ACK then starts recovery). Linux keeps only counts (`tcp_add_reno_sack`) and does not resend a segment still in the host's queue. Default false. See docs/model.md, "Hosts".
     #[schemars(extend("x-applies-when" = {"key": "transport.sack", "in": [false]}))]
     pub reno_scoreboard: bool,
@@ -291,6 +294,7 @@ impl Default for TransportParams {
             newreno_ack_adder: false,
             ce_new_seq_only: false,
             full_segment_window: false,
+            rto_reset_on_ack: false,
             reno_scoreboard: false,
             rtt_every_ack: false,
             ts_clock_us: 0.0,
@@ -403,6 +407,7 @@ impl TransportParams {
             newreno_ack_adder: self.newreno_ack_adder,
             ce_new_seq_only: self.ce_new_seq_only,
             full_segment_window: self.full_segment_window,
+            rto_reset_on_ack: self.rto_reset_on_ack,
             reno_scoreboard: self.reno_scoreboard,
             ts_clock: SimTime::from_us_f64(self.ts_clock_us),
             app_rate_bps: (self.app_rate_gbps > 0.0)

@@ -344,6 +344,20 @@ pub struct TcpConfig {
     /// flight the sender sends what the window allows at once. See
     /// docs/model.md, "Hosts".
     pub full_segment_window: bool,
+    /// Every ACK of new data that restarts the retransmission timer first
+    /// recomputes the RTO from SRTT and RTTVAR (RTO = SRTT + max(G, 4
+    /// RTTVAR), clamped), so a backoff ends at the first new ACK after a
+    /// timeout, sample or not, as ns-3 3.44's `TcpSocketBase::NewAck`
+    /// does (`m_rto = Max(m_rtt->GetEstimate() + Max(m_clockGranularity,
+    /// 4 x m_rtt->GetVariation()), m_minRto)` before it schedules
+    /// `ReTxTimeout`; a partial ACK of a fast recovery other than the
+    /// first does not restart the timer and so does not recompute).
+    /// Default false: RFC 6298 section 5 with Karn's algorithm, the backed
+    /// off RTO kept until a valid RTT sample (Linux: `tcp_ack_update_rtt`
+    /// clears `icsk_backoff` only with a sample, which its timestamps give
+    /// on the ACK of a retransmission too). Before the first sample it
+    /// changes nothing. See docs/model.md, "Hosts".
+    pub rto_reset_on_ack: bool,
     /// Without SACK, ns-3 3.44's per-segment send buffer (`TcpTxBuffer`)
     /// and the loss recovery `TcpSocketBase` runs on it: each duplicate
     /// ACK marks one more segment SACKed (`AddRenoSack`); the pipe is the
@@ -406,6 +420,7 @@ impl Default for TcpConfig {
             newreno_ack_adder: false,
             ce_new_seq_only: false,
             full_segment_window: false,
+            rto_reset_on_ack: false,
             reno_scoreboard: false,
             ts_clock: SimTime::ZERO,
             app_rate_bps: None,

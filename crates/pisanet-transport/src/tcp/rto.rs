@@ -119,6 +119,19 @@ impl RtoEstimator {
         self.backoffs = 0;
     }
 
+    /// `TcpConfig::rto_reset_on_ack`: an ACK of new data recomputes the
+    /// RTO from SRTT and RTTVAR, RTO <- SRTT + max(G, K*RTTVAR) clamped,
+    /// which ends any backoff without a new sample (ns-3 3.44's
+    /// `TcpSocketBase::NewAck`). Before the first sample it does nothing.
+    pub fn reset_backoff(&mut self) {
+        let Some(srtt) = self.srtt() else {
+            return;
+        };
+        let var = SimTime(K.saturating_mul(self.rttvar.ps())).max(self.granularity);
+        self.rto = srtt.saturating_add(var).clamp(self.min_rto, self.max_rto);
+        self.backoffs = 0;
+    }
+
     /// The timer expired: RFC 6298 (5.5), RTO <- RTO * 2, at most `max_rto`.
     pub fn on_timeout(&mut self) {
         self.rto = SimTime(self.rto.ps().saturating_mul(2)).min(self.max_rto);

@@ -75,3 +75,23 @@ fn clock_granularity_floors_the_variance_term_not_the_rto() {
     let zero = RtoEstimator::new(us(3000), us(1000), us(1_000_000)).with_granularity(SimTime::ZERO);
     assert_eq!(zero, RtoEstimator::new(us(3000), us(1000), us(1_000_000)));
 }
+
+#[test]
+fn reset_backoff_recomputes_from_the_estimate_without_a_sample() {
+    let mut e = RtoEstimator::new(us(3000), us(1000), us(60_000_000)).with_granularity(us(1000));
+    // Before any sample: nothing to recompute from.
+    e.on_timeout();
+    e.reset_backoff();
+    assert_eq!((e.rto(), e.backoffs()), (us(6000), 1));
+    // SRTT 300 us, RTTVAR 150 us: RTO = 300 + max(1000, 600) = 1300 us.
+    e.on_sample(us(300));
+    assert_eq!(e.rto(), us(1300));
+    for _ in 0..5 {
+        e.on_timeout();
+    }
+    assert_eq!((e.rto(), e.backoffs()), (us(41_600), 5));
+    e.reset_backoff();
+    assert_eq!((e.rto(), e.backoffs()), (us(1300), 0));
+    // The samples are unchanged.
+    assert_eq!(e.samples(), (1, us(300)));
+}

@@ -276,6 +276,8 @@ pub struct TcpSender {
     /// `TcpConfig::full_segment_window` (read off the ACK path: a window
     /// under one segment, and the timer).
     full_segment_window: bool,
+    /// `TcpConfig::rto_reset_on_ack`.
+    rto_reset_on_ack: bool,
     timeouts: u32,
     fast_retransmits: u32,
     dup_acks: u32,
@@ -416,6 +418,7 @@ impl TcpSender {
             ece_ends_recovery: cfg.ece_ends_recovery && cfg.cwr_ignores_dupacks,
             dctcp_dupack_bytes: cfg.dctcp_dupack_bytes,
             full_segment_window: cfg.full_segment_window,
+            rto_reset_on_ack: cfg.rto_reset_on_ack,
             lt_allowance: 0,
             syn_sent: None,
             started: false,
@@ -953,6 +956,11 @@ impl TcpSender {
 
     /// Completion and the retransmission timer after a new ACK.
     fn finish_new_ack(&mut self, now: SimTime, restart_timer: bool) {
+        if restart_timer && self.rto_reset_on_ack {
+            // `rto_reset_on_ack`: ns-3's `NewAck(ack, resetRTO = true)`
+            // recomputes the RTO before it restarts the timer.
+            self.rto.reset_backoff();
+        }
         if self.is_complete() {
             if self.completed_at.is_none() {
                 self.completed_at = Some(now);
