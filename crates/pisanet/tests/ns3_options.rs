@@ -534,7 +534,7 @@ fn newreno_ack_adder_changes_newreno_runs_and_refuses_linux_reno_growth() {
         // The profile sets the adder only when neither is given.
         let text = pisanet::resolve_toml_keys(
             "[transport]\nkind = \"newreno\"\nprofile = \"ns3\"\n",
-            &[set.clone()],
+            std::slice::from_ref(&set),
         )
         .unwrap();
         assert!(text.contains("newreno_ack_adder = false"), "{text}");
