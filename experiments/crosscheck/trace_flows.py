@@ -2,7 +2,7 @@
 
     nice -n 5 .venv/bin/python experiments/crosscheck/trace_flows.py --full \\
         --scenario "dctcp datamining 0.3" --load T [--flows 272,55 | --top 8] \\
-        [--split [--nic-us 1000]] [--set KEY=VALUE ...]
+        [--split [--nic-us 1000]] [--drops 10 [--bin-ms 50]] [--set KEY=VALUE ...]
 
 Reads ns-3's trace of a run (`trace_marks.py --save T`: the per-socket
 trace, the switch queue discs' drops, marks and SYNs, and the s0 -> s1 port's
@@ -28,6 +28,11 @@ simulator (first match): a SYN dropped at s0 -> s1, a SYN that waited
 `--nic-us` or more in its NIC, a data timeout, none of these; per group the
 flows, both means, their ratio and the group's share of the class's
 difference of the sums (docs/results/crosscheck.md, finding 27).
+
+With `--drops N`, first the data segments dropped at s0 -> s1 in each: per
+`--bin-ms` the bins where either dropped more than 50, and the N flows
+with the most drops in pisanet beyond ns-3's, each with its drops per bin
+where it had any (finding 29).
 
 ns-3's packets at the port are given to flows as in `trace_marks.py`: its
 ephemeral ports repeat across hosts, so a segment is the flow of its port
@@ -73,6 +78,7 @@ def ns3_story(
             "new": 0,
             "resent": 0,
             "drops": 0,
+            "drop_us": [],
             "marks": 0,
             "loss": [],
             "recov": 0,
@@ -112,6 +118,8 @@ def ns3_story(
             last, i = max(cands, default=(-1.0, -1))
             if last >= 0 and i in st:
                 st[i]["marks" if ev == "qmark" else "drops"] += 1
+                if ev == "qdrop":
+                    st[i]["drop_us"].append(t)
             continue
         if not ctx.startswith("/NodeList/"):
             continue
@@ -212,6 +220,7 @@ def pisanet_story(r: Any, flows: list[dict[str, Any]], want: set[int]) -> dict[i
             "new": int((seq > before).sum()),
             "resent": int((seq <= before).sum()),
             "drops": int((data_port["event"] == "drop").sum()),
+            "drop_us": data_port[data_port["event"] == "drop"]["time"].tolist(),
             "marks": int((data_port["event"] == "ecn_mark").sum()),
             "nic_kb": float(nd[k - 1]) / 1000 if k else 0.0,
             "timeouts": int(fl.loc[int(i), "timeouts"]),
@@ -295,6 +304,43 @@ def split(
             )
 
 
+def drops_view(
+    s3: dict[int, dict[str, Any]],
+    s2: dict[int, dict[str, Any]],
+    flows: list[dict[str, Any]],
+    top: int,
+    bin_ms: float,
+) -> None:
+    """Data segments dropped at s0 -> s1 in each simulator: the bins of
+    BIN_MS where either dropped more than 50, then the TOP flows with the
+    most drops beyond ns-3's, with their drops per bin."""
+
+    def bins(times: list[float]) -> dict[int, int]:
+        out: dict[int, int] = defaultdict(int)
+        for t in times:
+            out[int(t // (bin_ms * 1000))] += 1
+        return out
+
+    t3 = [t for s in s3.values() for t in s["drop_us"]]
+    t2 = [t for s in s2.values() for t in s["drop_us"]]
+    print(f"data segments dropped at s0->s1: ns-3 {len(t3)}, pisanet {len(t2)}")
+    b3, b2 = bins(t3), bins(t2)
+    busy = sorted(k for k in set(b3) | set(b2) if max(b3.get(k, 0), b2.get(k, 0)) > 50)
+    print(f"{bin_ms:g} ms bins with more than 50 in either (from ms: ns-3 / pisanet):")
+    print("  " + ", ".join(f"{k * bin_ms:g}: {b3.get(k, 0)} / {b2.get(k, 0)}" for k in busy))
+    extra = sorted(s2, key=lambda i: -(s2[i]["drops"] - s3[i]["drops"]))[:top]
+    for i in extra:
+        f = flows[i]
+        p3, p2 = bins(s3[i]["drop_us"]), bins(s2[i]["drop_us"])
+        per = ", ".join(
+            f"{k * bin_ms:g}: {p3.get(k, 0)} / {p2.get(k, 0)}" for k in sorted(set(p3) | set(p2))
+        )
+        print(
+            f"  flow {i} h{f['src']}->h{f['dst']} {f['bytes']} B from {f['start_us'] / 1000:.1f} ms:"
+            f" ns-3 {s3[i]['drops']}, pisanet {s2[i]['drops']}; per bin {per}"
+        )
+
+
 def syn_text(syns: list[tuple[float, Any]], sent: list[float]) -> str:
     out = []
     for k, (t, q) in enumerate(syns):
@@ -316,6 +362,10 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[], help="pisanet KEY=VALUE")
     ap.add_argument("--split", action="store_true", help="each class's flows by what happened")
     ap.add_argument("--nic-us", type=float, default=1000.0, help="a long NIC wait (--split)")
+    ap.add_argument(
+        "--drops", type=int, default=0, help="the N flows with the most extra drops, and when"
+    )
+    ap.add_argument("--bin-ms", type=float, default=50.0, help="bin for --drops (ms)")
     args = ap.parse_args()
     sc = next(s for s in xc.scenarios(not args.full) if s.name == args.scenario)
     flows = xc.flow_list(sc)
@@ -333,9 +383,15 @@ def main() -> None:
         for _name, lo, hi in xc.CLASSES:
             idx = [i for i, f in enumerate(flows) if lo <= f["bytes"] < hi]
             want += sorted(idx, key=lambda i: -abs(fct2[i] - fct3[i]))[: args.top]
-    every = set(range(len(flows))) if args.split else set(want)
+    every = set(range(len(flows))) if args.split or args.drops else set(want)
     s3 = ns3_story(Path(args.load), flows, every, args.port)
     s2 = pisanet_story(r, flows, every)
+    if args.drops:
+        for i in every:
+            # A flow with nothing traced at the port in pisanet.
+            s2.setdefault(i, {"drops": 0, "drop_us": []})
+        drops_view(s3, s2, flows, args.drops, args.bin_ms)
+        print()
     if args.split:
         split(flows, fct3, fct2, s3, s2, args.nic_us)
         print()

@@ -343,6 +343,7 @@ impl TransportParams {
             cwr_ends_at_timeout = true,
             full_segment_window = true,
             ce_new_seq_only = true,
+            rto_reset_on_ack = true,
         }
         if self.kind == TransportKind::Dctcp {
             ns3! { dctcp_dupack_bytes = true, dctcp_no_floor = true }

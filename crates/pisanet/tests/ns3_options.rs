@@ -541,6 +541,45 @@ fn newreno_ack_adder_changes_newreno_runs_and_refuses_linux_reno_growth() {
     }
 }
 
+#[test]
+fn rto_reset_on_ack_ends_backoffs_at_the_next_new_ack() {
+    // Seven 300 KB NewReno flows into one host through a 4-packet port,
+    // with ns-3's loss bookkeeping: timeouts whose resends are lost again
+    // (backed off), then new ACKs.
+    let flows: String = (0..7).map(|s| format!("0,{s},7,300000\n")).collect();
+    let base = vec![
+        "topology.buffer_pkts=4",
+        "transport.tsq_kb=0",
+        "transport.reno_scoreboard=true",
+        "metrics.flow_stats=true",
+    ];
+    let off = run_flows("rtoreset-off", &flows, &base);
+    assert!(off.flows.timeouts.iter().sum::<u32>() > 0);
+    let mut sets = base.to_vec();
+    sets.push("transport.rto_reset_on_ack=true");
+    let on = run_flows("rtoreset-on", &flows, &sets);
+    assert!(on.summary["conservation_ok"].as_bool().unwrap());
+    assert_eq!(
+        n(&on.summary, "flows.completed"),
+        n(&off.summary, "flows.completed")
+    );
+    assert_ne!(off.summary["digest"], on.summary["digest"]);
+    // UDP does not read it.
+    let err = common::try_flows(
+        "ns3opt",
+        "rtoreset-udp",
+        CFG,
+        INCAST,
+        &["transport.kind=\"udp\"", "transport.rto_reset_on_ack=true"],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.starts_with("transport.rto_reset_on_ack: is read only when"),
+        "{err}"
+    );
+}
+
 /// The options `transport.profile = "ns3"` selects, as `--set` strings, for
 /// `kind` and `sack` (TransportParams::apply_profile).
 fn ns3_profile_sets(kind: &str, sack: bool) -> Vec<String> {
@@ -555,6 +594,7 @@ fn ns3_profile_sets(kind: &str, sack: bool) -> Vec<String> {
         "cwr_ends_at_timeout=true",
         "full_segment_window=true",
         "ce_new_seq_only=true",
+        "rto_reset_on_ack=true",
     ]
     .iter()
     .map(|s| format!("transport.{s}"))

@@ -162,6 +162,7 @@ fn cubic_k_and_window_follow_rfc_9438_equations_1_and_2() {
         now,
         srtt: Some(SimTime::from_ms(100)),
         slow_start_all_acked: false,
+        loss_exit_acked: None,
     };
     cc.on_ack(&mut w, &ev(t0));
     // Equation (2): K = cbrt((W_max - cwnd_epoch) / C) = cbrt(30 / 0.4).
@@ -195,6 +196,7 @@ fn cubic_timeout_restarts_with_k_zero() {
         now: SimTime::from_ms(2000),
         srtt: None,
         slow_start_all_acked: false,
+        loss_exit_acked: None,
     };
     cc.on_ack(&mut w, &ev);
     // RFC 9438 section 4.8: K = 0 and W_max = cwnd at the stage's start.

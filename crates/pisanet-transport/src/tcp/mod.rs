@@ -220,7 +220,11 @@ pub struct TcpConfig {
     /// `newreno_ack_adder`), the
     /// rest towards congestion avoidance. It matters when one ACK covers
     /// many segments: after a timeout without SACK, the resend of a hole
-    /// acknowledges what the receiver held beyond it. Default false: RFC
+    /// acknowledges what the receiver held beyond it. With
+    /// `reno_scoreboard`, the ACK that ends ns-3's CA_LOSS grows cwnd only
+    /// by what it acknowledged beyond the recovery point (ns-3's
+    /// `ProcessAck`, `AckEvent::loss_exit_acked`; also with
+    /// `ca_segment_count`). Default false: RFC
     /// 5681 equation (2), cwnd += min(N, SMSS). See docs/model.md, "Hosts".
     pub slow_start_all_acked: bool,
     /// RTT samples from every ACK that acknowledges new data, as ns-3 and

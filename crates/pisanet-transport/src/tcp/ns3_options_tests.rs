@@ -637,3 +637,81 @@ fn dctcp_window_end_next_tx_follows_the_resends_after_a_timeout() {
     // so the ACKs of 12 and 13 MSS each end a window.
     assert_eq!(runs[1], vec![1.0, a, a, a * a, a * a * a]);
 }
+
+/// ns-3 3.44's `ProcessAck` leaving CA_LOSS recomputes `segsAcked =
+/// (ackNumber - m_recover) / SMSS` for `IncreaseWindow`: with ns-3's
+/// growth by segments acknowledged (`slow_start_all_acked`,
+/// `ca_segment_count`), the ACK that repairs a timeout up to the recovery
+/// point grows cwnd by nothing, however much it acknowledged. An ACK below
+/// the recovery point grows it by all it acknowledged, as in ns-3.
+#[test]
+fn loss_exit_grows_cwnd_only_beyond_the_recovery_point() {
+    use super::test_util::ack_pkt;
+    let w = 1 << 20;
+    let run = |all_acked: bool, seg_count: bool, acks: &[u64]| {
+        let c = TcpConfig {
+            init_cwnd_segments: 10,
+            reno_scoreboard: true,
+            slow_start_all_acked: all_acked,
+            ca_segment_count: seg_count,
+            ..cfg(false)
+        };
+        let (mut tx, first) = started(&c, 40 * MSS);
+        assert_eq!(segs(&first).len(), 10);
+        let rto = tx.timer_deadline().unwrap();
+        let mut out = Vec::new();
+        tx.on_timer(rto, &mut out);
+        // cwnd 1 SMSS, ssthresh 5 SMSS (half the ten in flight), the
+        // recovery point at 10 SMSS.
+        assert_eq!(segs(&out), vec![(0, MSS as u32)]);
+        assert_eq!(tx.stats().ssthresh_bytes, 5 * MSS);
+        for (k, &a) in acks.iter().enumerate() {
+            tx.on_packet(
+                rto + us(10 + k as u64),
+                &ack_pkt(a * MSS, w, false),
+                &mut out,
+            );
+        }
+        tx.stats().cwnd_bytes
+    };
+    // The receiver held segments 1-9: the head's resend is acknowledged up
+    // to the recovery point, 10 segments at once, and CA_LOSS ends with no
+    // segment beyond it: cwnd stays at 1 SMSS (ns-3: `SlowStart` with
+    // segmentsAcked = 0).
+    for seg_count in [false, true] {
+        assert_eq!(run(true, seg_count, &[10]), MSS, "{seg_count}");
+    }
+    // Without `slow_start_all_acked`, RFC 5681 equation (2): one SMSS.
+    for seg_count in [false, true] {
+        assert_eq!(run(false, seg_count, &[10]), 2 * MSS, "{seg_count}");
+    }
+    // Below the recovery point (still CA_LOSS) the ACK grows cwnd by all
+    // it acknowledged, up to ssthresh: 1 + 4 segments.
+    assert_eq!(run(true, false, &[5]), 5 * MSS);
+}
+
+/// The same exit with `newreno_ack_adder` (ns-3's `TcpNewReno`): the ACK
+/// that reaches the recovery point adds nothing (segmentsAcked = 0), where
+/// RFC 5681's rule adds one SMSS; an ACK below it adds one SMSS
+/// (`TcpNewReno::SlowStart`), whatever it covers.
+#[test]
+fn loss_exit_with_the_newreno_adder_grows_nothing() {
+    use super::test_util::ack_pkt;
+    let run = |adder: bool, ack: u64| {
+        let c = TcpConfig {
+            init_cwnd_segments: 10,
+            reno_scoreboard: true,
+            newreno_ack_adder: adder,
+            ..cfg(false)
+        };
+        let (mut tx, _) = started(&c, 40 * MSS);
+        let rto = tx.timer_deadline().unwrap();
+        let mut out = Vec::new();
+        tx.on_timer(rto, &mut out);
+        tx.on_packet(rto + us(10), &ack_pkt(ack * MSS, 1 << 20, false), &mut out);
+        tx.stats().cwnd_bytes
+    };
+    assert_eq!(run(true, 10), MSS);
+    assert_eq!(run(false, 10), 2 * MSS);
+    assert_eq!(run(true, 5), 2 * MSS);
+}

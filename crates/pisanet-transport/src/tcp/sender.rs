@@ -1011,6 +1011,20 @@ impl TcpSender {
     /// `acked` new bytes, with classic ECN's reaction (RFC 3168).
     #[inline(always)]
     fn after_new_ack(&mut self, now: SimTime, acked: u64, ece: bool, was_in_recovery: bool) {
+        self.after_new_ack_exit(now, acked, ece, was_in_recovery, None);
+    }
+
+    /// `after_new_ack` with `AckEvent::loss_exit_acked` (an ACK that ends
+    /// ns-3's CA_LOSS, `reno_scoreboard`).
+    #[inline(always)]
+    pub(super) fn after_new_ack_exit(
+        &mut self,
+        now: SimTime,
+        acked: u64,
+        ece: bool,
+        was_in_recovery: bool,
+        loss_exit_acked: Option<u64>,
+    ) {
         if self.classic_ecn && ece {
             // RFC 3168 section 6.1.2: react to ECE as to a loss, but at most
             // once per window of data (not until snd_una passes what was
@@ -1042,6 +1056,7 @@ impl TcpSender {
             now,
             srtt: self.rto.srtt(),
             slow_start_all_acked: self.slow_start_all_acked,
+            loss_exit_acked,
         };
         if self.cc.on_ack(&mut self.win, &ev) {
             self.ecn_cuts += 1;

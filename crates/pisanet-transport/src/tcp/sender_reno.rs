@@ -143,6 +143,7 @@ impl TcpSender {
         let reaches_recover = self.recover.is_some_and(|r| ack >= r);
         let mut restart_timer = true;
         let mut no_growth = false;
+        let mut loss_exit = None;
         if self.in_recovery {
             if reaches_recover {
                 // Leaving CA_RECOVERY: cwnd = ssthresh
@@ -165,13 +166,20 @@ impl TcpSender {
                 no_growth = true;
             }
         } else if self.loss && reaches_recover {
-            // CA_LOSS -> CA_OPEN.
+            // CA_LOSS -> CA_OPEN. With ns-3's growth by segments
+            // acknowledged (`slow_start_all_acked`, `ca_segment_count`,
+            // `newreno_ack_adder`),
+            // `ProcessAck` recomputes "the segs acked, that are from
+            // m_recover to ackNumber": the window grows by those only.
+            if self.slow_start_all_acked || self.cc.segment_count() {
+                loss_exit = self.recover.map(|r| ack.saturating_sub(r));
+            }
             self.loss = false;
         }
         if reaches_recover {
             self.recover_active = false;
         }
-        self.after_new_ack(now, acked, ece, no_growth);
+        self.after_new_ack_exit(now, acked, ece, no_growth, loss_exit);
         if self.ns3_cwr_until.is_some() {
             // `ReceivedAck` calls `EnterCwr` on an ECE in any state but
             // CA_CWR, CA_LOSS included.

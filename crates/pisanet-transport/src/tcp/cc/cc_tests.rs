@@ -14,6 +14,7 @@ fn ack(acked: u64, snd_una: u64, snd_nxt: u64, ece: bool) -> AckEvent {
         now: SimTime::ZERO,
         srtt: None,
         slow_start_all_acked: false,
+        loss_exit_acked: None,
     }
 }
 
@@ -223,6 +224,7 @@ fn slow_start_all_acked_grows_by_every_byte_up_to_ssthresh() {
         let mut cc = Cc::new(CcKind::DCTCP);
         let ev = AckEvent {
             slow_start_all_acked: on,
+            loss_exit_acked: None,
             ..ack(64 * MSS, 64 * MSS, 100 * MSS, false)
         };
         cc.on_ack(&mut w, &ev);
@@ -235,6 +237,7 @@ fn slow_start_all_acked_grows_by_every_byte_up_to_ssthresh() {
     let mut cc = Cc::new(CcKind::NewReno);
     let ev = AckEvent {
         slow_start_all_acked: true,
+        loss_exit_acked: None,
         ..ack(16 * MSS, 16 * MSS, 100 * MSS, false)
     };
     cc.on_ack(&mut w, &ev);
@@ -362,6 +365,7 @@ fn segment_count_slow_start_takes_whole_segments_and_passes_the_rest_on() {
     let mut cc = Cc::new(CcKind::NewReno).with_ca_segment_count(true);
     let ev = AckEvent {
         slow_start_all_acked: true,
+        loss_exit_acked: None,
         ..ack(5 * MSS, 5 * MSS, 20 * MSS, false)
     };
     // `TcpLinuxReno::SlowStart`: 10 -> 12 segments, three left for

@@ -72,6 +72,11 @@ impl Dctcp {
         self
     }
 
+    /// Whether `TcpConfig::ca_segment_count` is on.
+    pub fn segment_count(&self) -> bool {
+        self.reno.segment_count()
+    }
+
     /// `TcpConfig::dctcp_loss_uses_alpha`.
     pub fn with_loss_uses_alpha(mut self, on: bool) -> Self {
         self.loss_uses_alpha = on;

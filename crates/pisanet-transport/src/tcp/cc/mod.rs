@@ -89,6 +89,15 @@ pub struct AckEvent {
     /// `TcpConfig::slow_start_all_acked`: slow start grows cwnd by every
     /// byte this ACK acknowledged (up to ssthresh), not by at most 1 SMSS.
     pub slow_start_all_acked: bool,
+    /// With `reno_scoreboard` and `slow_start_all_acked` or
+    /// `ca_segment_count`, on the ACK that ends ns-3's CA_LOSS (the
+    /// cumulative ACK reaches the recovery point set at the timeout): the
+    /// bytes it acknowledged beyond the recovery point. ns-3 3.44's
+    /// `TcpSocketBase::ProcessAck` then recomputes `segsAcked = (ackNumber
+    /// - m_recover) / SMSS` for `IncreaseWindow`, so the window grows by
+    /// those segments only, not by all the ACK covered. `None` otherwise:
+    /// the window grows by `acked`.
+    pub loss_exit_acked: Option<u64>,
 }
 
 /// Hooks of a congestion controller. All default to doing nothing.
@@ -195,6 +204,17 @@ impl Cc {
         match self {
             Cc::NewReno(r) => Cc::NewReno(r.with_ack_adder(on)),
             other => other,
+        }
+    }
+
+    /// The window grows by segments acknowledged, as ns-3's does:
+    /// `TcpConfig::ca_segment_count` (NewReno or DCTCP) or
+    /// `TcpConfig::newreno_ack_adder` (NewReno).
+    pub fn segment_count(&self) -> bool {
+        match self {
+            Cc::NewReno(r) => r.segment_count(),
+            Cc::Dctcp(d) => d.segment_count(),
+            Cc::Cubic(_) => false,
         }
     }
 

@@ -30,6 +30,13 @@ impl NewReno {
         }
     }
 
+    /// Whether this NewReno grows by segments acknowledged, as ns-3 does:
+    /// `TcpConfig::ca_segment_count` (`TcpLinuxReno`) or
+    /// `TcpConfig::newreno_ack_adder` (`TcpNewReno`).
+    pub fn segment_count(&self) -> bool {
+        self.seg_count || self.ack_adder
+    }
+
     /// This NewReno with `TcpConfig::newreno_ack_adder` on or off. With
     /// `ca_segment_count` on too (the config refuses the pair), the
     /// segment count wins.
@@ -111,7 +118,13 @@ impl NewReno {
 impl Controller for NewReno {
     #[inline(always)]
     fn on_ack(&mut self, w: &mut Window, ev: &AckEvent) -> bool {
-        let segs = self.count_segments(ev.acked, w.mss);
+        let mut segs = self.count_segments(ev.acked, w.mss);
+        if let Some(beyond) = ev.loss_exit_acked {
+            // ns-3 3.44 `ProcessAck` leaving CA_LOSS: the carry above
+            // comes from all the ACK delivered, the growth from
+            // `segsAcked = (ackNumber - m_recover) / SMSS` only.
+            segs = beyond / w.mss;
+        }
         if ev.in_recovery {
             return false;
         }
@@ -132,8 +145,11 @@ impl Controller for NewReno {
             // cwnd = min(cwnd + segmentsAcked x SMSS, ssthresh), and Linux
             // `tcp_slow_start`, cwnd = min(cwnd + acked, ssthresh); what
             // is left over counts towards congestion avoidance, as both do.
-            let grown = (w.cwnd + ev.acked).min(w.ssthresh);
-            let left = ev.acked - (grown - w.cwnd);
+            // Leaving ns-3's CA_LOSS, only what the ACK acknowledged
+            // beyond the recovery point (`AckEvent::loss_exit_acked`).
+            let acked = ev.loss_exit_acked.unwrap_or(ev.acked);
+            let grown = (w.cwnd + acked).min(w.ssthresh);
+            let left = acked - (grown - w.cwnd);
             w.cwnd = grown;
             if left > 0 {
                 w.ca_bytes_acked += left;
