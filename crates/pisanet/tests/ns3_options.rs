@@ -33,6 +33,31 @@ fn n(v: &serde_json::Value, path: &str) -> f64 {
     path.split('.').fold(v, |v, k| &v[k]).as_f64().unwrap()
 }
 
+/// Runs `flows` with `base`, then with `key` added: the second run must
+/// conserve, complete the same flows and differ (the option is read).
+/// Returns both runs.
+fn changes_the_run(name: &str, flows: &str, base: &[&str], key: &str) -> (RunOutput, RunOutput) {
+    let off = run_flows(&format!("{name}-off"), flows, base);
+    let mut sets = base.to_vec();
+    sets.push(key);
+    let on = run_flows(&format!("{name}-on"), flows, &sets);
+    assert!(on.summary["conservation_ok"].as_bool().unwrap(), "{key}");
+    assert_eq!(
+        n(&on.summary, "flows.completed"),
+        n(&off.summary, "flows.completed"),
+        "{key}"
+    );
+    assert_ne!(off.summary["digest"], on.summary["digest"], "{key}");
+    (off, on)
+}
+
+/// The one-line error `sets` give on the incast.
+fn refusal(name: &str, sets: &[&str]) -> String {
+    common::try_flows("ns3opt", name, CFG, INCAST, sets)
+        .unwrap_err()
+        .to_string()
+}
+
 /// Three senders on one leaf to one host on the other: the spine port holds
 /// the queue.
 const INCAST: &str = "0,0,4,2000000\n0,1,4,2000000\n0,2,4,2000000\n";
@@ -486,28 +511,16 @@ fn dctcp_window_end_and_segment_count_change_dctcp_runs_with_cuts() {
 fn newreno_ack_adder_changes_newreno_runs_and_refuses_linux_reno_growth() {
     // Three 2 MB flows into one host: slow start, losses, recoveries and
     // congestion avoidance.
-    let off = run_flows("adder-off", INCAST, &[]);
-    let on = run_flows("adder-on", INCAST, &["transport.newreno_ack_adder=true"]);
-    assert!(on.summary["conservation_ok"].as_bool().unwrap());
-    assert_eq!(
-        n(&on.summary, "flows.completed"),
-        n(&off.summary, "flows.completed")
-    );
-    assert_ne!(off.summary["digest"], on.summary["digest"]);
+    changes_the_run("adder", INCAST, &[], "transport.newreno_ack_adder=true");
     // NewReno only (ns-3's DCTCP grows as TcpLinuxReno), and not with ns-3's
     // TcpLinuxReno growth: one line naming the key and what is allowed.
-    let err = common::try_flows(
-        "ns3opt",
+    let err = refusal(
         "adder-dctcp",
-        CFG,
-        INCAST,
         &[
             "transport.kind=\"dctcp\"",
             "transport.newreno_ack_adder=true",
         ],
-    )
-    .unwrap_err()
-    .to_string();
+    );
     assert!(
         err.starts_with(
             "transport.newreno_ack_adder: is read only when transport.kind = \"newreno\""
@@ -516,15 +529,7 @@ fn newreno_ack_adder_changes_newreno_runs_and_refuses_linux_reno_growth() {
     );
     for other in ["ca_segment_count", "slow_start_all_acked"] {
         let set = format!("transport.{other}=true");
-        let err = common::try_flows(
-            "ns3opt",
-            "adder-both",
-            CFG,
-            INCAST,
-            &["transport.newreno_ack_adder=true", &set],
-        )
-        .unwrap_err()
-        .to_string();
+        let err = refusal("adder-both", &["transport.newreno_ack_adder=true", &set]);
         assert!(
             err.contains("transport.newreno_ack_adder")
                 && err.contains(other)
@@ -553,27 +558,13 @@ fn rto_reset_on_ack_ends_backoffs_at_the_next_new_ack() {
         "transport.reno_scoreboard=true",
         "metrics.flow_stats=true",
     ];
-    let off = run_flows("rtoreset-off", &flows, &base);
+    let (off, _) = changes_the_run("rtoreset", &flows, &base, "transport.rto_reset_on_ack=true");
     assert!(off.flows.timeouts.iter().sum::<u32>() > 0);
-    let mut sets = base.to_vec();
-    sets.push("transport.rto_reset_on_ack=true");
-    let on = run_flows("rtoreset-on", &flows, &sets);
-    assert!(on.summary["conservation_ok"].as_bool().unwrap());
-    assert_eq!(
-        n(&on.summary, "flows.completed"),
-        n(&off.summary, "flows.completed")
-    );
-    assert_ne!(off.summary["digest"], on.summary["digest"]);
     // UDP does not read it.
-    let err = common::try_flows(
-        "ns3opt",
+    let err = refusal(
         "rtoreset-udp",
-        CFG,
-        INCAST,
         &["transport.kind=\"udp\"", "transport.rto_reset_on_ack=true"],
-    )
-    .unwrap_err()
-    .to_string();
+    );
     assert!(
         err.starts_with("transport.rto_reset_on_ack: is read only when"),
         "{err}"
