@@ -111,10 +111,13 @@ impl RtoEstimator {
                 self.srtt = SimTime((7 * srtt.ps() + r.ps()) / 8);
             }
         }
-        let srtt = self.srtt;
-        // RFC 6298 (2.2)/(2.3): RTO <- SRTT + max(G, K*RTTVAR).
+        self.rto_from_estimate(self.srtt);
+    }
+
+    /// RFC 6298 (2.2)/(2.3): RTO <- SRTT + max(G, K*RTTVAR); (2.4) and
+    /// (2.5): clamped, our floor being `min_rto`. Any backoff ends.
+    fn rto_from_estimate(&mut self, srtt: SimTime) {
         let var = SimTime(K.saturating_mul(self.rttvar.ps())).max(self.granularity);
-        // RFC 6298 (2.4) and (2.5): clamp; our floor is `min_rto`.
         self.rto = srtt.saturating_add(var).clamp(self.min_rto, self.max_rto);
         self.backoffs = 0;
     }
@@ -124,12 +127,9 @@ impl RtoEstimator {
     /// which ends any backoff without a new sample (ns-3 3.44's
     /// `TcpSocketBase::NewAck`). Before the first sample it does nothing.
     pub fn reset_backoff(&mut self) {
-        let Some(srtt) = self.srtt() else {
-            return;
-        };
-        let var = SimTime(K.saturating_mul(self.rttvar.ps())).max(self.granularity);
-        self.rto = srtt.saturating_add(var).clamp(self.min_rto, self.max_rto);
-        self.backoffs = 0;
+        if let Some(srtt) = self.srtt() {
+            self.rto_from_estimate(srtt);
+        }
     }
 
     /// The timer expired: RFC 6298 (5.5), RTO <- RTO * 2, at most `max_rto`.

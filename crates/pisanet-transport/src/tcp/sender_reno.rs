@@ -168,9 +168,9 @@ impl TcpSender {
         } else if self.loss && reaches_recover {
             // CA_LOSS -> CA_OPEN. With ns-3's growth by segments
             // acknowledged (`slow_start_all_acked`, `ca_segment_count`,
-            // `newreno_ack_adder`),
-            // `ProcessAck` recomputes "the segs acked, that are from
-            // m_recover to ackNumber": the window grows by those only.
+            // `newreno_ack_adder`), `ProcessAck` recomputes "the segs
+            // acked, that are from m_recover to ackNumber": the window
+            // grows by those only.
             if self.slow_start_all_acked || self.cc.segment_count() {
                 loss_exit = self.recover.map(|r| ack.saturating_sub(r));
             }

@@ -89,10 +89,10 @@ pub struct AckEvent {
     /// `TcpConfig::slow_start_all_acked`: slow start grows cwnd by every
     /// byte this ACK acknowledged (up to ssthresh), not by at most 1 SMSS.
     pub slow_start_all_acked: bool,
-    /// With `reno_scoreboard` and `slow_start_all_acked` or
-    /// `ca_segment_count`, on the ACK that ends ns-3's CA_LOSS (the
-    /// cumulative ACK reaches the recovery point set at the timeout): the
-    /// bytes it acknowledged beyond the recovery point. ns-3 3.44's
+    /// With `reno_scoreboard` and `slow_start_all_acked`,
+    /// `ca_segment_count` or `newreno_ack_adder`, on the ACK that ends
+    /// ns-3's CA_LOSS (the cumulative ACK reaches the recovery point set at
+    /// the timeout): the bytes it acknowledged beyond the recovery point. ns-3 3.44's
     /// `TcpSocketBase::ProcessAck` then recomputes `segsAcked = (ackNumber
     /// - m_recover) / SMSS` for `IncreaseWindow`, so the window grows by
     /// those segments only, not by all the ACK covered. `None` otherwise:

@@ -45,13 +45,13 @@ impl NewReno {
         self
     }
 
-    /// With `ca_segment_count` or `newreno_ack_adder`: `acked` bytes as whole segments, the
-    /// remainder carried (ns-3 3.44 `TcpSocketBase::ProcessAck`: segsAcked
-    /// = bytesAcked / SMSS, plus one each time the carried remainders make a
-    /// segment). Called for every ACK of new data, whether or not the
-    /// window may grow on it.
+    /// With `ca_segment_count` or `newreno_ack_adder`: `acked` bytes as
+    /// whole segments, the remainder carried (ns-3 3.44
+    /// `TcpSocketBase::ProcessAck`: segsAcked = bytesAcked / SMSS, plus one
+    /// each time the carried remainders make a segment). Called for every
+    /// ACK of new data, whether or not the window may grow on it.
     pub(super) fn count_segments(&mut self, acked: u64, mss: u64) -> u64 {
-        if !self.seg_count && !self.ack_adder {
+        if !self.segment_count() {
             return 0;
         }
         let total = acked + u64::from(self.carry);
