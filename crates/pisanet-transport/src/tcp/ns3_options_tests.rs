@@ -322,6 +322,94 @@ fn rtt_every_ack_skips_acks_of_retransmitted_data() {
     assert_eq!(tx.rtt_samples(), (1, us(15)));
 }
 
+/// `rtt_every_ack` times an ACK from the oldest segment it covers (ns-3
+/// `EstimateRtt` reads `m_history.front()`; RFC 7323 section 4.3: a
+/// delayed ACK echoes the earliest unacknowledged segment's timestamp),
+/// not from the newest.
+#[test]
+fn rtt_every_ack_times_the_oldest_segment_an_ack_covers() {
+    use super::test_util::ack_pkt;
+    let c = TcpConfig {
+        rtt_every_ack: true,
+        init_cwnd_segments: 2,
+        ..cfg(false)
+    };
+    let (mut tx, out) = started(&c, 20 * MSS);
+    assert_eq!(segs(&out), vec![(0, MSS as u32), (MSS, MSS as u32)]);
+    // The first ACK (at 10 us) times segment 0 and opens the window:
+    // segments 2 and 3 leave at 10 us.
+    let mut o = Vec::new();
+    tx.on_packet(us(10), &ack_pkt(MSS, c.rwnd_bytes, false), &mut o);
+    assert_eq!(tx.rtt_samples(), (1, us(10)));
+    assert_eq!(segs(&o)[0].0, 2 * MSS);
+    // One ACK covers segment 1 (sent at 0) and segment 2 (sent at 10 us):
+    // timed from segment 1, 30 us (from segment 2 it would be 20 us).
+    tx.on_packet(us(30), &ack_pkt(3 * MSS, c.rwnd_bytes, false), &mut Vec::new());
+    assert_eq!(tx.rtt_samples(), (2, us(30)));
+}
+
+/// With TCP timestamps (`ts_clock` set) the ACK of a resent segment is
+/// timed from the resend, whose timestamp the receiver echoes (ns-3
+/// `CalculateRttSample` reads the echo whether or not the segment was
+/// resent; RFC 7323 section 4 removes Karn's ambiguity); without them
+/// Karn's rule holds (`rtt_every_ack_skips_acks_of_retransmitted_data`).
+#[test]
+fn with_timestamps_the_ack_of_a_resend_is_timed_from_the_resend() {
+    use super::test_util::ack_pkt;
+    for ts in [false, true] {
+        let c = TcpConfig {
+            rtt_every_ack: true,
+            ts_clock: if ts { SimTime::from_ms(1) } else { SimTime::ZERO },
+            init_cwnd_segments: 6,
+            ..cfg(false)
+        };
+        let (mut tx, _) = started(&c, 40 * MSS);
+        let w = c.rwnd_bytes;
+        // Segment 0 lost: three duplicate ACKs, resent at 10 us.
+        dupacks(&mut tx, us(10), 3, 0, w, false);
+        assert_eq!(tx.stats().fast_retransmits, 1);
+        // The resend's ACK, at 1005 us: one millisecond tick after it.
+        tx.on_packet(us(1005), &ack_pkt(6 * MSS, w, false), &mut Vec::new());
+        if ts {
+            assert_eq!(tx.rtt_samples(), (1, SimTime::from_ms(1)));
+        } else {
+            assert_eq!(tx.rtt_samples().0, 0);
+        }
+    }
+}
+
+/// A retransmission timeout empties the RTT log (ns-3 `ReTxTimeout`:
+/// `m_history.clear()`), and the go-back-N's resends are not logged: their
+/// ACKs give no sample, with timestamps too (where a fast retransmit's
+/// does, above). Without timestamps Karn's rule gives none either.
+#[test]
+fn a_timeout_forgets_the_segments_sent_before_it() {
+    use super::test_util::ack_pkt;
+    for ts in [false, true] {
+        let c = TcpConfig {
+            rtt_every_ack: true,
+            ts_clock: if ts { SimTime::from_ms(1) } else { SimTime::ZERO },
+            init_cwnd_segments: 4,
+            ..cfg(false)
+        };
+        let (mut tx, _) = started(&c, 40 * MSS);
+        let w = c.rwnd_bytes;
+        // No ACK before the initial RTO (3 ms): a timeout resends segment 0
+        // alone (cwnd one segment).
+        let deadline = tx.timer_deadline().unwrap();
+        let mut o = Vec::new();
+        tx.on_timer(deadline, &mut o);
+        assert_eq!(tx.stats().timeouts, 1);
+        assert_eq!(segs(&o), vec![(0, MSS as u32)]);
+        // The originals' ACKs arrive late: segment 0 (resent), then
+        // segment 1 (sent at 0, never resent).
+        let t = deadline + us(5);
+        tx.on_packet(t, &ack_pkt(MSS, w, false), &mut Vec::new());
+        tx.on_packet(t + us(1), &ack_pkt(2 * MSS, w, false), &mut Vec::new());
+        assert_eq!(tx.rtt_samples().0, 0, "timestamps {ts}");
+    }
+}
+
 /// `TcpConfig::ece_ends_recovery`: in ns-3 an ECE on a partial ACK ends
 /// fast recovery (EnterCwr): the next hole is not resent and the window is
 /// cut again; off (Linux), the partial ACK resends the next hole.

@@ -1438,6 +1438,7 @@ impl TcpSender {
         self.dupacks = 0;
         // Karn's rule: nothing in flight may be timed now.
         self.rtt_probe = RttProbe::NONE;
+        self.forget_sent_log();
     }
 
     fn send_window_probe(&mut self, now: SimTime, out: &mut Vec<Packet>) {
@@ -1624,11 +1625,18 @@ impl TcpSender {
     }
 
     /// `TcpConfig::rtt_every_ack`: the sample of an ACK that moved
-    /// `snd_una` to `ack` (ns-3 `TcpSocketBase::EstimateRtt`, Linux
-    /// `tcp_clean_rtx_queue`). Karn's rule on the oldest segment it
-    /// covers; timed from the newest one it covers in full, whose
-    /// timestamp the receiver echoes (RFC 7323 section 4.3: TS.Recent is
-    /// the last in-order segment's).
+    /// `snd_una` to `ack`, as ns-3 3.44's `TcpSocketBase::EstimateRtt`
+    /// takes it: only when the ACK covers the oldest logged segment in
+    /// full, timed from that segment's last send (RFC 7323 section 4.3:
+    /// the receiver echoes the timestamp of the earliest segment it has
+    /// not yet acknowledged; ns-3 `ProcessOptionTimestamp` keeps the
+    /// TSval of the segment that arrives at `NextRxSequence`, Linux's
+    /// `tcp_clean_rtx_queue` times its `first_ackt`). Karn's rule on that
+    /// segment, except with TCP timestamps (`ts_clock` set), which make a
+    /// resend's sample unambiguous: ns-3's `CalculateRttSample` reads the
+    /// echo whether or not the segment was resent (as Linux's
+    /// `tcp_ack_update_rtt` does). A timeout empties the log
+    /// (`forget_sent_log`).
     #[inline]
     fn sample_every_ack(&mut self, now: SimTime, ack: u64) {
         if self.sent_log.is_some() {
@@ -1637,17 +1645,29 @@ impl TcpSender {
     }
 
     fn sample_logged(&mut self, now: SimTime, ack: u64) {
+        let timestamps = self.ts_clock > SimTime::ZERO;
         let Some(log) = &mut self.sent_log else {
             return;
         };
-        let valid = log.front().is_some_and(|s| !s.retx && s.end <= ack);
-        let mut echoed = None;
+        let echoed = log
+            .front()
+            .filter(|s| s.end <= ack && (timestamps || !s.retx))
+            .map(|s| s.sent);
         while log.front().is_some_and(|s| s.end <= ack) {
-            echoed = log.pop_front().map(|s| s.sent);
+            log.pop_front();
         }
-        if let (true, Some(sent)) = (valid, echoed) {
+        if let Some(sent) = echoed {
             let r = self.rtt_sample(sent, now);
             self.rto.on_sample(r);
+        }
+    }
+
+    /// A retransmission timeout empties the RTT log, as ns-3's
+    /// `ReTxTimeout` empties `m_history`: nothing sent before it is timed,
+    /// and the go-back-N's resends (below `snd_max`) are not logged.
+    fn forget_sent_log(&mut self) {
+        if let Some(log) = &mut self.sent_log {
+            log.clear();
         }
     }
 
