@@ -43,8 +43,11 @@ pub struct TransportParams {
     /// measured it against ns-3: `tsq_kb = 0`, `handshake`,
     /// `limited_transmit`, `rto_granularity_us = 1000`, `rtt_every_ack`
     /// with `ts_clock_us = 1000`, `cwr_freeze`, `cwr_ends_at_timeout`,
-    /// `full_segment_window`, `ce_new_seq_only`; for DCTCP `dctcp_dupack_bytes` and
-    /// `dctcp_no_floor`; without SACK `cwr_ignores_dupacks`,
+    /// `full_segment_window`, `ce_new_seq_only`, `rto_reset_on_ack`,
+    /// `unvalidated_cwnd`; for NewReno `newreno_ack_adder`; for DCTCP
+    /// `dctcp_dupack_bytes`, `dctcp_no_floor`, `dctcp_loss_uses_alpha`,
+    /// `dctcp_window_end_next_tx`, `slow_start_all_acked` and
+    /// `ca_segment_count`; without SACK `cwr_ignores_dupacks`,
     /// `ece_ends_recovery` and `reno_scoreboard`). A key the config gives
     /// wins over the profile. ns-3's packet-counted queues and ECN
     /// threshold are the topology's (`topology.buffer_pkts`,
@@ -344,9 +347,19 @@ impl TransportParams {
             full_segment_window = true,
             ce_new_seq_only = true,
             rto_reset_on_ack = true,
+            unvalidated_cwnd = true,
         }
         if self.kind == TransportKind::Dctcp {
-            ns3! { dctcp_dupack_bytes = true, dctcp_no_floor = true }
+            // `TcpDctcp` and the `TcpLinuxReno` growth it inherits
+            // (findings 16, 20, 23 and 29: measured together in finding 31).
+            ns3! {
+                dctcp_dupack_bytes = true,
+                dctcp_no_floor = true,
+                dctcp_loss_uses_alpha = true,
+                dctcp_window_end_next_tx = true,
+                slow_start_all_acked = true,
+                ca_segment_count = true,
+            }
         }
         // ns-3's TcpNewReno growth, unless a key given asks for its
         // TcpLinuxReno growth (the two cannot be combined).

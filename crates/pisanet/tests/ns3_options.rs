@@ -576,13 +576,22 @@ fn ns3_profile_sets(kind: &str, sack: bool) -> Vec<String> {
         "full_segment_window=true",
         "ce_new_seq_only=true",
         "rto_reset_on_ack=true",
+        "unvalidated_cwnd=true",
     ]
     .iter()
     .map(|s| format!("transport.{s}"))
     .collect();
     if kind == "dctcp" {
-        sets.push("transport.dctcp_dupack_bytes=true".into());
-        sets.push("transport.dctcp_no_floor=true".into());
+        for s in [
+            "dctcp_dupack_bytes",
+            "dctcp_no_floor",
+            "dctcp_loss_uses_alpha",
+            "dctcp_window_end_next_tx",
+            "slow_start_all_acked",
+            "ca_segment_count",
+        ] {
+            sets.push(format!("transport.{s}=true"));
+        }
     }
     if kind == "newreno" {
         sets.push("transport.newreno_ack_adder=true".into());
