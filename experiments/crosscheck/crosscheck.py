@@ -166,6 +166,14 @@ class Scenario:
     salt: int = 0
 
 
+def flow_count(cdf: str, quick: bool) -> int:
+    """The flows of a web-search or data-mining scenario's list: 1000 or
+    300 (quick: 100 or 30)."""
+    if quick:
+        return 100 if cdf == "websearch" else 30
+    return 1000 if cdf == "websearch" else 300
+
+
 def scenarios(quick: bool, kinds: tuple[str, ...] = ("dumbbell", "incast")) -> list[Scenario]:
     out = []
     if "leafspine" in kinds:
@@ -178,11 +186,7 @@ def scenarios(quick: bool, kinds: tuple[str, ...] = ("dumbbell", "incast")) -> l
             for cc in ("dctcp", "newreno"):
                 for cdf in ("websearch", "datamining"):
                     for load in (0.3, 0.7):
-                        n = (
-                            (100 if cdf == "websearch" else 30)
-                            if quick
-                            else (1000 if cdf == "websearch" else 300)
-                        )
+                        n = flow_count(cdf, quick)
                         for salt in salts:
                             tag = f" #{salt}" if routing == "flowhash" else ""
                             out.append(
@@ -202,11 +206,7 @@ def scenarios(quick: bool, kinds: tuple[str, ...] = ("dumbbell", "incast")) -> l
     for cc in ("dctcp", "newreno"):
         for cdf in ("websearch", "datamining"):
             for load in (0.3, 0.7):
-                n = (
-                    (100 if cdf == "websearch" else 30)
-                    if quick
-                    else (1000 if cdf == "websearch" else 300)
-                )
+                n = flow_count(cdf, quick)
                 out.append(Scenario(f"{cc} {cdf} {load}", cc, "dumbbell", cdf, load, n))
         out.append(Scenario(f"{cc} incast 16:1", cc, "incast", rounds=6 if quick else 40))
     return out
@@ -649,287 +649,139 @@ def within_goal(
     return text + (": outside: " + "; ".join(fails) + "." if fails else ".")
 
 
-def ablation_rows(quick: bool) -> list[tuple[str, Scenario, dict[str, Any], dict[str, str]]]:
-    """One change at a time from pisanet's ns-3-like settings, or of ns-3."""
+# A row of the one-change-at-a-time table: the change's label, the scenario,
+# pisanet's overrides and ns-3's attributes.
+AblationRow = tuple[str, Scenario, dict[str, Any], dict[str, str]]
+
+
+def ablation_changes() -> dict[str, tuple[dict[str, Any], dict[str, str]]]:
+    """The changes of the one-change-at-a-time table, by name: pisanet's
+    overrides and ns-3's attributes (`ABLATION_LABELS` names them)."""
+
+    def but(key: str, value: Any) -> dict[str, Any]:
+        """pisanet's ns-3-like settings but `transport.KEY = VALUE`."""
+        return {**NS3_LIKE, f"transport.{key}": value}
+
+    buffers = ("topology.buffer_pkts", "topology.buffer_kb")
+    return {
+        "defaults": ({}, {}),
+        "ns3-like": (NS3_LIKE, {}),
+        "tsq": (but("tsq_kb", 131.072), {}),
+        "byte-buffers": ({k: v for k, v in NS3_LIKE.items() if k not in buffers}, {}),
+        "no-handshake": (but("handshake", False), {}),
+        "no-limited-transmit": (but("limited_transmit", False), {}),
+        "rto-granularity": (but("rto_granularity_us", 0), {}),
+        "rto-reset": (but("rto_reset_on_ack", False), {}),
+        # The profile sets ece_ends_recovery only with cwr_ignores_dupacks.
+        "cwr-ignores-dupacks": (but("cwr_ignores_dupacks", False), {}),
+        "ece-ends-recovery": (but("ece_ends_recovery", False), {}),
+        "ts-clock": (but("ts_clock_us", 0), {}),
+        # ts_clock_us is read only with rtt_every_ack.
+        "rtt-every-ack": (but("rtt_every_ack", False), {}),
+        "reno-scoreboard": (but("reno_scoreboard", False), {}),
+        "ns3-clock": (NS3_LIKE, {"ns3::TcpSocketBase::ClockGranularity": "1ns"}),
+        "ns3-no-timestamps": (NS3_LIKE, NO_TIMESTAMPS),
+        "ns3-no-limited-transmit": (NS3_LIKE, {"ns3::TcpSocketBase::LimitedTransmit": "false"}),
+        "ns3-sack": (NS3_LIKE, SACK_NS3),
+        "dupack-bytes": (but("dctcp_dupack_bytes", False), {}),
+        "loss-uses-alpha": (but("dctcp_loss_uses_alpha", True), {}),
+        "cwr-freeze": (but("cwr_freeze", False), {}),
+        "cwr-ends-at-timeout": (but("cwr_ends_at_timeout", False), {}),
+        "no-floor": (
+            {**NS3_LIKE, "transport.dctcp_no_floor": False, "transport.full_segment_window": False},
+            {},
+        ),
+        "k-bytes": (
+            {
+                **NS3_LIKE,
+                "topology.ecn_threshold_kb": PISANET_BASE["topology.ecn_threshold_kb"],
+                "topology.ecn_threshold_pkts": 0,
+            },
+            {},
+        ),
+    }
+
+
+# The one-change-at-a-time table's rows per topology, in order: the
+# changes (`ablation_changes`) run on every scenario and then those run on
+# DCTCP's only, each with its label (the incast's fewer, shorter).
+ABLATION_LABELS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
+    "dumbbell": (
+        {
+            "defaults": "pisanet defaults (TSQ, byte buffers, no handshake)",
+            "ns3-like": "ns-3-like (all the options)",
+            "tsq": "ns-3-like but TSQ on (tsq_kb = 131.072)",
+            "byte-buffers": "ns-3-like but byte buffers (151.8 KB)",
+            "no-handshake": "ns-3-like but no handshake",
+            "no-limited-transmit": "ns-3-like but no limited transmit",
+            "rto-granularity": "ns-3-like but RTO granularity 0 (max(min RTO, SRTT + 4 RTTVAR))",
+            "rto-reset": "ns-3-like but the RTO backoff kept until an RTT sample (rto_reset_on_ack off)",
+            "cwr-ignores-dupacks": "ns-3-like but fast retransmit after an ECN cut (cwr_ignores_dupacks and ece_ends_recovery off)",
+            "ece-ends-recovery": "ns-3-like but an ECE does not end fast recovery (ece_ends_recovery off)",
+            "ts-clock": "ns-3-like but RTT samples on pisanet's clock (ts_clock_us = 0)",
+            "rtt-every-ack": "ns-3-like but one RTT sample per round trip (rtt_every_ack off)",
+            "reno-scoreboard": "ns-3-like but RFC 6582 recovery and go-back-N after a timeout (reno_scoreboard off)",
+            "ns3-clock": "ns-3-like, ns-3 ClockGranularity 1 ns (pisanet's G; ns-3's 1 ms)",
+            "ns3-no-timestamps": "ns-3-like, ns-3 without timestamps (1460 B segments, RTT samples timed by the sender)",
+            "ns3-no-limited-transmit": "ns-3-like, ns-3 without limited transmit (RFC 3042)",
+            "ns3-sack": "ns-3-like, ns-3 with SACK (its default)",
+        },
+        {
+            "dupack-bytes": "ns-3-like but duplicate ACKs not in DCTCP's alpha (dctcp_dupack_bytes off)",
+            "loss-uses-alpha": "ns-3-like plus ssthresh from alpha on a loss (dctcp_loss_uses_alpha on)",
+            "cwr-freeze": "ns-3-like but cwnd grows after an ECN cut (cwr_freeze off)",
+            "cwr-ends-at-timeout": "ns-3-like but the ECN guard outlives a timeout (cwr_ends_at_timeout off)",
+            "no-floor": "ns-3-like but DCTCP's cut floored at 2 SMSS (dctcp_no_floor and full_segment_window off)",
+            "k-bytes": "ns-3-like but K in bytes (64.5 full frames, ecn_threshold_pkts off)",
+        },
+    ),
+    "incast": (
+        {
+            "defaults": "pisanet defaults (TSQ, byte buffers, no handshake)",
+            "ns3-like": "ns-3-like (all the options)",
+            "rto-granularity": "ns-3-like but RTO granularity 0",
+            "rto-reset": "ns-3-like but rto_reset_on_ack off",
+            "cwr-ignores-dupacks": "ns-3-like but cwr_ignores_dupacks (and ece_ends_recovery) off",
+            "ece-ends-recovery": "ns-3-like but ece_ends_recovery off",
+            "rtt-every-ack": "ns-3-like but rtt_every_ack off",
+            "reno-scoreboard": "ns-3-like but reno_scoreboard off",
+            "ns3-sack": "ns-3-like, ns-3 with SACK (its default)",
+            "ns3-no-timestamps": "ns-3-like, ns-3 without timestamps",
+            "ns3-no-limited-transmit": "ns-3-like, ns-3 without limited transmit",
+        },
+        {
+            "dupack-bytes": "ns-3-like but dctcp_dupack_bytes off",
+            "loss-uses-alpha": "ns-3-like plus dctcp_loss_uses_alpha on",
+            "cwr-freeze": "ns-3-like but cwr_freeze off",
+            "cwr-ends-at-timeout": "ns-3-like but cwr_ends_at_timeout off",
+            "no-floor": "ns-3-like but dctcp_no_floor and full_segment_window off",
+        },
+    ),
+}
+
+
+def labelled_changes(sc: Scenario, labels: dict[str, str]) -> list[AblationRow]:
+    """The changes LABELS names (name: label, in order) on SC."""
+    changes = ablation_changes()
+    return [(label, sc, *changes[name]) for name, label in labels.items()]
+
+
+def ablation_rows(quick: bool) -> list[AblationRow]:
+    """One change at a time from pisanet's ns-3-like settings, or of ns-3:
+    on DCTCP web-search 0.7 and NewReno web-search 0.3, then on the incasts."""
     ws = [s for s in scenarios(quick) if s.name in ("dctcp websearch 0.7", "newreno websearch 0.3")]
     out = []
-    for sc in ws:
-        out += [
-            ("pisanet defaults (TSQ, byte buffers, no handshake)", sc, {}, {}),
-            (
-                "ns-3-like (all the options)",
-                sc,
-                NS3_LIKE,
-                {},
-            ),
-            (
-                "ns-3-like but TSQ on (tsq_kb = 131.072)",
-                sc,
-                {**NS3_LIKE, "transport.tsq_kb": 131.072},
-                {},
-            ),
-            (
-                "ns-3-like but byte buffers (151.8 KB)",
-                sc,
-                {
-                    k: v
-                    for k, v in NS3_LIKE.items()
-                    if k not in ("topology.buffer_pkts", "topology.buffer_kb")
-                },
-                {},
-            ),
-            ("ns-3-like but no handshake", sc, {**NS3_LIKE, "transport.handshake": False}, {}),
-            (
-                "ns-3-like but no limited transmit",
-                sc,
-                {**NS3_LIKE, "transport.limited_transmit": False},
-                {},
-            ),
-            (
-                "ns-3-like but RTO granularity 0 (max(min RTO, SRTT + 4 RTTVAR))",
-                sc,
-                {**NS3_LIKE, "transport.rto_granularity_us": 0},
-                {},
-            ),
-            (
-                "ns-3-like but the RTO backoff kept until an RTT sample (rto_reset_on_ack off)",
-                sc,
-                {**NS3_LIKE, "transport.rto_reset_on_ack": False},
-                {},
-            ),
-            (
-                "ns-3-like but fast retransmit after an ECN cut (cwr_ignores_dupacks and ece_ends_recovery off)",
-                sc,
-                # The profile sets ece_ends_recovery only with cwr_ignores_dupacks.
-                {**NS3_LIKE, "transport.cwr_ignores_dupacks": False},
-                {},
-            ),
-            (
-                "ns-3-like but an ECE does not end fast recovery (ece_ends_recovery off)",
-                sc,
-                {**NS3_LIKE, "transport.ece_ends_recovery": False},
-                {},
-            ),
-            (
-                "ns-3-like but RTT samples on pisanet's clock (ts_clock_us = 0)",
-                sc,
-                {**NS3_LIKE, "transport.ts_clock_us": 0},
-                {},
-            ),
-            (
-                "ns-3-like but one RTT sample per round trip (rtt_every_ack off)",
-                sc,
-                # ts_clock_us is read only with rtt_every_ack.
-                {**NS3_LIKE, "transport.rtt_every_ack": False},
-                {},
-            ),
-            (
-                "ns-3-like but RFC 6582 recovery and go-back-N after a timeout (reno_scoreboard off)",
-                sc,
-                {**NS3_LIKE, "transport.reno_scoreboard": False},
-                {},
-            ),
-            (
-                "ns-3-like, ns-3 ClockGranularity 1 ns (pisanet's G; ns-3's 1 ms)",
-                sc,
-                NS3_LIKE,
-                {"ns3::TcpSocketBase::ClockGranularity": "1ns"},
-            ),
-            (
-                "ns-3-like, ns-3 without timestamps (1460 B segments, RTT samples timed by the sender)",
-                sc,
-                NS3_LIKE,
-                NO_TIMESTAMPS,
-            ),
-            (
-                "ns-3-like, ns-3 without limited transmit (RFC 3042)",
-                sc,
-                NS3_LIKE,
-                {"ns3::TcpSocketBase::LimitedTransmit": "false"},
-            ),
-            (
-                "ns-3-like, ns-3 with SACK (its default)",
-                sc,
-                NS3_LIKE,
-                {"ns3::TcpSocketBase::Sack": "true"},
-            ),
-        ]
+    for sc in ws + [s for s in scenarios(quick) if s.kind == "incast"]:
+        every, dctcp = ABLATION_LABELS[sc.kind]
+        out += labelled_changes(sc, every)
         out += newreno_rule_rows(sc)
         if sc.cc == "dctcp":
-            out.append(
-                (
-                    "ns-3-like but duplicate ACKs not in DCTCP's alpha (dctcp_dupack_bytes off)",
-                    sc,
-                    {**NS3_LIKE, "transport.dctcp_dupack_bytes": False},
-                    {},
-                )
-            )
-            out.append(
-                (
-                    "ns-3-like plus ssthresh from alpha on a loss (dctcp_loss_uses_alpha on)",
-                    sc,
-                    {**NS3_LIKE, "transport.dctcp_loss_uses_alpha": True},
-                    {},
-                )
-            )
-            out.append(
-                (
-                    "ns-3-like but cwnd grows after an ECN cut (cwr_freeze off)",
-                    sc,
-                    {**NS3_LIKE, "transport.cwr_freeze": False},
-                    {},
-                )
-            )
-            out.append(
-                (
-                    "ns-3-like but the ECN guard outlives a timeout (cwr_ends_at_timeout off)",
-                    sc,
-                    {**NS3_LIKE, "transport.cwr_ends_at_timeout": False},
-                    {},
-                )
-            )
-            out.append(
-                (
-                    "ns-3-like but DCTCP's cut floored at 2 SMSS (dctcp_no_floor and full_segment_window off)",
-                    sc,
-                    {
-                        **NS3_LIKE,
-                        "transport.dctcp_no_floor": False,
-                        "transport.full_segment_window": False,
-                    },
-                    {},
-                )
-            )
-            out.append(
-                (
-                    "ns-3-like but K in bytes (64.5 full frames, ecn_threshold_pkts off)",
-                    sc,
-                    {
-                        **NS3_LIKE,
-                        "topology.ecn_threshold_kb": PISANET_BASE["topology.ecn_threshold_kb"],
-                        "topology.ecn_threshold_pkts": 0,
-                    },
-                    {},
-                )
-            )
-            out += dctcp_rule_rows(sc)
-    for sc in [s for s in scenarios(quick) if s.kind == "incast"]:
-        out += [
-            ("pisanet defaults (TSQ, byte buffers, no handshake)", sc, {}, {}),
-            (
-                "ns-3-like (all the options)",
-                sc,
-                NS3_LIKE,
-                {},
-            ),
-            (
-                "ns-3-like but RTO granularity 0",
-                sc,
-                {**NS3_LIKE, "transport.rto_granularity_us": 0},
-                {},
-            ),
-            (
-                "ns-3-like but rto_reset_on_ack off",
-                sc,
-                {**NS3_LIKE, "transport.rto_reset_on_ack": False},
-                {},
-            ),
-            (
-                "ns-3-like but cwr_ignores_dupacks (and ece_ends_recovery) off",
-                sc,
-                # The profile sets ece_ends_recovery only with cwr_ignores_dupacks.
-                {**NS3_LIKE, "transport.cwr_ignores_dupacks": False},
-                {},
-            ),
-            (
-                "ns-3-like but ece_ends_recovery off",
-                sc,
-                {**NS3_LIKE, "transport.ece_ends_recovery": False},
-                {},
-            ),
-            (
-                "ns-3-like but rtt_every_ack off",
-                sc,
-                # ts_clock_us is read only with rtt_every_ack.
-                {**NS3_LIKE, "transport.rtt_every_ack": False},
-                {},
-            ),
-            (
-                "ns-3-like but reno_scoreboard off",
-                sc,
-                {**NS3_LIKE, "transport.reno_scoreboard": False},
-                {},
-            ),
-            (
-                "ns-3-like, ns-3 with SACK (its default)",
-                sc,
-                NS3_LIKE,
-                {"ns3::TcpSocketBase::Sack": "true"},
-            ),
-            (
-                "ns-3-like, ns-3 without timestamps",
-                sc,
-                NS3_LIKE,
-                NO_TIMESTAMPS,
-            ),
-            (
-                "ns-3-like, ns-3 without limited transmit",
-                sc,
-                NS3_LIKE,
-                {"ns3::TcpSocketBase::LimitedTransmit": "false"},
-            ),
-        ]
-        out += newreno_rule_rows(sc)
-        if sc.cc == "dctcp":
-            out.append(
-                (
-                    "ns-3-like but dctcp_dupack_bytes off",
-                    sc,
-                    {**NS3_LIKE, "transport.dctcp_dupack_bytes": False},
-                    {},
-                )
-            )
-            out.append(
-                (
-                    "ns-3-like plus dctcp_loss_uses_alpha on",
-                    sc,
-                    {**NS3_LIKE, "transport.dctcp_loss_uses_alpha": True},
-                    {},
-                )
-            )
-            out.append(
-                (
-                    "ns-3-like but cwr_freeze off",
-                    sc,
-                    {**NS3_LIKE, "transport.cwr_freeze": False},
-                    {},
-                )
-            )
-            out.append(
-                (
-                    "ns-3-like but cwr_ends_at_timeout off",
-                    sc,
-                    {**NS3_LIKE, "transport.cwr_ends_at_timeout": False},
-                    {},
-                )
-            )
-            out.append(
-                (
-                    "ns-3-like but dctcp_no_floor and full_segment_window off",
-                    sc,
-                    {
-                        **NS3_LIKE,
-                        "transport.dctcp_no_floor": False,
-                        "transport.full_segment_window": False,
-                    },
-                    {},
-                )
-            )
+            out += labelled_changes(sc, dctcp)
             out += dctcp_rule_rows(sc)
     return out
 
 
-def newreno_rule_rows(sc: Scenario) -> list[tuple[str, Scenario, dict[str, Any], dict[str, str]]]:
+def newreno_rule_rows(sc: Scenario) -> list[AblationRow]:
     """NewReno: ns-3's TcpNewReno growth (finding 28) taken out of the
     ns-3-like set, back to RFC 5681 slow start and byte counting."""
     if sc.cc != "newreno":
@@ -944,7 +796,7 @@ def newreno_rule_rows(sc: Scenario) -> list[tuple[str, Scenario, dict[str, Any],
     ]
 
 
-def dctcp_rule_rows(sc: Scenario) -> list[tuple[str, Scenario, dict[str, Any], dict[str, str]]]:
+def dctcp_rule_rows(sc: Scenario) -> list[AblationRow]:
     """Finding 25's rule taken out of the ns-3-like set, and finding 23's
     (finding 22's two DCTCP rules of ns-3, modelled) each added to it."""
     return [
@@ -1013,11 +865,10 @@ def write_section(
         print(f"crosscheck: wrote {what} to {shown}", file=sys.stderr)
 
 
-def write_seeds(
-    rows: list[tuple[Scenario, list[dict[str, Any]], dict[str, Any], dict[str, dict[str, Any]]]],
-    quick: bool,
-) -> None:
-    """The pooled tables of `--seeds N` (ns-3-like, defaults, SACK in both), between the seed markers."""
+def sack_rows(rows: list[Row]) -> tuple[list[Row], list[str]]:
+    """SACK in both, ns-3's default against pisanet's `transport.sack`, on
+    the scenarios of ROWS: their rows, and the names of those without an
+    ns-3 run with SACK (not in the cache)."""
     rows_sack = []
     missing = []
     for sc, flows, _, _ in rows:
@@ -1027,6 +878,15 @@ def write_seeds(
             rows_sack.append((sc, flows, sack[1], pis_sack))
         else:
             missing.append(sc.name)
+    return rows_sack, missing
+
+
+def write_seeds(
+    rows: list[tuple[Scenario, list[dict[str, Any]], dict[str, Any], dict[str, dict[str, Any]]]],
+    quick: bool,
+) -> None:
+    """The pooled tables of `--seeds N` (ns-3-like, defaults, SACK in both), between the seed markers."""
+    rows_sack, missing = sack_rows(rows)
     parts = [
         f"Generated by `experiments/crosscheck/crosscheck.py{' --quick' if quick else ''} "
         f"--seeds {len(SEEDS)}` (ns-3 {NS3_VERSION}): each dumbbell scenario's "
@@ -1615,16 +1475,7 @@ def generate(args: argparse.Namespace) -> None:
         nots = run_ns3_pooled(sc, NO_TIMESTAMPS)
         if nots is not None:
             rows_nots.append((sc, flows, nots[1], pis))
-    # SACK in both: ns-3's default against pisanet's `transport.sack`.
-    rows_sack = []
-    missing = []
-    for sc, flows, _, _ in rows:
-        sack = run_ns3_pooled(sc, SACK_NS3)
-        if sack is not None:
-            pis_sack = {"pisanet ns-3-like + SACK": run_pisanet_pooled(sc, NS3_LIKE_SACK)}
-            rows_sack.append((sc, flows, sack[1], pis_sack))
-        else:
-            missing.append(sc.name)
+    rows_sack, _ = sack_rows(rows)
     parts = [
         f"Generated by `experiments/crosscheck/crosscheck.py{' --quick' if args.quick else ''}"
         f"{f' --seeds {len(SEEDS)}' if len(SEEDS) > 1 else ''}` (ns-3 {NS3_VERSION}).",

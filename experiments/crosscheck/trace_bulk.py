@@ -15,10 +15,10 @@ Not part of the test suite.
 from __future__ import annotations
 
 import argparse
-import tempfile
 from pathlib import Path
 
 import crosscheck as xc
+import traces
 
 
 def main() -> None:
@@ -38,18 +38,11 @@ def main() -> None:
     if args.load_ns3_trace:
         text = Path(args.load_ns3_trace).read_text()
     else:
-        with tempfile.TemporaryDirectory() as tmp:
-            trace = Path(tmp) / "trace.txt"
-            spec = {
-                **xc.ns3_spec(
-                    "dumbbell", args.cc, flows, dict(kv.split("=", 1) for kv in args.ns3), 1.0
-                ),
-                "trace": str(trace),
-                "trace_nics": ["h0"],
-            }
-            res = xc.run_ns3_spec(spec, Path(tmp))
-            print("ns-3:", res["fct_us"])
-            text = trace.read_text()
+        spec = xc.ns3_spec(
+            "dumbbell", args.cc, flows, dict(kv.split("=", 1) for kv in args.ns3), 1.0
+        )
+        res, text = traces.ns3_traced(spec, trace_nics=["h0"])
+        print("ns-3:", res["fct_us"])
         if args.save_ns3_trace:
             Path(args.save_ns3_trace).write_text(text)
     rows3: dict[int, dict[str, int]] = {}

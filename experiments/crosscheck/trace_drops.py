@@ -32,7 +32,6 @@ The ns-3 trace is read a line at a time. Not part of the test suite.
 
 from __future__ import annotations
 
-import argparse
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
@@ -40,8 +39,8 @@ from typing import Any
 import crosscheck as xc
 import numpy as np
 import trace_marks as tm
+import traces
 
-SINK_PORT = 5000  # ns3_sim.SINK_PORT
 STATES = ("open-ss", "open-ca", "disorder", "cwr", "recovery", "loss")
 KINDS = ("syn", "ack", "data-new", "data-resent")
 
@@ -58,16 +57,7 @@ def ns3_side(
 ) -> dict[str, Any]:
     """ns-3's drops from the trace: per port and kind, per sender state,
     per flow, per window; and per flow segments sent, timeouts, recoveries."""
-    sock_of: dict[tuple[str, str], int] = {}
-    port_of: dict[int, list[int]] = defaultdict(list)
-    for h in {f["src"] for f in flows}:
-        mine = sorted(
-            (i for i, f in enumerate(flows) if f["src"] == h),
-            key=lambda i: (flows[i]["start_us"], i),
-        )
-        for k, i in enumerate(mine):
-            sock_of[(str(h), str(k + 1))] = i
-            port_of[49153 + k].append(i)
+    senders = traces.Senders(flows)
     by_port: Counter[tuple[str, str]] = Counter()
     by_state: Counter[str] = Counter()
     by_state_new: Counter[str] = Counter()
@@ -75,35 +65,30 @@ def ns3_side(
     per_win: Counter[int] = Counter()
     # Per (window, flow): ACT counts (see below).
     act: dict[tuple[int, int], Counter[str]] = defaultdict(Counter)
-    high: dict[int, int] = {}
     state: dict[int, int] = {}
     cwnd: dict[int, int] = {}
     ssth: dict[int, int] = {}
     # Each flow's last send of each sequence number: (resent, state name).
     sent: dict[int, dict[int, tuple[float, bool, str]]] = defaultdict(dict)
     unknown = 0
-    for f in tm.trace_lines(trace):
-        t, ctx, ev = int(f[0]) / 1000.0, f[1], f[2]
+    for t, ctx, ev, f, i, resent in senders.read(trace):
         if ev == "qdrop":
             port = ctx.replace("qdisc", "")
             flags, sport, dport, seq, n = int(f[4]), int(f[5]), int(f[6]), int(f[7]), int(f[8])
             per_win[int(t // window_us)] += 1
-            if dport != SINK_PORT:
+            if dport != traces.SINK_PORT:
                 by_port[(port, "ack")] += 1
                 continue
             if flags & 2:
                 by_port[(port, "syn")] += 1
-                waiting = [
-                    i for i in port_of.get(sport, []) if flows[i]["start_us"] <= t and i not in high
-                ]
+                waiting = senders.syn_waiting(sport, t)
                 if waiting:
-                    per_flow[max(waiting, key=lambda i: flows[i]["start_us"])]["syn_drops"] += 1
+                    per_flow[senders.last_started(waiting)]["syn_drops"] += 1
                 continue
             if n == 0:
                 by_port[(port, "ack")] += 1
                 continue
-            cands = [(sent[i].get(seq, (-1.0, False, "?")), i) for i in port_of.get(sport, [])]
-            (last, resent, st), i = max(cands, default=((-1.0, False, "?"), -1))
+            (last, resent, st), i = senders.last_sender(sent, sport, seq, (-1.0, False, "?"))
             if last < 0:
                 unknown += 1
                 continue
@@ -117,17 +102,10 @@ def ns3_side(
             act[(int(t // window_us), i)]["drops"] += 1
             act[(int(t // window_us), i)]["drops_resent"] += resent
             continue
-        if not ctx.startswith("/NodeList/"):
-            continue
-        parts = ctx.split("/")
-        i = sock_of.get((parts[2], parts[5]), -1)
         if i < 0:
             continue
         if ev == "tx":
-            seq, n = int(f[3]), int(f[4])
-            if n == 0:
-                continue
-            resent = seq + n <= high.get(i, 0)
+            seq = int(f[3])
             s = state.get(i, 0)
             if s == 0:
                 name = "open-ss" if cwnd.get(i, 0) < ssth.get(i, 1 << 62) else "open-ca"
@@ -139,7 +117,6 @@ def ns3_side(
                 per_flow[i]["resent"] += 1
                 act[(w, i)]["resent"] += 1
             else:
-                high[i] = seq + n
                 per_flow[i]["new"] += 1
                 act[(w, i)]["new"] += 1
         elif ev == "cong":
@@ -174,22 +151,10 @@ def ns3_side(
 def pisanet_side(
     sc: xc.Scenario, flows: list[dict[str, Any]], sets: list[str], window_us: int
 ) -> dict[str, Any]:
-    over: dict[str, Any] = xc.ns3_like_overrides(sc.cc)
-    r = xc.run_custom(
-        sc.kind,
-        sc.cc,
-        flows,
-        over,
-        sets,
-        max_sim_time_ms=flows[-1]["start_us"] / 1000 + 5000,
-        metrics={
-            "flow_stats": True,
-            "trace": {"flows": list(range(len(flows))), "max_rows": 200_000_000},
-        },
+    r, tr = traces.pisanet_traced(
+        sc, flows, sets, list(range(len(flows))), 200_000_000, flow_stats=True
     )
     print(f"pisanet: drops {r.summary['packets']['dropped']}")
-    tr = r.trace
-    assert tr is not None
     fl = r.flows.sort_values("id").reset_index(drop=True)
     data = tr[tr["size"] > 100]
     out = data[data["event"].isin(["enqueue", "drop"]) & data["port"].str.startswith("h")]
@@ -260,11 +225,7 @@ def port_names(kind: str) -> dict[str, str]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--scenario", default="newreno datamining 0.3")
-    ap.add_argument("--full", action="store_true", help="the full-size flow list")
+    ap = traces.parser(__doc__, "newreno datamining 0.3", full=True)
     ap.add_argument("--load", required=True, help="ns-3's trace (trace_marks.py --save)")
     ap.add_argument("--window-us", type=int, default=10_000)
     ap.add_argument("--top", type=int, default=10)
@@ -276,7 +237,7 @@ def main() -> None:
     )
     ap.add_argument("--set", action="append", default=[], help="pisanet KEY=VALUE")
     args = ap.parse_args()
-    sc = next(s for s in xc.scenarios(not args.full) if s.name == args.scenario)
+    sc = traces.scenario(args.scenario, args.full)
     flows = xc.flow_list(sc)
     names = port_names(sc.kind)
     n3 = ns3_side(sc, Path(args.load), flows, args.window_us)

@@ -16,13 +16,12 @@ segments each simulator sent. Not part of the test suite.
 
 from __future__ import annotations
 
-import argparse
-import tempfile
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import crosscheck as xc
+import traces
 
 STATE = {0: "open", 1: "disorder", 2: "cwr", 3: "recovery", 4: "loss"}
 
@@ -30,22 +29,12 @@ STATE = {0: "open", 1: "disorder", 2: "cwr", 3: "recovery", 4: "loss"}
 def ns3_trace(
     sc: xc.Scenario, flows: list[dict[str, Any]], host: int, extra: dict[str, str]
 ) -> str:
-    with tempfile.TemporaryDirectory() as tmp:
-        trace = Path(tmp) / "trace.txt"
-        spec = {
-            **xc.ns3_spec(sc.kind, sc.cc, flows, extra, flows[-1]["start_us"] / 1e6 + 1.0),
-            "trace": str(trace),
-            "trace_nics": [f"h{host}"],
-        }
-        xc.run_ns3_spec(spec, Path(tmp))
-        return trace.read_text()
+    spec = xc.ns3_spec(sc.kind, sc.cc, flows, extra, flows[-1]["start_us"] / 1e6 + 1.0)
+    return traces.ns3_traced(spec, trace_nics=[f"h{host}"])[1]
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--scenario", default="dctcp datamining 0.3")
+    ap = traces.parser(__doc__, "dctcp datamining 0.3")
     ap.add_argument("--host", type=int, default=1)
     ap.add_argument("--from-us", type=float, default=0.0)
     ap.add_argument("--to-us", type=float, default=1e12)
@@ -60,7 +49,7 @@ def main() -> None:
     ap.add_argument("--save-ns3-trace", help="write ns-3's trace to this file")
     ap.add_argument("--load-ns3-trace", help="read ns-3's trace from this file (no ns-3 run)")
     args = ap.parse_args()
-    sc = next(s for s in xc.scenarios(True) if s.name == args.scenario)
+    sc = traces.scenario(args.scenario)
     flows = xc.flow_list(sc)
     mine = [i for i, f in enumerate(flows) if f["src"] == args.host]
     # The k-th flow from a host is its socket k + 1 (socket 0: the PacketSink's listener).
@@ -127,17 +116,9 @@ def main() -> None:
     # pisanet.
     like = xc.NS3_LIKE_SACK if args.sack else xc.NS3_LIKE
     over: dict[str, Any] = xc.for_cc(sc.cc, {**xc.PISANET_BASE, **like})
-    r = xc.run_custom(
-        sc.kind,
-        sc.cc,
-        flows,
-        over,
-        args.set,
-        max_sim_time_ms=flows[-1]["start_us"] / 1000 + 1000,
-        metrics={"trace": {"flows": mine, "max_rows": 5_000_000}},
+    r, tr = traces.pisanet_traced(
+        sc, flows, args.set, mine, 5_000_000, overrides=over, margin_ms=1000
     )
-    tr = r.trace
-    assert tr is not None
     at_nic = tr[(tr["node"] == f"h{args.host}") & (tr["event"] == "enqueue")]
     nicp: dict[int, int] = {}
     txp: dict[tuple[int, int], int] = defaultdict(int)

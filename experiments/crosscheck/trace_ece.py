@@ -39,36 +39,25 @@ across hosts). Not part of the test suite.
 
 from __future__ import annotations
 
-import argparse
-import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
 import crosscheck as xc
+import traces
 
-SINK_PORT = 5000  # ns3_sim.SINK_PORT
 ECN_NAME = {0: "disabled", 1: "idle", 2: "ce_rcvd", 3: "sending_ece", 4: "ece_rcvd", 5: "cwr_sent"}
 
 
 def run(sc: xc.Scenario, flows: list[dict[str, Any]], stop_s: float, save: Path) -> None:
     """ns-3 to STOP_S with the queue-disc and ECN traces, into SAVE."""
-    with tempfile.TemporaryDirectory() as tmp:
-        spec = {
-            **xc.ns3_spec(sc.kind, sc.cc, flows, {}, stop_s),
-            "trace": str(save),
-            "trace_qdisc": True,
-            "trace_ecn": True,
-        }
-        xc.run_ns3_spec(spec, Path(tmp))
+    traces.ns3_traced(
+        xc.ns3_spec(sc.kind, sc.cc, flows, {}, stop_s), save, trace_qdisc=True, trace_ecn=True
+    )
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--scenario", default="dctcp websearch 0.3")
-    ap.add_argument("--full", action="store_true", help="the full-size flow list")
+    ap = traces.parser(__doc__, "dctcp websearch 0.3", full=True)
     ap.add_argument("--port", type=int, default=8, help="queue disc (8: the dumbbell's s0 -> s1)")
     ap.add_argument("--load", help="read this ns-3 trace")
     ap.add_argument("--save", help="run ns-3 (to --stop-ms) and write its trace here")
@@ -77,7 +66,7 @@ def main() -> None:
     ap.add_argument("--from-us", type=float, default=0.0)
     ap.add_argument("--to-us", type=float, default=0.0)
     args = ap.parse_args()
-    sc = next(s for s in xc.scenarios(not args.full) if s.name == args.scenario)
+    sc = traces.scenario(args.scenario, args.full)
     flows = xc.flow_list(sc)
     if args.save:
         run(sc, flows, args.stop_ms / 1000, Path(args.save))
@@ -126,95 +115,93 @@ def main() -> None:
         count[f"marked, delivered, {kind}, {'taken' if taken else 'not taken'}"] += 1
         mark_of[(f, seq)] = (t, taken)
 
-    with path.open() as fh:
-        for line in fh:
-            w = line.split()
-            ctx, ev = w[1], w[2]
-            t = int(w[0])
-            if ctx == qd and ev in ("qmark", "qdrop"):
-                sport, dport, seq = int(w[5]), int(w[6]), int(w[7])
-                if dport != SINK_PORT or int(w[8]) == 0:
-                    continue
-                if ev == "qdrop":
-                    if pending and pending[0] == t and pending[1] == sport and pending[2] == seq:
-                        settle(pending, True)
-                        pending = None
-                    continue
-                if pending:
-                    settle(pending, False)
-                    pending = None
-                k = sport - 49152
-                best = None
-                for h in senders:
-                    st = sent[(h, k)].get(seq)
-                    if st is not None and (best is None or st[0] > best[0]):
-                        best = (st[0], h, st[1])
-                if best is None:
-                    count["marked, no sender found"] += 1
-                    continue
-                key = (best[1], k)
-                f = sock_flow.get(key, -1)
-                if f < 0:
-                    continue
-                pending = (t, sport, seq, f, best[2])
-                if f == want and lo <= t < hi:
-                    lines.append(f"{t / 1000:12.3f} port  mark CE seq {seq}")
+    for w in traces.trace_lines(path):
+        ctx, ev = w[1], w[2]
+        t = int(w[0])
+        if ctx == qd and ev in ("qmark", "qdrop"):
+            sport, dport, seq = int(w[5]), int(w[6]), int(w[7])
+            if dport != traces.SINK_PORT or int(w[8]) == 0:
                 continue
-            if pending and t != pending[0]:
+            if ev == "qdrop":
+                if pending and pending[0] == t and pending[1] == sport and pending[2] == seq:
+                    settle(pending, True)
+                    pending = None
+                continue
+            if pending:
                 settle(pending, False)
                 pending = None
-            if not ctx.startswith("/NodeList/"):
+            k = sport - 49152
+            best = None
+            for h in senders:
+                st = sent[(h, k)].get(seq)
+                if st is not None and (best is None or st[0] > best[0]):
+                    best = (st[0], h, st[1])
+            if best is None:
+                count["marked, no sender found"] += 1
                 continue
-            parts = ctx.split("/")
-            node, sock = int(parts[2]), int(parts[5])
-            a = int(w[3])
-            if ev in ("ecn", "ceseq", "txack"):
-                has_ecn = True
-                if ev == "ceseq":
-                    traced_pairs[(node, int(w[4]))] += 1
-                if want is not None and node == flows[want]["dst"] and lo <= t < hi:
-                    txt = (
-                        f"ecn {ECN_NAME.get(a, a)} -> {ECN_NAME.get(int(w[4]), w[4])}"
-                        if ev == "ecn"
-                        else f"{ev} {a} {w[4]}"
-                    )
-                    lines.append(f"{t / 1000:12.3f} rcv h{node} s{sock}  {txt}")
-                continue
-            key = (node, sock)
-            f = sock_flow.get(key, -1) if node in senders else -1
+            key = (best[1], k)
+            f = sock_flow.get(key, -1)
             if f < 0:
                 continue
-            show = f == want and lo <= t < hi
-            if ev == "tx":
-                size = int(w[4])
-                resent = a + size <= high[key]
-                if show:
-                    kind = "resend" if resent else "new"
-                    lines.append(f"{t / 1000:12.3f} snd  tx {kind} seq {a}")
-                sent[key][a] = (t, resent)
-                high[key] = max(high[key], a + size)
-                lo_state = loss.get(key)
-                if lo_state is not None and lo_state.get("seq") is None:
-                    lo_state["seq"] = a
-            elif ev == "cong" and int(w[4]) == 4 and a != 4:
-                loss[key] = {"t": t, "seq": None}
-                out_loss["timeouts"] += 1
-                if show:
-                    lines.append(f"{t / 1000:12.3f} snd  CA_LOSS")
-            elif ev in ("rx", "rxe"):
-                if show:
-                    lines.append(f"{t / 1000:12.3f} snd  ACK {a}{' ECE' if ev == 'rxe' else ''}")
-                lo_state = loss.get(key)
-                if lo_state is not None and lo_state.get("seq") is not None and a > lo_state["seq"]:
-                    m = mark_of.get((f, lo_state["seq"]))
-                    if m is None or m[0] < lo_state["t"]:
-                        out_loss["first resend acknowledged, not marked"] += 1
-                        del loss[key]
-                        continue
-                    taken = "taken" if m[1] else "not taken"
-                    echo = "ECE" if ev == "rxe" else "no ECE"
-                    out_loss[f"first resend marked CE, {taken}, its ACK {echo}"] += 1
+            pending = (t, sport, seq, f, best[2])
+            if f == want and lo <= t < hi:
+                lines.append(f"{t / 1000:12.3f} port  mark CE seq {seq}")
+            continue
+        if pending and t != pending[0]:
+            settle(pending, False)
+            pending = None
+        if not ctx.startswith("/NodeList/"):
+            continue
+        parts = ctx.split("/")
+        node, sock = int(parts[2]), int(parts[5])
+        a = int(w[3])
+        if ev in ("ecn", "ceseq", "txack"):
+            has_ecn = True
+            if ev == "ceseq":
+                traced_pairs[(node, int(w[4]))] += 1
+            if want is not None and node == flows[want]["dst"] and lo <= t < hi:
+                txt = (
+                    f"ecn {ECN_NAME.get(a, a)} -> {ECN_NAME.get(int(w[4]), w[4])}"
+                    if ev == "ecn"
+                    else f"{ev} {a} {w[4]}"
+                )
+                lines.append(f"{t / 1000:12.3f} rcv h{node} s{sock}  {txt}")
+            continue
+        key = (node, sock)
+        f = sock_flow.get(key, -1) if node in senders else -1
+        if f < 0:
+            continue
+        show = f == want and lo <= t < hi
+        if ev == "tx":
+            size = int(w[4])
+            resent = a + size <= high[key]
+            if show:
+                kind = "resend" if resent else "new"
+                lines.append(f"{t / 1000:12.3f} snd  tx {kind} seq {a}")
+            sent[key][a] = (t, resent)
+            high[key] = max(high[key], a + size)
+            lo_state = loss.get(key)
+            if lo_state is not None and lo_state.get("seq") is None:
+                lo_state["seq"] = a
+        elif ev == "cong" and int(w[4]) == 4 and a != 4:
+            loss[key] = {"t": t, "seq": None}
+            out_loss["timeouts"] += 1
+            if show:
+                lines.append(f"{t / 1000:12.3f} snd  CA_LOSS")
+        elif ev in ("rx", "rxe"):
+            if show:
+                lines.append(f"{t / 1000:12.3f} snd  ACK {a}{' ECE' if ev == 'rxe' else ''}")
+            lo_state = loss.get(key)
+            if lo_state is not None and lo_state.get("seq") is not None and a > lo_state["seq"]:
+                m = mark_of.get((f, lo_state["seq"]))
+                if m is None or m[0] < lo_state["t"]:
+                    out_loss["first resend acknowledged, not marked"] += 1
                     del loss[key]
+                    continue
+                taken = "taken" if m[1] else "not taken"
+                echo = "ECE" if ev == "rxe" else "no ECE"
+                out_loss[f"first resend marked CE, {taken}, its ACK {echo}"] += 1
+                del loss[key]
     if pending:
         settle(pending, False)
     print(f"{args.scenario}, {path}: CE marks at {qd} (data segments)")

@@ -43,14 +43,13 @@ number 0. Not part of the test suite.
 
 from __future__ import annotations
 
-import argparse
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import crosscheck as xc
 import numpy as np
-import trace_marks as tm
+import traces
 
 CONN_TIMEOUT_US = 3000.0  # crosscheck.ns3_spec's TcpSocket::ConnTimeout
 LINK_US = xc.DELAY_US + 64 * 8 / (xc.GBPS * 1000)  # a SYN's one hop (us)
@@ -61,16 +60,7 @@ def ns3_story(
 ) -> dict[int, dict[str, Any]]:
     """Per flow in WANT: ns-3's SYNs at port PORT (time, queue found or
     'drop'), data segments, drops, marks, state changes and RTOs."""
-    sock_of: dict[tuple[str, str], int] = {}
-    port_of: dict[int, list[int]] = defaultdict(list)
-    for h in {f["src"] for f in flows}:
-        mine = sorted(
-            (i for i, f in enumerate(flows) if f["src"] == h),
-            key=lambda i: (flows[i]["start_us"], i),
-        )
-        for k, i in enumerate(mine):
-            sock_of[(str(h), str(k + 1))] = i
-            port_of[49153 + k].append(i)
+    senders = traces.Senders(flows)
     st: dict[int, dict[str, Any]] = {
         i: {
             "syn": [],
@@ -86,62 +76,42 @@ def ns3_story(
         }
         for i in want
     }
-    high: dict[int, int] = {}
     sent: dict[int, dict[int, float]] = defaultdict(dict)
     q = 0
     ctx_port = f"qdisc{port}"
-    for f in tm.trace_lines(trace):
-        t, ctx, ev = int(f[0]) / 1000.0, f[1], f[2]
+    for t, ctx, ev, f, i, resent in senders.read(trace):
         if ctx == ctx_port:
             if ev == "qlen":
                 q = int(f[4])
                 continue
-            if ev not in ("qmark", "qdrop", "qsyn") or int(f[6]) != tm.SINK_PORT:
+            if ev not in ("qmark", "qdrop", "qsyn") or int(f[6]) != traces.SINK_PORT:
                 continue
             if int(f[4]) & 2:
                 if ev == "qmark":
                     continue
-                waiting = [
-                    i
-                    for i in port_of.get(int(f[5]), [])
-                    if flows[i]["start_us"] <= t and i not in high
-                ]
+                waiting = senders.syn_waiting(int(f[5]), t)
                 if waiting:
-                    i = max(waiting, key=lambda i: flows[i]["start_us"])
+                    i = senders.last_started(waiting)
                     if i in st:
                         st[i]["syn"].append((t, "drop" if ev == "qdrop" else q))
                 continue
             if ev == "qsyn" or int(f[8]) == 0:
                 continue
-            seq = int(f[7])
-            cands = [(sent[i].get(seq, -1.0), i) for i in port_of.get(int(f[5]), [])]
-            last, i = max(cands, default=(-1.0, -1))
+            last, i = senders.last_sender(sent, int(f[5]), int(f[7]), -1.0)
             if last >= 0 and i in st:
                 st[i]["marks" if ev == "qmark" else "drops"] += 1
                 if ev == "qdrop":
                     st[i]["drop_us"].append(t)
             continue
-        if not ctx.startswith("/NodeList/"):
-            continue
-        parts = ctx.split("/")
-        i = sock_of.get((parts[2], parts[5]), -1)
         if i < 0:
             continue
         if ev == "tx":
-            seq, n = int(f[3]), int(f[4])
-            if n == 0:
-                continue
-            sent[i][seq] = t
+            sent[i][int(f[3])] = t
             if i not in st:
-                high[i] = max(high.get(i, 0), seq + n)
                 continue
             if st[i]["first_tx"] is None:
                 st[i]["first_tx"] = t
-            if seq + n <= high.get(i, 0):
-                st[i]["resent"] += 1
-            else:
-                high[i] = seq + n
-                st[i]["new"] += 1
+            st[i]["resent" if resent else "new"] += 1
         elif i in st and ev == "rto" and int(f[4]) == 2 * int(f[3]):
             # An expiry: `ReTxTimeout` doubles the RTO (then enters CA_LOSS,
             # which a second expiry in CA_LOSS does not change).
@@ -154,30 +124,14 @@ def ns3_story(
     return st
 
 
-def pisanet_run(sc: xc.Scenario, flows: list[dict[str, Any]], sets: list[str]) -> Any:
-    """pisanet ns-3-like on FLOWS with a packet trace of every flow and the
-    per-flow loss counters."""
-    return xc.run_custom(
-        sc.kind,
-        sc.cc,
-        flows,
-        xc.ns3_like_overrides(sc.cc),
-        sets,
-        max_sim_time_ms=flows[-1]["start_us"] / 1000 + 5000,
-        metrics={
-            "trace": {"flows": list(range(len(flows))), "max_rows": 100_000_000},
-            "flow_stats": True,
-        },
-    )
-
-
-def pisanet_story(r: Any, flows: list[dict[str, Any]], want: set[int]) -> dict[int, dict[str, Any]]:
-    """Per flow in WANT, from pisanet's run R: its SYNs at s0 -> s1 (time,
-    queue found or 'drop') and their sends, its NIC queue at the start, data
-    segments, drops, marks, timeouts and fast retransmits."""
+def pisanet_story(
+    r: Any, tr: Any, flows: list[dict[str, Any]], want: set[int]
+) -> dict[int, dict[str, Any]]:
+    """Per flow in WANT, from pisanet's run R and its packet trace TR: its
+    SYNs at s0 -> s1 (time, queue found or 'drop') and their sends, its NIC
+    queue at the start, data segments, drops, marks, timeouts and fast
+    retransmits."""
     fl = r.flows.sort_values("id").reset_index(drop=True)
-    tr = r.trace
-    assert tr is not None
     # The s0 -> s1 queue in packets after each of its events (a marked
     # packet is traced as ecn_mark instead of enqueue).
     port = tr[tr["port"] == "s0->s1"]
@@ -350,11 +304,7 @@ def syn_text(syns: list[tuple[float, Any]], sent: list[float]) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--scenario", default="dctcp datamining 0.3")
-    ap.add_argument("--full", action="store_true", help="the full-size flow list")
+    ap = traces.parser(__doc__, "dctcp datamining 0.3", full=True)
     ap.add_argument("--load", required=True, help="ns-3's trace (trace_marks.py --save)")
     ap.add_argument("--flows", default="", help="flow ids, comma-separated")
     ap.add_argument("--top", type=int, default=8, help="flows per class (without --flows)")
@@ -367,14 +317,17 @@ def main() -> None:
     )
     ap.add_argument("--bin-ms", type=float, default=50.0, help="bin for --drops (ms)")
     args = ap.parse_args()
-    sc = next(s for s in xc.scenarios(not args.full) if s.name == args.scenario)
+    sc = traces.scenario(args.scenario, args.full)
     flows = xc.flow_list(sc)
     xc.CACHED_ONLY = True
     cached = xc.run_ns3(sc, flows, {})
     if cached is None:
         raise SystemExit("trace_flows: no stored ns-3 run of this flow list")
     fct3 = [float(x) for x in cached["fct_us"]]
-    r = pisanet_run(sc, flows, args.set)
+    # A packet trace of every flow, and the per-flow loss counters.
+    r, tr = traces.pisanet_traced(
+        sc, flows, args.set, list(range(len(flows))), 100_000_000, flow_stats=True
+    )
     fct2 = r.flows.sort_values("id")["fct"].tolist()
     if args.flows:
         want = [int(x) for x in args.flows.split(",")]
@@ -385,7 +338,7 @@ def main() -> None:
             want += sorted(idx, key=lambda i: -abs(fct2[i] - fct3[i]))[: args.top]
     every = set(range(len(flows))) if args.split or args.drops else set(want)
     s3 = ns3_story(Path(args.load), flows, every, args.port)
-    s2 = pisanet_story(r, flows, every)
+    s2 = pisanet_story(r, tr, flows, every)
     if args.drops:
         for i in every:
             # A flow with nothing traced at the port in pisanet.

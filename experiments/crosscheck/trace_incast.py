@@ -14,64 +14,56 @@ Not part of the test suite (ns-3 is slow and installed on demand).
 
 from __future__ import annotations
 
-import argparse
-import tempfile
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import crosscheck as xc
 import numpy as np
+import traces
 
 
 def ns3_round(
     cc: str, size: int, extra: dict[str, str]
 ) -> tuple[list[float], dict[int, dict[str, Any]], int]:
     flows = incast_flows(size)
-    with tempfile.TemporaryDirectory() as tmp:
-        global NS3_TRACE_TEXT
-        trace = Path(tmp) / "trace.txt"
-        spec = {
-            **xc.ns3_spec("incast", cc, flows, extra, 0.1),
-            "trace": str(trace),
+    global NS3_TRACE_TEXT
+    res, NS3_TRACE_TEXT = traces.ns3_traced(xc.ns3_spec("incast", cc, flows, extra, 0.1))
+    per: dict[int, dict[str, Any]] = defaultdict(
+        lambda: {
+            "tx": 0,
+            "seqs": set(),
+            "resent": 0,
+            "recoveries": 0,
+            "rtos": 0,
+            "rto_ns": [],
+            "rtt_ns": [],
         }
-        res = xc.run_ns3_spec(spec, Path(tmp))
-        NS3_TRACE_TEXT = trace.read_text()
-        per: dict[int, dict[str, Any]] = defaultdict(
-            lambda: {
-                "tx": 0,
-                "seqs": set(),
-                "resent": 0,
-                "recoveries": 0,
-                "rtos": 0,
-                "rto_ns": [],
-                "rtt_ns": [],
-            }
-        )
-        drops = 0
-        for line in trace.read_text().splitlines():
-            t, ctx, ev, a, b = line.split()
-            if ev == "drop":
-                drops += 1
-                continue
-            node = int(ctx.split("/")[2])
-            if node == 0:
-                continue  # the receiver's sockets
-            f = per[node]
-            if ev == "tx":
-                f["tx"] += 1
-                if int(a) in f["seqs"]:
-                    f["resent"] += 1
-                f["seqs"].add(int(a))
-            elif ev == "cong" and int(b) == 3:
-                f["recoveries"] += 1
-            elif ev == "cong" and int(b) == 4:
-                f["rtos"] += 1
-                f.setdefault("rto_at_us", []).append(int(t) / 1000 - 1000)
-            elif ev == "rto":
-                f["rto_ns"].append(int(b))
-            elif ev == "rtt":
-                f["rtt_ns"].append(int(b))
+    )
+    drops = 0
+    for line in NS3_TRACE_TEXT.splitlines():
+        t, ctx, ev, a, b = line.split()
+        if ev == "drop":
+            drops += 1
+            continue
+        node = int(ctx.split("/")[2])
+        if node == 0:
+            continue  # the receiver's sockets
+        f = per[node]
+        if ev == "tx":
+            f["tx"] += 1
+            if int(a) in f["seqs"]:
+                f["resent"] += 1
+            f["seqs"].add(int(a))
+        elif ev == "cong" and int(b) == 3:
+            f["recoveries"] += 1
+        elif ev == "cong" and int(b) == 4:
+            f["rtos"] += 1
+            f.setdefault("rto_at_us", []).append(int(t) / 1000 - 1000)
+        elif ev == "rto":
+            f["rto_ns"].append(int(b))
+        elif ev == "rtt":
+            f["rtt_ns"].append(int(b))
     return res["fct_us"], per, drops
 
 
@@ -88,9 +80,7 @@ def incast_flows(size: int) -> list[dict[str, Any]]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = traces.parser(__doc__)
     ap.add_argument("--cc", default="newreno")
     ap.add_argument("--size", type=int, default=32_000)
     ap.add_argument("--ns3", action="append", default=[], help="ns-3 attribute KEY=VALUE")

@@ -39,15 +39,14 @@ wire. Not part of the test suite.
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 from collections import Counter, defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import crosscheck as xc
 import numpy as np
+import traces
 
 K = xc.K_PKTS
 # ns3_sim.py's `dctcp_rules` (`--ns3-rules alpha,ca`): pisanet's DCTCP rules in ns-3.
@@ -103,28 +102,15 @@ def ns3_run(
 ) -> list[float]:
     """ns-3 on FLOWS with its trace written to TRACE (the queue length of
     switch ports PORTS); its FCTs."""
-    with tempfile.TemporaryDirectory() as tmp:
-        spec = {
-            **xc.ns3_spec(sc.kind, sc.cc, flows, extra, flows[-1]["start_us"] / 1e6 + 5.0),
-            "trace": str(trace.resolve()),
-            "trace_qdisc": True,
-            "trace_qlen": ports,
-            "trace_alpha": True,
-        }
-        if RULES:
-            spec["dctcp_rules"] = RULES
-        res = xc.run_ns3_spec(spec, Path(tmp))
-        print(f"ns-3: drops {res['drops']}, marks {res['ecn_marks']}, {res['reasons']}")
-        print(f"ns-3 FCT by class (flows, mean us, p99 us): {fct_classes(flows, res['fct_us'])}")
-        return [float(x) for x in res["fct_us"]]
-
-
-def trace_lines(trace: Path) -> Iterator[list[str]]:
-    """ns-3's trace, one line at a time, split into fields (the full-size
-    trace is too large to hold as text and as split lines at once)."""
-    with trace.open() as fh:
-        for ln in fh:
-            yield ln.split()
+    spec = xc.ns3_spec(sc.kind, sc.cc, flows, extra, flows[-1]["start_us"] / 1e6 + 5.0)
+    if RULES:
+        spec["dctcp_rules"] = RULES
+    res, _ = traces.ns3_traced(
+        spec, trace.resolve(), trace_qdisc=True, trace_qlen=ports, trace_alpha=True
+    )
+    print(f"ns-3: drops {res['drops']}, marks {res['ecn_marks']}, {res['reasons']}")
+    print(f"ns-3 FCT by class (flows, mean us, p99 us): {fct_classes(flows, res['fct_us'])}")
+    return [float(x) for x in res["fct_us"]]
 
 
 def fct_classes(flows: list[dict[str, Any]], fct: list[float]) -> str:
@@ -152,7 +138,7 @@ def ns3_side(
     pending_cut: dict[str, bool] = {}
     # A drop and the qlen change of one arrival share a time stamp; the
     # trace is already in event order (one simulator thread).
-    for f in trace_lines(trace):
+    for f in traces.trace_lines(trace):
         t, ctx, ev = int(f[0]) / 1000.0, f[1], f[2:]
         kind = ev[0]
         p = by_ctx.get(ctx)
@@ -193,7 +179,6 @@ def ns3_side(
 # in ns-3 RTO expiries (entries into CA_LOSS), fast recoveries (CA_RECOVERY)
 # and ECN cuts (CA_CWR).
 ACT = ("new", "resent", "marks", "drops", "syn_drops", "rtos", "recov", "cuts")
-SINK_PORT = 5000  # ns3_sim.SINK_PORT (ns3_sim.py imports ns-3, so not imported here)
 
 
 def ns3_flows(
@@ -202,31 +187,15 @@ def ns3_flows(
     """ns-3's per (window, flow) activity (ACT) from its per-socket trace and
     switch port PORT's marks and drops."""
     window = window_of(sc)
-    # The k-th flow from a host (by start) is its socket k + 1 (socket 0:
-    # the PacketSink's listener) with the ephemeral port 49153 + k.
-    sock_of: dict[tuple[str, str], int] = {}
-    port_of: dict[int, list[int]] = defaultdict(list)
-    for h in {f["src"] for f in flows}:
-        mine = sorted(
-            (i for i, f in enumerate(flows) if f["src"] == h),
-            key=lambda i: (flows[i]["start_us"], i),
-        )
-        for k, i in enumerate(mine):
-            sock_of[(str(h), str(k + 1))] = i
-            port_of[49153 + k].append(i)
+    senders = traces.Senders(flows)
     act: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0] * len(ACT))
-    high: dict[int, int] = {}
-    # Each flow's last send of each sequence number: ports and sequence
-    # numbers repeat across hosts (ephemeral ports from 49153, ISN 0 on
-    # every node), so a packet at the port is the flow of that port that
-    # sent its sequence number last.
+    # Each flow's last send of each sequence number (traces.Senders.last_sender).
     sent: dict[int, dict[int, float]] = defaultdict(dict)
     ctx_port = f"qdisc{port}"
     syn_shared = syn_none = 0
-    for f in trace_lines(trace):
-        t, ctx, ev = int(f[0]) / 1000.0, f[1], f[2]
+    for t, ctx, ev, f, i, resent in senders.read(trace):
         if ctx == ctx_port and ev in ("qmark", "qdrop"):
-            if int(f[6]) != SINK_PORT:
+            if int(f[6]) != traces.SINK_PORT:
                 continue
             if int(f[4]) & 2:
                 # A SYN (TCP flag 0x02): a flow of its port that has started
@@ -234,41 +203,23 @@ def ns3_flows(
                 # (then which one is not known: counted in `syn_shared`; none:
                 # `syn_none`).
                 if ev == "qdrop":
-                    waiting = [
-                        i
-                        for i in port_of.get(int(f[5]), [])
-                        if flows[i]["start_us"] <= t and i not in high
-                    ]
+                    waiting = senders.syn_waiting(int(f[5]), t)
                     syn_shared += len(waiting) > 1
                     syn_none += not waiting
                     if waiting:
-                        last_start = max(waiting, key=lambda i: flows[i]["start_us"])
-                        act[(window(t), last_start)][4] += 1
+                        act[(window(t), senders.last_started(waiting))][4] += 1
                 continue
             if int(f[8]) == 0:
                 continue
-            seq = int(f[7])
-            cands = [(sent[i].get(seq, -1.0), i) for i in port_of.get(int(f[5]), [])]
-            last, i = max(cands, default=(-1.0, -1))
+            last, i = senders.last_sender(sent, int(f[5]), int(f[7]), -1.0)
             if last >= 0:
                 act[(window(t), i)][2 if ev == "qmark" else 3] += 1
             continue
-        if not ctx.startswith("/NodeList/"):
-            continue
-        parts = ctx.split("/")
-        i = sock_of.get((parts[2], parts[5]), -1)
         if i < 0:
             continue
         if ev == "tx":
-            seq, n = int(f[3]), int(f[4])
-            if n == 0:
-                continue
-            sent[i][seq] = t
-            if seq + n <= high.get(i, 0):
-                act[(window(t), i)][1] += 1
-            else:
-                high[i] = seq + n
-                act[(window(t), i)][0] += 1
+            sent[i][int(f[3])] = t
+            act[(window(t), i)][1 if resent else 0] += 1
         elif ev == "cong" and f[3] != f[4]:
             col = {"4": 5, "3": 6, "2": 7}.get(f[4])
             if col is not None:
@@ -327,7 +278,7 @@ def replay_alpha(trace: Path, senders: set[str], g: float = 1 / 16) -> None:
     reno-scoreboard sender keeps at the highest byte sent); alpha at each
     ECN cut (entry into CA_CWR) under each, and the windows' sizes."""
     socks: dict[str, dict[str, Any]] = {}
-    for f in trace_lines(trace):
+    for f in traces.trace_lines(trace):
         ctx, ev = f[1], f[2]
         if not ctx.startswith("/NodeList/") or ctx.split("/")[2] not in senders:
             continue
@@ -409,7 +360,7 @@ def replay_growth(trace: Path, senders: set[str]) -> None:
     added = 0.0
     pis = 0.0
     acks = 0
-    for f in trace_lines(trace):
+    for f in traces.trace_lines(trace):
         ctx, ev = f[1], f[2]
         if not ctx.startswith("/NodeList/") or ctx.split("/")[2] not in senders:
             continue
@@ -449,16 +400,7 @@ def pisanet_side(
 ) -> tuple[dict[str, Port], dict[str, Any], Any, list[float]]:
     """pisanet ns-3-like on FLOWS: the ports PORT_NAMES, the senders'
     counts, the packet trace and the FCTs."""
-    over: dict[str, Any] = xc.ns3_like_overrides(sc.cc)
-    r = xc.run_custom(
-        sc.kind,
-        sc.cc,
-        flows,
-        over,
-        sets,
-        max_sim_time_ms=flows[-1]["start_us"] / 1000 + 5000,
-        metrics={"trace": {"flows": list(range(len(flows))), "max_rows": 100_000_000}},
-    )
+    r, tr = traces.pisanet_traced(sc, flows, sets, list(range(len(flows))), 100_000_000)
     print(
         f"pisanet: drops {r.summary['packets']['dropped']}, marks {r.summary['packets']['ecn_marked']}"
     )
@@ -466,8 +408,6 @@ def pisanet_side(
     print(
         f"pisanet FCT by class (flows, mean us, p99 us): {fct_classes(flows, fl['fct'].tolist())}"
     )
-    tr = r.trace
-    assert tr is not None
     window = window_of(sc)
     ports = {name: Port() for name in port_names}
     at = tr[tr["port"].isin(port_names)]
@@ -790,10 +730,7 @@ def switch_port_name(kind: str, port: int) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--scenario", default="dctcp incast 16:1")
+    ap = traces.parser(__doc__, "dctcp incast 16:1")
     ap.add_argument(
         "--port",
         default="",
@@ -834,7 +771,7 @@ def main() -> None:
         RULES[r] = True
     global WINDOW_US
     WINDOW_US = args.window_us
-    sc = next(s for s in xc.scenarios(not args.full) if s.name == args.scenario)
+    sc = traces.scenario(args.scenario, args.full)
     flows = xc.flow_list(sc)
     if args.jitter_ns:
         flows = xc.jittered(flows, args.jitter_ns, args.draw)

@@ -13,13 +13,12 @@ the ECN bits of the SYNs and SYN-ACKs enqueued. Not part of the test suite.
 
 from __future__ import annotations
 
-import argparse
-import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import crosscheck as xc
+import traces
 
 ECN = {0: "not-ECT", 1: "ECT(1)", 2: "ECT(0)", 3: "CE"}
 SYN, ACK = 0x02, 0x10
@@ -32,33 +31,24 @@ def kind(flags: int, payload: int) -> str:
 
 
 def ns3_trace(sc: xc.Scenario, flows: list[dict[str, Any]], extra: dict[str, str]) -> str:
-    with tempfile.TemporaryDirectory() as tmp:
-        trace = Path(tmp) / "trace.txt"
-        spec = {
-            **xc.ns3_spec(sc.kind, sc.cc, flows, extra, flows[-1]["start_us"] / 1e6 + 5.0),
-            "trace": str(trace),
-            "trace_qdisc": True,
-        }
-        res = xc.run_ns3_spec(spec, Path(tmp))
-        print("ns-3 summary:", res.get("reasons"))
-        # Only the queue-disc lines (the per-socket ones are not needed here).
-        return "".join(
-            ln + "\n"
-            for ln in trace.read_text().splitlines()
-            if " qdrop " in ln or " qmark " in ln or " qsyn " in ln
-        )
+    spec = xc.ns3_spec(sc.kind, sc.cc, flows, extra, flows[-1]["start_us"] / 1e6 + 5.0)
+    res, text = traces.ns3_traced(spec, trace_qdisc=True)
+    print("ns-3 summary:", res.get("reasons"))
+    # Only the queue-disc lines (the per-socket ones are not needed here).
+    return "".join(
+        ln + "\n"
+        for ln in text.splitlines()
+        if " qdrop " in ln or " qmark " in ln or " qsyn " in ln
+    )
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--scenario", default="dctcp websearch 0.3")
+    ap = traces.parser(__doc__, "dctcp websearch 0.3")
     ap.add_argument("--ns3", action="append", default=[], help="ns-3 ATTR=VALUE")
     ap.add_argument("--save", help="write the queue-disc trace here")
     ap.add_argument("--load", help="read the queue-disc trace from here (no ns-3 run)")
     args = ap.parse_args()
-    sc = next(s for s in xc.scenarios(True) if s.name == args.scenario)
+    sc = traces.scenario(args.scenario)
     flows = xc.flow_list(sc)
     if args.load:
         text = Path(args.load).read_text()

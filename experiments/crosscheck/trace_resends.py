@@ -26,18 +26,16 @@ Not part of the test suite.
 
 from __future__ import annotations
 
-import argparse
 import itertools
-import tempfile
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import crosscheck as xc
+import traces
 
 STATE = {0: "open", 1: "disorder", 2: "cwr", 3: "recovery", 4: "loss"}
 SEG = 1448  # ns-3's SegmentSize in the cross-check
-SINK_PORT = 5000  # ns3_sim.SINK_PORT (ns3_sim.py imports ns-3, so not imported here)
 
 
 def ns3_trace(
@@ -49,17 +47,13 @@ def ns3_trace(
     set_at: list[list[Any]],
 ) -> tuple[str, list[float]]:
     """ns-3's trace of the run to STOP_S and its FCTs (us; NaN: not done by then)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        trace = Path(tmp) / "trace.txt"
-        spec = {
-            **xc.ns3_spec(sc.kind, sc.cc, flows, extra, stop_s),
-            "trace": str(trace),
-            "trace_nics": [f"h{host}"],
-            "trace_qdisc": True,
-            "set_at": set_at,
-        }
-        out = xc.run_ns3_spec(spec, Path(tmp))
-        return trace.read_text(), [float(x) for x in out["fct_us"]]
+    out, text = traces.ns3_traced(
+        xc.ns3_spec(sc.kind, sc.cc, flows, extra, stop_s),
+        trace_nics=[f"h{host}"],
+        trace_qdisc=True,
+        set_at=set_at,
+    )
+    return text, [float(x) for x in out["fct_us"]]
 
 
 def gaps(times: list[float], n: int) -> list[tuple[float, float]]:
@@ -69,10 +63,7 @@ def gaps(times: list[float], n: int) -> list[tuple[float, float]]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--scenario", default="dctcp datamining 0.3")
+    ap = traces.parser(__doc__, "dctcp datamining 0.3")
     ap.add_argument("--host", type=int, default=1)
     ap.add_argument("--flows", default="17,22", help="flow ids (of --host), comma-separated")
     ap.add_argument("--from-us", type=float, default=0.0)
@@ -96,7 +87,7 @@ def main() -> None:
     ap.add_argument("--save-ns3-trace", help="write ns-3's trace to this file")
     ap.add_argument("--load-ns3-trace", help="read ns-3's trace from this file (no ns-3 run)")
     args = ap.parse_args()
-    sc = next(s for s in xc.scenarios(not args.full) if s.name == args.scenario)
+    sc = traces.scenario(args.scenario, args.full)
     flows = xc.flow_list(sc)
     want = [int(x) for x in args.flows.split(",")]
     mine = [i for i, f in enumerate(flows) if f["src"] == args.host]
@@ -161,7 +152,11 @@ def main() -> None:
             # flow's if it sent that sequence number in the last 5 ms.
             f = port_of.get(int(w[5]))
             seq = int(w[7])
-            if f in want and int(w[6]) == SINK_PORT and t_us - sent3[f].get(seq, -1e18) < 5000.0:
+            if (
+                f in want
+                and int(w[6]) == traces.SINK_PORT
+                and t_us - sent3[f].get(seq, -1e18) < 5000.0
+            ):
                 drops3[f].append(t_us)
             continue
         if not ctx.startswith("/NodeList/") or int(ctx.split("/")[2]) != args.host:
@@ -203,18 +198,7 @@ def main() -> None:
             if inside(t_us):
                 ack3[(b(t_us), f)] += 1
     # pisanet.
-    over: dict[str, Any] = xc.ns3_like_overrides(sc.cc)
-    r = xc.run_custom(
-        sc.kind,
-        sc.cc,
-        flows,
-        over,
-        args.set,
-        max_sim_time_ms=flows[-1]["start_us"] / 1000 + 1000,
-        metrics={"trace": {"flows": mine, "max_rows": 5_000_000}},
-    )
-    tr = r.trace
-    assert tr is not None
+    r, tr = traces.pisanet_traced(sc, flows, args.set, mine, 5_000_000, margin_ms=1000)
     node = f"h{args.host}"
     nicp: dict[int, int] = {}
     newp: dict[tuple[int, int], int] = defaultdict(int)

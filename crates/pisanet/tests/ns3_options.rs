@@ -33,22 +33,47 @@ fn n(v: &serde_json::Value, path: &str) -> f64 {
     path.split('.').fold(v, |v, k| &v[k]).as_f64().unwrap()
 }
 
-/// Runs `flows` with `base`, then with `key` added: the second run must
-/// conserve, complete the same flows and differ (the option is read).
-/// Returns both runs.
-fn changes_the_run(name: &str, flows: &str, base: &[&str], key: &str) -> (RunOutput, RunOutput) {
+/// Whether run `o` conserved its packets.
+fn conserves(o: &RunOutput) -> bool {
+    o.summary["conservation_ok"].as_bool().unwrap()
+}
+
+/// Runs `flows` as `{name}-off` with `base` and as `{name}-on` with `key`
+/// added: both runs.
+fn off_and_on(name: &str, flows: &str, base: &[&str], key: &str) -> (RunOutput, RunOutput) {
     let off = run_flows(&format!("{name}-off"), flows, base);
     let mut sets = base.to_vec();
     sets.push(key);
-    let on = run_flows(&format!("{name}-on"), flows, &sets);
-    assert!(on.summary["conservation_ok"].as_bool().unwrap(), "{key}");
+    (off, run_flows(&format!("{name}-on"), flows, &sets))
+}
+
+/// Runs `flows` with `base`, then with `key` added: the second run must
+/// conserve and differ (the option is read). Returns both runs.
+fn differs_with(name: &str, flows: &str, base: &[&str], key: &str) -> (RunOutput, RunOutput) {
+    let (off, on) = off_and_on(name, flows, base, key);
+    assert!(conserves(&on), "{key}");
+    assert_ne!(off.summary["digest"], on.summary["digest"], "{key}");
+    (off, on)
+}
+
+/// `differs_with`, and the second run completes the same flows.
+fn changes_the_run(name: &str, flows: &str, base: &[&str], key: &str) -> (RunOutput, RunOutput) {
+    let (off, on) = differs_with(name, flows, base, key);
     assert_eq!(
         n(&on.summary, "flows.completed"),
         n(&off.summary, "flows.completed"),
         "{key}"
     );
-    assert_ne!(off.summary["digest"], on.summary["digest"], "{key}");
     (off, on)
+}
+
+/// Without a loss (or a timeout) `key` changes nothing: one flow alone
+/// through an unbounded port (`{name}-alone-off`, `-on`), with `base` and
+/// with `key` added, drops nothing and runs the same.
+fn same_alone(name: &str, base: &[&str], key: &str) {
+    let (a, b) = off_and_on(&format!("{name}-alone"), "0,0,4,2000000\n", base, key);
+    assert_eq!(n(&a.summary, "packets.dropped"), 0.0);
+    assert_eq!(a.summary["digest"], b.summary["digest"]);
 }
 
 /// The one-line error `sets` give on the incast.
@@ -58,9 +83,29 @@ fn refusal(name: &str, sets: &[&str]) -> String {
         .to_string()
 }
 
+/// `sets` on the incast are refused with an error naming `key`.
+fn refused_naming(name: &str, sets: &[&str], key: &str) {
+    let err = refusal(name, sets);
+    assert!(err.contains(key), "{err}");
+}
+
 /// Three senders on one leaf to one host on the other: the spine port holds
 /// the queue.
 const INCAST: &str = "0,0,4,2000000\n0,1,4,2000000\n0,2,4,2000000\n";
+
+/// Switch ports of 20 packets that mark above 5 packets (by count: no byte
+/// threshold).
+const PORTS_20_K5: [&str; 3] = [
+    "topology.buffer_pkts=20",
+    "topology.ecn_threshold_kb=0",
+    "topology.ecn_threshold_pkts=5",
+];
+
+/// Seven flows of `bytes` B at once, from hosts 0-6 to host 7 (three on
+/// the receiver's leaf, four across the spine).
+fn seven_to_one(bytes: u32) -> String {
+    (0..7).map(|s| format!("0,{s},7,{bytes}\n")).collect()
+}
 
 #[test]
 fn buffer_pkts_limits_the_queue_in_packets() {
@@ -104,12 +149,19 @@ fn handshake_costs_one_round_trip_and_two_packets() {
         n(&hs.summary, "packets.injected"),
         n(&plain.summary, "packets.injected") + 2.0
     );
-    assert!(hs.summary["conservation_ok"].as_bool().unwrap());
+    assert!(conserves(&hs));
 }
 
 #[test]
 fn limited_transmit_is_wired_and_changes_recovery_only_when_on() {
-    let off = run_flows("lt-off", INCAST, &["topology.buffer_pkts=20"]);
+    // Losses happen here, so the early duplicate ACKs release new segments:
+    // on, the run differs.
+    let (off, on) = differs_with(
+        "lt",
+        INCAST,
+        &["topology.buffer_pkts=20"],
+        "transport.limited_transmit=true",
+    );
     let off2 = run_flows(
         "lt-off2",
         INCAST,
@@ -119,14 +171,6 @@ fn limited_transmit_is_wired_and_changes_recovery_only_when_on() {
         ],
     );
     assert_eq!(off.summary["digest"], off2.summary["digest"]);
-    let on = run_flows(
-        "lt-on",
-        INCAST,
-        &["topology.buffer_pkts=20", "transport.limited_transmit=true"],
-    );
-    // Losses happen here, so the early duplicate ACKs release new segments.
-    assert_ne!(on.summary["digest"], off.summary["digest"]);
-    assert!(on.summary["conservation_ok"].as_bool().unwrap());
     assert!(on.flows.fct_us.iter().all(|f| f.is_finite()));
 }
 
@@ -153,7 +197,7 @@ fn rto_granularity_adds_to_srtt_and_delays_timeouts_only_when_set() {
         &[sets[0], sets[1], "transport.rto_granularity_us=1000"],
     );
     assert_ne!(base.summary["digest"], g.summary["digest"]);
-    assert!(g.summary["conservation_ok"].as_bool().unwrap());
+    assert!(conserves(&g));
     // Flows that time out after an RTT sample wait SRTT + 1 ms instead of
     // 1 ms (a SYN-less flow with no sample waits the initial RTO in both).
     let total = |o: &RunOutput| o.flows.fct_us.iter().sum::<f64>();
@@ -172,19 +216,16 @@ fn rto_granularity_adds_to_srtt_and_delays_timeouts_only_when_set() {
 fn cwr_ignores_dupacks_turns_dctcp_incast_losses_into_timeouts() {
     // Seven 32 KB DCTCP flows into one host through 20-packet ports marking
     // at 10 packets: each flow is cut by ECE early, then loses a segment.
-    let flows: String = (0..7).map(|s| format!("0,{s},7,32000\n")).collect();
+    let flows = seven_to_one(32000);
     let sets = [
         "transport.kind=\"dctcp\"",
         "topology.buffer_pkts=20",
         "topology.ecn_threshold_kb=15",
         "transport.min_rto_us=1000",
     ];
-    let linux = run_flows("cwr-off", &flows, &sets);
-    let mut on = sets.to_vec();
-    on.push("transport.cwr_ignores_dupacks=true");
-    let ns3 = run_flows("cwr-on", &flows, &on);
+    let (linux, ns3) = off_and_on("cwr", &flows, &sets, "transport.cwr_ignores_dupacks=true");
     assert!(n(&linux.summary, "packets.dropped") > 0.0);
-    assert!(ns3.summary["conservation_ok"].as_bool().unwrap());
+    assert!(conserves(&ns3));
     let mean = |o: &RunOutput| o.flows.fct_us.iter().sum::<f64>() / o.flows.fct_us.len() as f64;
     // ns-3's CA_CWR leaves losses that fast retransmit (Linux) recovers to
     // the 1 ms timer: some flow ends past it, and the mean rises.
@@ -211,7 +252,7 @@ fn rtt_every_ack_with_ns3_timestamps_gives_whole_millisecond_samples() {
             "transport.ts_clock_us=1000",
         ],
     );
-    assert!(ns3.summary["conservation_ok"].as_bool().unwrap());
+    assert!(conserves(&ns3));
     // pisanet's clock: the queue's RTTs, not whole milliseconds.
     assert!(exact
         .flows
@@ -234,17 +275,11 @@ fn cwr_freeze_changes_dctcp_only_after_ecn_cuts() {
         "topology.ecn_threshold_kb=30",
         "metrics.flow_stats=true",
     ];
-    let grow = run_flows("freeze-off", INCAST, &dctcp);
-    let mut on = dctcp.to_vec();
-    on.push("transport.cwr_freeze=true");
-    let frozen = run_flows("freeze-on", INCAST, &on);
-    assert!(frozen.summary["conservation_ok"].as_bool().unwrap());
-    assert!(n(&grow.summary, "packets.ecn_marked") > 0.0);
     // The cut windows' ACKs no longer grow cwnd: the run differs.
-    assert_ne!(grow.summary["digest"], frozen.summary["digest"]);
+    let (grow, _) = differs_with("freeze", INCAST, &dctcp, "transport.cwr_freeze=true");
+    assert!(n(&grow.summary, "packets.ecn_marked") > 0.0);
     // Without ECN cuts (NewReno, no marking) the option changes nothing.
-    let reno = run_flows("freeze-reno-off", INCAST, &[]);
-    let reno_on = run_flows("freeze-reno-on", INCAST, &["transport.cwr_freeze=true"]);
+    let (reno, reno_on) = off_and_on("freeze-reno", INCAST, &[], "transport.cwr_freeze=true");
     assert_eq!(reno.summary["digest"], reno_on.summary["digest"]);
 }
 
@@ -253,12 +288,9 @@ fn ecn_threshold_pkts_marks_by_packet_count() {
     // Three 2 MB DCTCP flows into one host; the byte threshold is off (or
     // far above any queue), so only the packet threshold can mark.
     let base = ["transport.kind=\"dctcp\"", "topology.ecn_threshold_kb=0"];
-    let off = run_flows("ecn-pkts-off", INCAST, &base);
+    let (off, pkts) = off_and_on("ecn-pkts", INCAST, &base, "topology.ecn_threshold_pkts=10");
     assert_eq!(n(&off.summary, "packets.ecn_marked"), 0.0);
-    let mut on = base.to_vec();
-    on.push("topology.ecn_threshold_pkts=10");
-    let pkts = run_flows("ecn-pkts-on", INCAST, &on);
-    assert!(pkts.summary["conservation_ok"].as_bool().unwrap());
+    assert!(conserves(&pkts));
     assert!(n(&pkts.summary, "packets.ecn_marked") > 0.0);
     // Either threshold marks: a byte threshold no queue reaches changes nothing.
     let high = run_flows(
@@ -287,13 +319,9 @@ fn reno_scoreboard_changes_loss_recovery_only() {
         "transport.limited_transmit=true",
         "metrics.flow_stats=true",
     ];
-    let off = run_flows("reno-board-off", INCAST, &base);
-    let mut on_sets = base.to_vec();
-    on_sets.push("transport.reno_scoreboard=true");
-    let on = run_flows("reno-board-on", INCAST, &on_sets);
-    assert!(on.summary["conservation_ok"].as_bool().unwrap());
+    let key = "transport.reno_scoreboard=true";
+    let (off, on) = differs_with("reno-board", INCAST, &base, key);
     assert!(n(&off.summary, "packets.dropped") > 0.0);
-    assert_ne!(off.summary["digest"], on.summary["digest"]);
     // ns-3's bookkeeping resends more: duplicate ACKs' SACK marks let
     // segments out beyond cwnd, and marks left past a recovery resend
     // segments the receiver may already hold.
@@ -304,28 +332,13 @@ fn reno_scoreboard_changes_loss_recovery_only() {
         resent(&on),
         resent(&off)
     );
-    // Without a loss nothing differs: one flow alone, an unbounded port.
-    let one = "0,0,4,2000000\n";
-    let a = run_flows("reno-board-alone-off", one, &["transport.tsq_kb=0"]);
-    let b = run_flows(
-        "reno-board-alone-on",
-        one,
-        &["transport.tsq_kb=0", "transport.reno_scoreboard=true"],
-    );
-    assert_eq!(n(&a.summary, "packets.dropped"), 0.0);
-    assert_eq!(a.summary["digest"], b.summary["digest"]);
+    // Without a loss nothing differs.
+    same_alone("reno-board", &["transport.tsq_kb=0"], key);
     // With SACK the key is not read, and so refused.
-    let err = common::try_flows(
-        "ns3opt",
+    refused_naming(
         "reno-board-sack",
-        CFG,
-        INCAST,
-        &["transport.sack=true", "transport.reno_scoreboard=true"],
-    )
-    .unwrap_err();
-    assert!(
-        err.to_string().contains("transport.reno_scoreboard"),
-        "{err}"
+        &["transport.sack=true", key],
+        "transport.reno_scoreboard",
     );
 }
 
@@ -338,40 +351,22 @@ fn dctcp_loss_uses_alpha_changes_dctcp_loss_responses_only() {
                  400,2,4,200000\n400,3,4,200000\n400,5,4,200000\n\
                  400,6,4,200000\n400,7,4,200000\n";
     let base = [
-        "transport.kind=\"dctcp\"",
-        "topology.buffer_pkts=20",
-        "topology.ecn_threshold_kb=0",
-        "topology.ecn_threshold_pkts=5",
-        "transport.tsq_kb=0",
-    ];
-    let off = run_flows("dctcp-loss-alpha-off", flows, &base);
-    let mut on_sets = base.to_vec();
-    on_sets.push("transport.dctcp_loss_uses_alpha=true");
-    let on = run_flows("dctcp-loss-alpha-on", flows, &on_sets);
-    assert!(on.summary["conservation_ok"].as_bool().unwrap());
+        &["transport.kind=\"dctcp\""][..],
+        &PORTS_20_K5,
+        &["transport.tsq_kb=0"],
+    ]
+    .concat();
+    let key = "transport.dctcp_loss_uses_alpha=true";
+    let (off, _) = differs_with("dctcp-loss-alpha", flows, &base, key);
     assert!(n(&off.summary, "packets.dropped") > 0.0);
-    assert_ne!(off.summary["digest"], on.summary["digest"]);
-    // Without a loss nothing differs: one flow alone, an unbounded port.
-    let one = "0,0,4,2000000\n";
+    // Without a loss nothing differs.
     let alone = ["transport.kind=\"dctcp\"", "topology.ecn_threshold_kb=30"];
-    let a = run_flows("dctcp-loss-alpha-alone-off", one, &alone);
-    let mut alone_on = alone.to_vec();
-    alone_on.push("transport.dctcp_loss_uses_alpha=true");
-    let b = run_flows("dctcp-loss-alpha-alone-on", one, &alone_on);
-    assert_eq!(n(&a.summary, "packets.dropped"), 0.0);
-    assert_eq!(a.summary["digest"], b.summary["digest"]);
+    same_alone("dctcp-loss-alpha", &alone, key);
     // NewReno does not read the key, and so refuses it.
-    let err = common::try_flows(
-        "ns3opt",
+    refused_naming(
         "dctcp-loss-alpha-reno",
-        CFG,
-        INCAST,
-        &["transport.dctcp_loss_uses_alpha=true"],
-    )
-    .unwrap_err();
-    assert!(
-        err.to_string().contains("transport.dctcp_loss_uses_alpha"),
-        "{err}"
+        &[key],
+        "transport.dctcp_loss_uses_alpha",
     );
 }
 
@@ -380,7 +375,7 @@ fn dctcp_loss_uses_alpha_changes_dctcp_loss_responses_only() {
 /// then losses in CA_CWR that wait for the timer, whose resends are
 /// acknowledged with ECE while the port is still above K.
 fn dctcp_cwr_incast() -> (String, Vec<&'static str>) {
-    let flows = (0..7).map(|s| format!("0,{s},7,64000\n")).collect();
+    let flows = seven_to_one(64000);
     let sets = vec![
         "transport.kind=\"dctcp\"",
         "topology.buffer_pkts=20",
@@ -396,41 +391,32 @@ fn dctcp_cwr_incast() -> (String, Vec<&'static str>) {
 #[test]
 fn cwr_ends_at_timeout_changes_dctcp_runs_with_timeouts_only() {
     let (flows, base) = dctcp_cwr_incast();
-    let off = run_flows("cwr-timeout-off", &flows, &base);
-    let mut on_sets = base.to_vec();
-    on_sets.push("transport.cwr_ends_at_timeout=true");
-    let on = run_flows("cwr-timeout-on", &flows, &on_sets);
-    assert!(on.summary["conservation_ok"].as_bool().unwrap());
+    let key = "transport.cwr_ends_at_timeout=true";
+    let (off, _) = differs_with("cwr-timeout", &flows, &base, key);
     let sum = |v: &[u32]| v.iter().map(|&x| u64::from(x)).sum::<u64>();
     assert!(sum(&off.flows.timeouts) > 0);
-    assert_ne!(off.summary["digest"], on.summary["digest"]);
-    // Without a timeout nothing differs: one flow alone, an unbounded port.
-    let one = "0,0,4,2000000\n";
+    // Without a timeout nothing differs.
     let alone = ["transport.kind=\"dctcp\"", "topology.ecn_threshold_kb=30"];
-    let a = run_flows("cwr-timeout-alone-off", one, &alone);
-    let mut alone_on = alone.to_vec();
-    alone_on.push("transport.cwr_ends_at_timeout=true");
-    let b = run_flows("cwr-timeout-alone-on", one, &alone_on);
-    assert_eq!(n(&a.summary, "packets.dropped"), 0.0);
-    assert_eq!(a.summary["digest"], b.summary["digest"]);
+    same_alone("cwr-timeout", &alone, key);
 }
 
 #[test]
 fn dctcp_no_floor_with_full_segment_windows_waits_for_timeouts() {
     // Seven DCTCP flows into one host through a 20-packet port that marks
     // above 5 packets: alpha stays near 1 and the cuts reach small windows.
-    let flows: String = (0..7).map(|s| format!("0,{s},7,300000\n")).collect();
+    let flows = seven_to_one(300000);
     let base = [
-        "transport.kind=\"dctcp\"",
-        "topology.buffer_pkts=20",
-        "topology.ecn_threshold_kb=0",
-        "topology.ecn_threshold_pkts=5",
-        "transport.tsq_kb=0",
-        "transport.reno_scoreboard=true",
-        "transport.cwr_freeze=true",
-        "transport.cwr_ends_at_timeout=true",
-        "metrics.flow_stats=true",
-    ];
+        &["transport.kind=\"dctcp\""][..],
+        &PORTS_20_K5,
+        &[
+            "transport.tsq_kb=0",
+            "transport.reno_scoreboard=true",
+            "transport.cwr_freeze=true",
+            "transport.cwr_ends_at_timeout=true",
+            "metrics.flow_stats=true",
+        ],
+    ]
+    .concat();
     let timeouts = |o: &RunOutput| o.flows.timeouts.iter().sum::<u32>();
     let off = run_flows("no-floor-off", &flows, &base);
     // The send rule alone: with the 2-SMSS floor no window falls below a
@@ -442,7 +428,7 @@ fn dctcp_no_floor_with_full_segment_windows_waits_for_timeouts() {
     // Both: windows under a segment wait for the timer, so more timeouts.
     rule.push("transport.dctcp_no_floor=true");
     let on = run_flows("no-floor-on", &flows, &rule);
-    assert!(on.summary["conservation_ok"].as_bool().unwrap());
+    assert!(conserves(&on));
     assert_ne!(off.summary["digest"], on.summary["digest"]);
     assert!(
         timeouts(&on) > timeouts(&off),
@@ -451,17 +437,10 @@ fn dctcp_no_floor_with_full_segment_windows_waits_for_timeouts() {
         timeouts(&off)
     );
     // NewReno does not read `dctcp_no_floor`, and so refuses it.
-    let err = common::try_flows(
-        "ns3opt",
+    refused_naming(
         "no-floor-reno",
-        CFG,
-        INCAST,
         &["transport.dctcp_no_floor=true"],
-    )
-    .unwrap_err();
-    assert!(
-        err.to_string().contains("transport.dctcp_no_floor"),
-        "{err}"
+        "transport.dctcp_no_floor",
     );
 }
 
@@ -485,15 +464,13 @@ fn dctcp_window_end_and_segment_count_change_dctcp_runs_with_cuts() {
         INCAST,
         &["transport.ca_segment_count=true"],
     );
-    assert!(reno.summary["conservation_ok"].as_bool().unwrap());
+    assert!(conserves(&reno));
     for (cc, key) in [
         ("newreno", "transport.dctcp_window_end_next_tx=true"),
         ("cubic", "transport.ca_segment_count=true"),
     ] {
         let kind = format!("transport.kind=\"{cc}\"");
-        let err = common::try_flows("ns3opt", "refused", CFG, INCAST, &[&kind, key]).unwrap_err();
-        let name = key.split('=').next().unwrap();
-        assert!(err.to_string().contains(name), "{err}");
+        refused_naming("refused", &[&kind, key], key.split('=').next().unwrap());
     }
 }
 
@@ -541,7 +518,7 @@ fn rto_reset_on_ack_ends_backoffs_at_the_next_new_ack() {
     // Seven 300 KB NewReno flows into one host through a 4-packet port,
     // with ns-3's loss bookkeeping: timeouts whose resends are lost again
     // (backed off), then new ACKs.
-    let flows: String = (0..7).map(|s| format!("0,{s},7,300000\n")).collect();
+    let flows = seven_to_one(300000);
     let base = vec![
         "topology.buffer_pkts=4",
         "transport.tsq_kb=0",
@@ -613,12 +590,8 @@ fn ns3_profile_is_the_options_it_names() {
     // Seven flows into one host through a 20-packet port marking above 5
     // packets: handshakes, losses, timeouts and (DCTCP) ECN cuts, so every
     // option the profile sets has something to change.
-    let flows: String = (0..7).map(|s| format!("0,{s},7,300000\n")).collect();
-    let base = [
-        "topology.buffer_pkts=20",
-        "topology.ecn_threshold_kb=0",
-        "topology.ecn_threshold_pkts=5",
-    ];
+    let flows = seven_to_one(300000);
+    let base = PORTS_20_K5;
     fn refs(v: &[String]) -> Vec<&str> {
         v.iter().map(|s| s.as_str()).collect()
     }
