@@ -13,8 +13,8 @@ or change only ECN runs); the others take NS3_LIKE as is, or are skipped
 with `--only`; `--scenario` runs only the scenarios named. `--no-give-up`
 compares with ns-3 that gives no connection up (crosscheck.NO_GIVE_UP)
 where that run is stored. `--newreno` is `--cc newreno --only
---no-give-up` (finding 26). The default variants are findings 23 and
-25's. ns-3 only from the store (no ns-3 run). Not part of the test
+--no-give-up` (finding 26). The default variants take finding 25's rule
+and two of finding 31's out of the set. ns-3 only from the store (no ns-3 run). Not part of the test
 suite.
 """
 
@@ -29,8 +29,8 @@ import crosscheck as xc
 DEFAULT = [
     "ns-3-like:",
     "ce_new_seq_only off:transport.ce_new_seq_only=false",
-    "+window end:transport.dctcp_window_end_next_tx=true",
-    "+segment count:transport.ca_segment_count=true",
+    "window end off:transport.dctcp_window_end_next_tx=false",
+    "segment count off:transport.ca_segment_count=false",
 ]
 
 

@@ -381,14 +381,16 @@ fn with_timestamps_the_ack_of_a_resend_is_timed_from_the_resend() {
 /// A retransmission timeout empties the RTT log (ns-3 `ReTxTimeout`:
 /// `m_history.clear()`), and the go-back-N's resends are not logged: their
 /// ACKs give no sample, with timestamps too (where a fast retransmit's
-/// does, above). Without timestamps Karn's rule gives none either.
+/// does, above), with ns-3's scoreboard (`reno_board_timeout`) or without.
+/// Without timestamps Karn's rule gives none either.
 #[test]
 fn a_timeout_forgets_the_segments_sent_before_it() {
     use super::test_util::ack_pkt;
-    for ts in [false, true] {
+    for (ts, board) in [(false, false), (true, false), (false, true), (true, true)] {
         let c = TcpConfig {
             rtt_every_ack: true,
             ts_clock: if ts { SimTime::from_ms(1) } else { SimTime::ZERO },
+            reno_scoreboard: board,
             init_cwnd_segments: 4,
             ..cfg(false)
         };
@@ -406,7 +408,7 @@ fn a_timeout_forgets_the_segments_sent_before_it() {
         let t = deadline + us(5);
         tx.on_packet(t, &ack_pkt(MSS, w, false), &mut Vec::new());
         tx.on_packet(t + us(1), &ack_pkt(2 * MSS, w, false), &mut Vec::new());
-        assert_eq!(tx.rtt_samples().0, 0, "timestamps {ts}");
+        assert_eq!(tx.rtt_samples().0, 0, "timestamps {ts}, board {board}");
     }
 }
 
@@ -803,3 +805,4 @@ fn loss_exit_with_the_newreno_adder_grows_nothing() {
     assert_eq!(run(false, 10), 2 * MSS);
     assert_eq!(run(true, 5), 2 * MSS);
 }
+

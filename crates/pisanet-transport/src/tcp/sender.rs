@@ -1665,7 +1665,7 @@ impl TcpSender {
     /// A retransmission timeout empties the RTT log, as ns-3's
     /// `ReTxTimeout` empties `m_history`: nothing sent before it is timed,
     /// and the go-back-N's resends (below `snd_max`) are not logged.
-    fn forget_sent_log(&mut self) {
+    pub(super) fn forget_sent_log(&mut self) {
         if let Some(log) = &mut self.sent_log {
             log.clear();
         }

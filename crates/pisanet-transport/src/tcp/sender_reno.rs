@@ -219,6 +219,7 @@ impl TcpSender {
         self.loss = true;
         self.lt_allowance = 0;
         self.rtt_probe = RttProbe::NONE;
+        self.forget_sent_log();
         self.una_resent_by_timer = true;
         self.timer = Some(now + self.rto.rto());
     }
