@@ -29,8 +29,9 @@ import crosscheck as xc  # noqa: E402  (experiments/crosscheck/crosscheck.py)
 # `transport.rto_reset_on_ack`: finding 30 takes the full size 9 -> 11 of
 # 28 and its per-flow error down, and three quick classes out, each
 # carried by one or two flows' lost SYNs or an offset that had hidden a
-# shortfall.)
-NS3_LIKE_WITHIN = 11
+# shortfall. 16 since finding 31: ns-3's RTT samples and its five DCTCP
+# growth and loss rules in the profile; 11 before.)
+NS3_LIKE_WITHIN = 16
 DEFAULTS_WITHIN = 6
 
 Rows = list[tuple[Any, list[dict[str, Any]], dict[str, Any], dict[str, dict[str, Any]]]]

@@ -344,7 +344,11 @@ fn rtt_every_ack_times_the_oldest_segment_an_ack_covers() {
     assert_eq!(segs(&o)[0].0, 2 * MSS);
     // One ACK covers segment 1 (sent at 0) and segment 2 (sent at 10 us):
     // timed from segment 1, 30 us (from segment 2 it would be 20 us).
-    tx.on_packet(us(30), &ack_pkt(3 * MSS, c.rwnd_bytes, false), &mut Vec::new());
+    tx.on_packet(
+        us(30),
+        &ack_pkt(3 * MSS, c.rwnd_bytes, false),
+        &mut Vec::new(),
+    );
     assert_eq!(tx.rtt_samples(), (2, us(30)));
 }
 
@@ -359,7 +363,11 @@ fn with_timestamps_the_ack_of_a_resend_is_timed_from_the_resend() {
     for ts in [false, true] {
         let c = TcpConfig {
             rtt_every_ack: true,
-            ts_clock: if ts { SimTime::from_ms(1) } else { SimTime::ZERO },
+            ts_clock: if ts {
+                SimTime::from_ms(1)
+            } else {
+                SimTime::ZERO
+            },
             init_cwnd_segments: 6,
             ..cfg(false)
         };
@@ -389,7 +397,11 @@ fn a_timeout_forgets_the_segments_sent_before_it() {
     for (ts, board) in [(false, false), (true, false), (false, true), (true, true)] {
         let c = TcpConfig {
             rtt_every_ack: true,
-            ts_clock: if ts { SimTime::from_ms(1) } else { SimTime::ZERO },
+            ts_clock: if ts {
+                SimTime::from_ms(1)
+            } else {
+                SimTime::ZERO
+            },
             reno_scoreboard: board,
             init_cwnd_segments: 4,
             ..cfg(false)
@@ -805,4 +817,3 @@ fn loss_exit_with_the_newreno_adder_grows_nothing() {
     assert_eq!(run(false, 10), 2 * MSS);
     assert_eq!(run(true, 5), 2 * MSS);
 }
-
