@@ -289,16 +289,28 @@ fn ts_clock_quantises_samples_as_ns3_timestamps() {
     }
 }
 
+/// A config with `rtt_every_ack`, millisecond timestamps when `ts`, ns-3's
+/// scoreboard when `board`, and `init` segments of initial window.
+fn rtt_cfg(ts: bool, board: bool, init: u32) -> TcpConfig {
+    TcpConfig {
+        rtt_every_ack: true,
+        ts_clock: if ts {
+            SimTime::from_ms(1)
+        } else {
+            SimTime::ZERO
+        },
+        reno_scoreboard: board,
+        init_cwnd_segments: init,
+        ..cfg(false)
+    }
+}
+
 /// Karn's rule with `rtt_every_ack`: an ACK whose oldest covered segment
 /// was resent gives no sample; the next ACK of never-resent data does.
 #[test]
 fn rtt_every_ack_skips_acks_of_retransmitted_data() {
     use super::test_util::ack_pkt;
-    let c = TcpConfig {
-        rtt_every_ack: true,
-        init_cwnd_segments: 6,
-        ..cfg(false)
-    };
+    let c = rtt_cfg(false, false, 6);
     let (mut tx, _) = started(&c, 40 * MSS);
     let w = c.rwnd_bytes;
     // Segment 0 lost: three duplicate ACKs, fast retransmit.
@@ -329,11 +341,7 @@ fn rtt_every_ack_skips_acks_of_retransmitted_data() {
 #[test]
 fn rtt_every_ack_times_the_oldest_segment_an_ack_covers() {
     use super::test_util::ack_pkt;
-    let c = TcpConfig {
-        rtt_every_ack: true,
-        init_cwnd_segments: 2,
-        ..cfg(false)
-    };
+    let c = rtt_cfg(false, false, 2);
     let (mut tx, out) = started(&c, 20 * MSS);
     assert_eq!(segs(&out), vec![(0, MSS as u32), (MSS, MSS as u32)]);
     // The first ACK (at 10 us) times segment 0 and opens the window:
@@ -361,16 +369,7 @@ fn rtt_every_ack_times_the_oldest_segment_an_ack_covers() {
 fn with_timestamps_the_ack_of_a_resend_is_timed_from_the_resend() {
     use super::test_util::ack_pkt;
     for ts in [false, true] {
-        let c = TcpConfig {
-            rtt_every_ack: true,
-            ts_clock: if ts {
-                SimTime::from_ms(1)
-            } else {
-                SimTime::ZERO
-            },
-            init_cwnd_segments: 6,
-            ..cfg(false)
-        };
+        let c = rtt_cfg(ts, false, 6);
         let (mut tx, _) = started(&c, 40 * MSS);
         let w = c.rwnd_bytes;
         // Segment 0 lost: three duplicate ACKs, resent at 10 us.
@@ -395,17 +394,7 @@ fn with_timestamps_the_ack_of_a_resend_is_timed_from_the_resend() {
 fn a_timeout_forgets_the_segments_sent_before_it() {
     use super::test_util::ack_pkt;
     for (ts, board) in [(false, false), (true, false), (false, true), (true, true)] {
-        let c = TcpConfig {
-            rtt_every_ack: true,
-            ts_clock: if ts {
-                SimTime::from_ms(1)
-            } else {
-                SimTime::ZERO
-            },
-            reno_scoreboard: board,
-            init_cwnd_segments: 4,
-            ..cfg(false)
-        };
+        let c = rtt_cfg(ts, board, 4);
         let (mut tx, _) = started(&c, 40 * MSS);
         let w = c.rwnd_bytes;
         // No ACK before the initial RTO (3 ms): a timeout resends segment 0
