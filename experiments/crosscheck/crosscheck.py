@@ -647,6 +647,24 @@ def within_goal(
     return text + (": outside: " + "; ".join(fails) + "." if fails else ".")
 
 
+# Finding 31's rules (with findings 19, 20 and 23's), taken out one at a time.
+FINDING_31_KEYS = (
+    "dctcp_window_end_next_tx",
+    "ca_segment_count",
+    "slow_start_all_acked",
+    "unvalidated_cwnd",
+)
+# Rows after a topology's own, with the same labels on both: NewReno's
+# TcpNewReno growth (finding 28) back to RFC 5681 slow start and byte
+# counting; DCTCP's finding 25 rule and finding 31's, taken out.
+NEWRENO_RULE_LABELS = {
+    "newreno-ack-adder": "ns-3-like but byte-counted growth (newreno_ack_adder off)",
+}
+DCTCP_RULE_LABELS = {
+    "ce-new-seq-only": "ns-3-like but every CE mark echoed (ce_new_seq_only off)",
+    **{key: f"ns-3-like but {key} off" for key in FINDING_31_KEYS},
+}
+
 # A row of the one-change-at-a-time table: the change's label, the scenario,
 # pisanet's overrides and ns-3's attributes.
 AblationRow = tuple[str, Scenario, dict[str, Any], dict[str, str]]
@@ -697,6 +715,9 @@ def ablation_changes() -> dict[str, tuple[dict[str, Any], dict[str, str]]]:
             },
             {},
         ),
+        "newreno-ack-adder": (but("newreno_ack_adder", False), {}),
+        "ce-new-seq-only": (but("ce_new_seq_only", False), {}),
+        **{key: (but(key, False), {}) for key in FINDING_31_KEYS},
     }
 
 
@@ -772,47 +793,11 @@ def ablation_rows(quick: bool) -> list[AblationRow]:
     for sc in ws + [s for s in scenarios(quick) if s.kind == "incast"]:
         every, dctcp = ABLATION_LABELS[sc.kind]
         out += labelled_changes(sc, every)
-        out += newreno_rule_rows(sc)
+        if sc.cc == "newreno":
+            out += labelled_changes(sc, NEWRENO_RULE_LABELS)
         if sc.cc == "dctcp":
-            out += labelled_changes(sc, dctcp)
-            out += dctcp_rule_rows(sc)
+            out += labelled_changes(sc, {**dctcp, **DCTCP_RULE_LABELS})
     return out
-
-
-def newreno_rule_rows(sc: Scenario) -> list[AblationRow]:
-    """NewReno: ns-3's TcpNewReno growth (finding 28) taken out of the
-    ns-3-like set, back to RFC 5681 slow start and byte counting."""
-    if sc.cc != "newreno":
-        return []
-    return [
-        (
-            "ns-3-like but byte-counted growth (newreno_ack_adder off)",
-            sc,
-            {**NS3_LIKE, "transport.newreno_ack_adder": False},
-            {},
-        )
-    ]
-
-
-def dctcp_rule_rows(sc: Scenario) -> list[AblationRow]:
-    """Finding 25's rule taken out of the ns-3-like set, and those that
-    joined it with finding 31 (findings 19, 20 and 23's), one at a time."""
-    return [
-        (
-            "ns-3-like but every CE mark echoed (ce_new_seq_only off)",
-            sc,
-            {**NS3_LIKE, "transport.ce_new_seq_only": False},
-            {},
-        )
-    ] + [
-        (f"ns-3-like but {key} off", sc, {**NS3_LIKE, f"transport.{key}": False}, {})
-        for key in (
-            "dctcp_window_end_next_tx",
-            "ca_segment_count",
-            "slow_start_all_acked",
-            "unvalidated_cwnd",
-        )
-    ]
 
 
 def seeds_of(sc: Scenario) -> list[int]:

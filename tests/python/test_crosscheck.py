@@ -136,13 +136,7 @@ def test_ns3_dctcp_rules_bring_dctcp_flows_closer_to_ns3() -> None:
     import perflow
 
     xc.CACHED_ONLY = True
-    keys = (
-        "dctcp_loss_uses_alpha",
-        "dctcp_window_end_next_tx",
-        "slow_start_all_acked",
-        "ca_segment_count",
-        "unvalidated_cwnd",
-    )
+    keys = ("dctcp_loss_uses_alpha", *xc.FINDING_31_KEYS)
     with_rules = perflow.errors("dctcp", {})
     without = perflow.errors("dctcp", {f"transport.{k}": False for k in keys})
     assert len(with_rules) == len(without) > 800

@@ -1436,9 +1436,7 @@ impl TcpSender {
         self.recover = Some(self.snd_max);
         self.in_recovery = false;
         self.dupacks = 0;
-        // Karn's rule: nothing in flight may be timed now.
-        self.rtt_probe = RttProbe::NONE;
-        self.forget_sent_log();
+        self.untime_flight();
     }
 
     fn send_window_probe(&mut self, now: SimTime, out: &mut Vec<Packet>) {
@@ -1636,7 +1634,7 @@ impl TcpSender {
     /// resend's sample unambiguous: ns-3's `CalculateRttSample` reads the
     /// echo whether or not the segment was resent (as Linux's
     /// `tcp_ack_update_rtt` does). A timeout empties the log
-    /// (`forget_sent_log`).
+    /// (`untime_flight`).
     #[inline]
     fn sample_every_ack(&mut self, now: SimTime, ack: u64) {
         if self.sent_log.is_some() {
@@ -1662,10 +1660,13 @@ impl TcpSender {
         }
     }
 
-    /// A retransmission timeout empties the RTT log, as ns-3's
-    /// `ReTxTimeout` empties `m_history`: nothing sent before it is timed,
-    /// and the go-back-N's resends (below `snd_max`) are not logged.
-    pub(super) fn forget_sent_log(&mut self) {
+    /// Karn's rule at a retransmission timeout: nothing in flight may be
+    /// timed now. The per-round-trip probe is dropped, and the per-ACK log
+    /// emptied, as ns-3's `ReTxTimeout` empties `m_history`: nothing sent
+    /// before the timeout is timed, and the go-back-N's resends (below
+    /// `snd_max`) are not logged.
+    pub(super) fn untime_flight(&mut self) {
+        self.rtt_probe = RttProbe::NONE;
         if let Some(log) = &mut self.sent_log {
             log.clear();
         }

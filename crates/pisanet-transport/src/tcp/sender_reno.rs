@@ -16,7 +16,7 @@
 //! recovery (`DupAck`: `IsLost(HighACK + 1)`).
 
 use super::super::cc::Controller;
-use super::{OptSeq, RenoBoard, RttProbe, TcpSender};
+use super::{OptSeq, RenoBoard, TcpSender};
 use pisanet_engine::SimTime;
 use pisanet_net::packet::{tcp_flags, Packet};
 
@@ -218,8 +218,7 @@ impl TcpSender {
         self.in_recovery = false;
         self.loss = true;
         self.lt_allowance = 0;
-        self.rtt_probe = RttProbe::NONE;
-        self.forget_sent_log();
+        self.untime_flight();
         self.una_resent_by_timer = true;
         self.timer = Some(now + self.rto.rto());
     }
